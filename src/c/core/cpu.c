@@ -1,0 +1,47 @@
+/* Runtime SIMD dispatch. Nothing is cached: the answer is a pure function of the CPU
+ * and of DEEPREDUCE_SIMD, so there is no global state to race on. Kernels call
+ * dr_simd_active() once per call, never per element. */
+#include "deepreduce.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int dr_simd_supported(void)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2"))
+        return DR_SIMD_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2"))
+        return DR_SIMD_AVX2;
+#endif
+    return DR_SIMD_SCALAR;
+}
+
+int dr_simd_active(void)
+{
+    int level = dr_simd_supported();
+    const char *cap = getenv("DEEPREDUCE_SIMD");
+    if (cap != NULL) {
+        int wanted = level;
+        if (strcmp(cap, "scalar") == 0)
+            wanted = DR_SIMD_SCALAR;
+        else if (strcmp(cap, "avx2") == 0)
+            wanted = DR_SIMD_AVX2;
+        else if (strcmp(cap, "avx512") == 0)
+            wanted = DR_SIMD_AVX512;
+        if (wanted < level)
+            level = wanted;
+    }
+    return level;
+}
+
+const char *dr_simd_name(int level)
+{
+    switch (level) {
+    case DR_SIMD_AVX512: return "avx512";
+    case DR_SIMD_AVX2: return "avx2";
+    default: return "scalar";
+    }
+}

@@ -1,0 +1,14 @@
+/* Internal: whether this compiler can build the x86 SIMD variants. They are compiled
+ * with per-function target attributes, so the rest of the library needs no -mavx2. */
+#ifndef DR_SIMD_CONFIG_H
+#define DR_SIMD_CONFIG_H
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define DR_HAVE_X86_SIMD 1
+#define DR_TARGET_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt,f16c,fma")))
+#define DR_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,bmi,bmi2,popcnt")))
+#else
+#define DR_HAVE_X86_SIMD 0
+#endif
+
+#endif

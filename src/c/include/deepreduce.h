@@ -1,0 +1,220 @@
+/*
+ * deepreduce.h - the public C interface of the deepreduce core.
+ *
+ * This header is the manual. Every function states its contract beside it.
+ *
+ * Conventions that hold for every function in this library:
+ *   - Every fallible function returns an int status: DR_OK (0) on success, a negative
+ *     DR_E_* value otherwise. dr_status_message() turns a status into a sentence.
+ *   - No global mutable state: all functions are reentrant and thread-safe.
+ *   - No hidden allocation: outputs and scratch space are owned by the caller. Where a
+ *     function needs scratch, a companion *_workspace_size() says how many bytes.
+ *   - Arrays are passed as (pointer, element count). Indices are uint32 (a single tensor
+ *     holds fewer than 2^32 elements), values are float32, sizes are size_t.
+ *   - Wire payloads are framed (see "Frames" below): decoders check every length against
+ *     the buffer before reading, and refuse a frame whose CRC32 does not match.
+ *   - SIMD variants (AVX2, AVX-512) are picked at run time and give bit-identical
+ *     results to the portable scalar path. DEEPREDUCE_SIMD=scalar|avx2|avx512 in the
+ *     environment caps the level (it never raises it above what the CPU supports).
+ *
+ * The area headers below hold the kernels; this file holds what they all share.
+ */
+#ifndef DEEPREDUCE_H
+#define DEEPREDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DR_VERSION_MAJOR 0
+#define DR_VERSION_MINOR 1
+#define DR_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------------------------- */
+/* Status codes                                                                        */
+/* ---------------------------------------------------------------------------------- */
+enum dr_status {
+    DR_OK = 0,
+    DR_E_ARG = -1,            /* an argument is out of its documented range            */
+    DR_E_DST_TOO_SMALL = -2,  /* the caller's output buffer is smaller than needed     */
+    DR_E_FRAME_SHORT = -3,    /* buffer shorter than the frame it claims to hold       */
+    DR_E_FRAME_MAGIC = -4,    /* not a deepreduce frame (wrong magic bytes)            */
+    DR_E_FRAME_VERSION = -5,  /* frame written by an unsupported format version        */
+    DR_E_FRAME_CHECKSUM = -6, /* CRC32 mismatch: the payload was altered in transit    */
+    DR_E_FRAME_FIELD = -7,    /* a header field or section length is inconsistent      */
+    DR_E_FRAME_CODEC = -8,    /* frame holds a codec other than the one asked to decode */
+    DR_E_CORRUPT = -9,        /* a section's contents are invalid (index out of range) */
+    DR_E_ZLIB = -10,          /* zlib reported an error                                */
+    DR_E_NUMERIC = -11        /* a fit or solve failed (singular or non-finite input)  */
+};
+
+/* A static, human-readable sentence for a status code. Never returns NULL. */
+const char *dr_status_message(int status);
+
+/* The library version as "MAJOR.MINOR.PATCH". */
+const char *dr_version_string(void);
+
+/* ---------------------------------------------------------------------------------- */
+/* Identifiers carried on the wire. Values are frozen once released: append only.     */
+/* ---------------------------------------------------------------------------------- */
+
+/* The original dtype of a tensor (the core always works in float32). */
+enum dr_dtype {
+    DR_DTYPE_FLOAT32 = 0,
+    DR_DTYPE_FLOAT16 = 1,
+    DR_DTYPE_BFLOAT16 = 2,
+    DR_DTYPE_FLOAT64 = 3
+};
+
+/* Which compressor produced a frame (frame field `kind`). */
+enum dr_kind {
+    DR_KIND_NONE = 0,
+    DR_KIND_FP16 = 1,
+    DR_KIND_QSGD = 2,
+    DR_KIND_TERNGRAD = 3,
+    DR_KIND_ONEBIT = 4,
+    DR_KIND_SIGNSGD = 5,
+    DR_KIND_SIGNUM = 6,
+    DR_KIND_EFSIGNSGD = 7,
+    DR_KIND_NATURAL = 8,
+    DR_KIND_RANDOMK = 9,
+    DR_KIND_TOPK = 10,
+    DR_KIND_THRESHOLD = 11,
+    DR_KIND_DGC = 12,
+    DR_KIND_POWERSGD = 13,
+    DR_KIND_ADAQ = 14,
+    DR_KIND_INCEPTIONN = 15,
+    DR_KIND_SKETCH = 16,
+    DR_KIND_EIGHTBIT = 17,
+    DR_KIND_SPARDL = 18,
+    DR_KIND_LGC = 19,
+    DR_KIND_COUNT_ = 20
+};
+
+/* How the indices of a sparse frame are coded (frame field `index_codec`). */
+enum dr_index_codec {
+    DR_INDEX_RAW = 0,     /* uint32 little-endian, as selected                       */
+    DR_INDEX_BLOOM = 1,   /* Bloom filter + selection policy (lossy set)             */
+    DR_INDEX_RLE = 2,     /* run lengths of the 0/1 bitmap, bit-packed               */
+    DR_INDEX_HUFFMAN = 3, /* static Huffman over index bytes, no table sent          */
+    DR_INDEX_EF = 4,      /* Elias-Fano                                              */
+    DR_INDEX_RICE = 5,    /* Golomb-Rice on gaps                                     */
+    DR_INDEX_VARINT = 6,  /* delta + LEB128                                          */
+    DR_INDEX_COUNT_ = 7
+};
+
+/* How the values of a sparse frame are coded (frame field `value_codec`). */
+enum dr_value_codec {
+    DR_VALUE_RAW = 0,     /* float32 little-endian                                   */
+    DR_VALUE_POLYFIT = 1, /* piecewise polynomial fit of the sorted values           */
+    DR_VALUE_DEXP = 2,    /* double-exponential fit of the sorted magnitudes         */
+    DR_VALUE_DEFLATE = 3, /* zlib deflate of the float32 bytes                       */
+    DR_VALUE_QSGD = 4,    /* bucketed stochastic quantisation                        */
+    DR_VALUE_FP16 = 5,    /* IEEE half                                               */
+    DR_VALUE_BF16 = 6,    /* bfloat16                                                */
+    DR_VALUE_COUNT_ = 7
+};
+
+/* ---------------------------------------------------------------------------------- */
+/* Frames: the one wire format for every byte payload.                                 */
+/*                                                                                     */
+/* Layout, all integers little-endian:                                                 */
+/*   off  size  field                                                                  */
+/*     0     4  magic "DRF1"                                                           */
+/*     4     1  version (DR_FRAME_VERSION)                                             */
+/*     5     1  kind         (enum dr_kind)                                            */
+/*     6     1  index_codec  (enum dr_index_codec)                                     */
+/*     7     1  value_codec  (enum dr_value_codec)                                     */
+/*     8     1  dtype        (enum dr_dtype)                                           */
+/*     9     1  nsections    (0 .. DR_FRAME_MAX_SECTIONS)                              */
+/*    10     2  reserved, must be zero                                                 */
+/*    12    16  params[4]: uint32 codec parameters, meaning fixed per kind/codec       */
+/*    28     8  numel: dense element count d of the tensor                            */
+/*    36     8  count: entries carried (r for sparse frames, numel for dense ones)     */
+/*    44  4*ns  section lengths, uint32 each                                           */
+/*     H     .  sections, back to back, in order                                       */
+/*   end     4  CRC32 (zlib polynomial) of every byte before it                        */
+/* ---------------------------------------------------------------------------------- */
+#define DR_FRAME_MAGIC 0x31465244u /* bytes 'D' 'R' 'F' '1' */
+#define DR_FRAME_VERSION 1
+#define DR_FRAME_MAX_SECTIONS 6
+#define DR_FRAME_FIXED_HEADER 44
+#define DR_FRAME_TRAILER 4
+
+typedef struct dr_frame {
+    uint8_t kind;
+    uint8_t index_codec;
+    uint8_t value_codec;
+    uint8_t dtype;
+    uint32_t nsections;
+    uint32_t params[4];
+    uint64_t numel;
+    uint64_t count;
+    uint64_t section_len[DR_FRAME_MAX_SECTIONS];
+    /* Byte offset of each section from the start of the frame. Filled by
+     * dr_frame_parse and dr_frame_layout; ignored by dr_frame_seal. */
+    uint64_t section_off[DR_FRAME_MAX_SECTIONS];
+} dr_frame;
+
+/* Bytes taken by the header of a frame with `nsections` sections. */
+size_t dr_frame_header_size(uint32_t nsections);
+
+/* Fill f->section_off from f->nsections and f->section_len, and store the total
+ * frame size (header + sections + trailer) in *frame_size.
+ * Returns DR_E_ARG if nsections > DR_FRAME_MAX_SECTIONS or a length exceeds UINT32_MAX. */
+int dr_frame_layout(dr_frame *f, size_t *frame_size);
+
+/* Write the header described by *f at buf[0..H) and the CRC32 trailer after the last
+ * section. The sections must already sit at their offsets (see dr_frame_layout): a
+ * producer encodes each section in place, then seals. `cap` is the buffer's size.
+ * On success *frame_size holds the total size. */
+int dr_frame_seal(const dr_frame *f, uint8_t *buf, size_t cap, size_t *frame_size);
+
+/* Validate `buf[0..len)` as one complete frame and fill *out (section_off included).
+ * Checks, in order: length, magic, version, reserved bytes, section count, that the
+ * declared sizes add up to exactly `len`, and the CRC32. Codec-specific contents are
+ * validated by the codec's own decoder. */
+int dr_frame_parse(const uint8_t *buf, size_t len, dr_frame *out);
+
+/* CRC32 (zlib's) of buf[0..len), continuing from `crc` (pass 0 to start). */
+uint32_t dr_crc32(uint32_t crc, const uint8_t *buf, size_t len);
+
+/* ---------------------------------------------------------------------------------- */
+/* CPU dispatch                                                                        */
+/* ---------------------------------------------------------------------------------- */
+enum dr_simd_level {
+    DR_SIMD_SCALAR = 0,
+    DR_SIMD_AVX2 = 1,
+    DR_SIMD_AVX512 = 2
+};
+
+/* The highest level this CPU supports, ignoring the environment. */
+int dr_simd_supported(void);
+
+/* The level kernels use now: dr_simd_supported() capped by DEEPREDUCE_SIMD when that
+ * variable names a level. Read afresh on every call, so a test can switch paths. */
+int dr_simd_active(void);
+
+/* "scalar", "avx2" or "avx512". */
+const char *dr_simd_name(int level);
+
+/* ---------------------------------------------------------------------------------- */
+/* Reproducible randomness: a counter-based generator. Every rank that derives the same */
+/* key draws the same numbers; nothing is shared and no global generator is touched.   */
+/* ---------------------------------------------------------------------------------- */
+
+/* A 64-bit key from a byte string (e.g. a parameter name) and a step counter. */
+uint64_t dr_rng_key(const uint8_t *bytes, size_t len, uint64_t step);
+
+/* The 64-bit random word number `counter` of the stream `key` (a pure function). */
+uint64_t dr_rng_u64(uint64_t key, uint64_t counter);
+
+/* The same word as a float in [0, 1) with 24 random bits. */
+float dr_rng_uniform(uint64_t key, uint64_t counter);
+
+#include "deepreduce/vec.h"
+#include "deepreduce/select.h"
+#include "deepreduce/quant.h"
+#include "deepreduce/index.h"
+#include "deepreduce/value.h"
+
+#endif /* DEEPREDUCE_H */

@@ -1,0 +1,51 @@
+/*
+ * deepreduce/select.h - choosing which entries of a gradient to send:
+ * exact top-k, thresholds, reproducible random subsets, and the raw sparse frame.
+ *
+ * Every selector returns indices in ascending order, so index codecs see sorted input
+ * and every rank produces the same bytes for the same gradient.
+ */
+#ifndef DEEPREDUCE_SELECT_H
+#define DEEPREDUCE_SELECT_H
+
+/* The k entries of largest magnitude |x[i]|, as ascending indices in idx_out[0..k).
+ * Ties at the k-th magnitude go to the lowest indices. NaN counts as larger than any
+ * number. Exact; radix select over the float bits in four streaming passes, no
+ * allocation. DR_E_ARG if k > n or n >= 2^32. k == 0 writes nothing. */
+int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out);
+
+/* Number of entries with |x[i]| >= t (t >= 0; NaN entries never count). */
+int dr_threshold_count(const float *x, size_t n, float t, size_t *count);
+
+/* Ascending indices of the entries with |x[i]| >= t, written to idx_out[0..*count).
+ * DR_E_DST_TOO_SMALL if more than `cap` entries qualify (then *count holds how many). */
+int dr_threshold_select(const float *x, size_t n, float t, uint32_t *idx_out, size_t cap,
+                        size_t *count);
+
+/* Scratch bytes dr_randomk needs for a tensor of n entries. */
+size_t dr_randomk_workspace_size(size_t n);
+
+/* k distinct indices drawn uniformly from [0, n) by the stream `key` (see
+ * dr_rng_key), in ascending order. Same key, n and k: same indices on every rank.
+ * `work` holds dr_randomk_workspace_size(n) bytes. DR_E_ARG if k > n. */
+int dr_randomk(uint64_t key, size_t n, size_t k, uint32_t *idx_out, void *work);
+
+/* ------------------------------------------------------------------ raw sparse frames */
+/* A sparse frame with plain sections: section 0 = r uint32 indices (ascending or not),
+ * section 1 = r float32 values. Kind tells which sparsifier made it. */
+
+/* Bytes a raw sparse frame of r entries takes. */
+size_t dr_sparse_raw_size(size_t r);
+
+/* Frame (idx[j], val[j]) for j < r of a dense tensor of `numel` entries. */
+int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint32_t *idx,
+                         const float *val, size_t r, uint8_t *buf, size_t cap, size_t *written);
+
+/* Parse a raw sparse frame and write its entries into dense[0..n) (dense[idx] = val;
+ * entries not named are left as they are). Refuses a frame whose numel is not n, whose
+ * codecs are not raw, or whose indices are out of range. If `kind_out` is not NULL it
+ * receives the frame's kind. */
+int dr_sparse_raw_decode(const uint8_t *buf, size_t len, float *dense, size_t n,
+                         uint8_t *kind_out);
+
+#endif /* DEEPREDUCE_SELECT_H */

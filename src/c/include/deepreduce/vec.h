@@ -1,0 +1,34 @@
+/*
+ * deepreduce/vec.h - dense vector kernels used by memories and communicators:
+ * fused arithmetic, gathers and scatters with bounds checks, float conversions.
+ */
+#ifndef DEEPREDUCE_VEC_H
+#define DEEPREDUCE_VEC_H
+
+/* out[i] = a*x[i] + b*y[i] for i < n. `out` may alias x or y. */
+int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_t n);
+
+/* Largest |x[i]| (0 for n == 0). NaN entries are ignored. */
+float dr_abs_max(const float *x, size_t n);
+
+/* out[j] = dense[idx[j]] for j < r. DR_E_CORRUPT if any idx[j] >= n. */
+int dr_gather(const float *dense, size_t n, const uint32_t *idx, size_t r, float *out);
+
+/* dense[idx[j]] = val[j] for j < r. DR_E_CORRUPT (and nothing written) if any idx[j] >= n. */
+int dr_scatter(const uint32_t *idx, const float *val, size_t r, float *dense, size_t n);
+
+/* dense[idx[j]] += val[j] for j < r. DR_E_CORRUPT (nothing written) if any idx[j] >= n. */
+int dr_scatter_add(const uint32_t *idx, const float *val, size_t r, float *dense, size_t n);
+
+/* dense[idx[j]] = 0 for j < r: the residual of a sparsifier that sent exact values.
+ * DR_E_CORRUPT (nothing written) if any idx[j] >= n. */
+int dr_zero_at(const uint32_t *idx, size_t r, float *dense, size_t n);
+
+/* IEEE binary16 and bfloat16 conversions, round to nearest even, NaN kept NaN,
+ * overflow to infinity. The F16C path gives the same bits as the scalar one. */
+int dr_f32_to_f16(const float *x, uint16_t *out, size_t n);
+int dr_f16_to_f32(const uint16_t *x, float *out, size_t n);
+int dr_f32_to_bf16(const float *x, uint16_t *out, size_t n);
+int dr_bf16_to_f32(const uint16_t *x, float *out, size_t n);
+
+#endif /* DEEPREDUCE_VEC_H */

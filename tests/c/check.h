@@ -1,0 +1,50 @@
+/* A minimal test harness for the C programs: CHECK records a failure and carries on,
+ * CHECK_OK expects DR_OK, and check_summary() prints "N passed, N failed" and returns
+ * the exit status. Shared by every tests/c/test_*.c. */
+#ifndef DR_TEST_CHECK_H
+#define DR_TEST_CHECK_H
+
+#include <stdio.h>
+
+#include "deepreduce.h"
+
+static int check_passed_, check_failed_;
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (cond) {                                                                 \
+            check_passed_++;                                                        \
+        } else {                                                                    \
+            check_failed_++;                                                        \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                           \
+    } while (0)
+
+#define CHECK_STATUS(expr, want)                                                     \
+    do {                                                                             \
+        int st_ = (expr);                                                            \
+        if (st_ == (want)) {                                                         \
+            check_passed_++;                                                         \
+        } else {                                                                     \
+            check_failed_++;                                                         \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), wanted %d\n", __FILE__,      \
+                    __LINE__, #expr, st_, dr_status_message(st_), (int)(want));      \
+        }                                                                            \
+    } while (0)
+
+#define CHECK_OK(expr) CHECK_STATUS(expr, DR_OK)
+
+static int check_summary(const char *suite)
+{
+    printf("%s [simd=%s]: %d passed, %d failed\n", suite, dr_simd_name(dr_simd_active()),
+           check_passed_, check_failed_);
+    return check_failed_ == 0 ? 0 : 1;
+}
+
+/* A deterministic pseudo-random float in [-1, 1) for test data. */
+static float test_uniform(uint64_t key, uint64_t i)
+{
+    return 2.0f * dr_rng_uniform(key, i) - 1.0f;
+}
+
+#endif

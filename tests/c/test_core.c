@@ -1,0 +1,227 @@
+/* C-level tests of the foundation: frames, selection, vector kernels, half floats. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static void test_frame_roundtrip_and_corruption(void)
+{
+    uint32_t idx[5] = {1, 4, 7, 9, 99};
+    float val[5] = {0.5f, -1.0f, 2.0f, 3.5f, -0.25f};
+    uint8_t buf[256];
+    float dense[100];
+    size_t len = 0, pos;
+    uint8_t kind = 0;
+
+    CHECK(dr_sparse_raw_size(5) == 44 + 8 + 40 + 4);
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, DR_DTYPE_FLOAT32, 100, idx, val, 5, buf, sizeof buf, &len));
+    CHECK(len == dr_sparse_raw_size(5));
+    memset(dense, 0, sizeof dense);
+    CHECK_OK(dr_sparse_raw_decode(buf, len, dense, 100, &kind));
+    CHECK(kind == DR_KIND_TOPK);
+    CHECK(dense[4] == -1.0f && dense[99] == -0.25f && dense[0] == 0.0f);
+
+    /* Every single-byte change is refused with a status, never a crash. */
+    for (pos = 0; pos < len; pos++) {
+        uint8_t saved = buf[pos];
+        buf[pos] ^= 0x5a;
+        CHECK(dr_sparse_raw_decode(buf, len, dense, 100, NULL) < 0);
+        buf[pos] = saved;
+    }
+    /* Truncations at every length are refused too. */
+    for (pos = 0; pos < len; pos++)
+        CHECK(dr_sparse_raw_decode(buf, pos, dense, 100, NULL) < 0);
+    /* A frame for another tensor size is refused. */
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, dense, 50, NULL), DR_E_FRAME_FIELD);
+    CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, 10, &len), DR_E_DST_TOO_SMALL);
+}
+
+static void test_empty_frame(void)
+{
+    uint8_t buf[64];
+    size_t len = 0;
+    float dense[4] = {1, 2, 3, 4};
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, 4, NULL, NULL, 0, buf, sizeof buf, &len));
+    CHECK_OK(dr_sparse_raw_decode(buf, len, dense, 4, NULL));
+    CHECK(dense[0] == 1.0f);
+}
+
+static int cmp_desc_abs(const void *a, const void *b)
+{
+    float x = fabsf(*(const float *)a), y = fabsf(*(const float *)b);
+    return (x < y) - (x > y);
+}
+
+static void test_topk_matches_sort(void)
+{
+    const size_t n = 10007;
+    size_t ks[] = {1, 2, 10, 100, 5000, 10007};
+    float *x = malloc(n * sizeof *x), *sorted = malloc(n * sizeof *x);
+    uint32_t *idx = malloc(n * sizeof *idx);
+    size_t t, i;
+    for (i = 0; i < n; i++)
+        x[i] = test_uniform(7, i) * (float)(1 + i % 13);
+    memcpy(sorted, x, n * sizeof *x);
+    qsort(sorted, n, sizeof *x, cmp_desc_abs);
+    for (t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+        size_t k = ks[t];
+        float kth = fabsf(sorted[k - 1]);
+        int ok = 1;
+        CHECK_OK(dr_topk(x, n, k, idx));
+        for (i = 0; i < k; i++) {
+            ok &= fabsf(x[idx[i]]) >= kth;
+            if (i > 0)
+                ok &= idx[i] > idx[i - 1];
+        }
+        CHECK(ok);
+    }
+    free(x);
+    free(sorted);
+    free(idx);
+}
+
+static void test_topk_ties_take_lowest(void)
+{
+    float x[8] = {1, 3, 3, 3, 0, -3, 2, 3};
+    uint32_t idx[3];
+    CHECK_OK(dr_topk(x, 8, 3, idx));
+    CHECK(idx[0] == 1 && idx[1] == 2 && idx[2] == 3);
+    CHECK_STATUS(dr_topk(x, 8, 9, idx), DR_E_ARG);
+}
+
+static void test_threshold(void)
+{
+    float x[11] = {0.5f, -0.01f, 0.0099f, 2.0f, -3.0f, 0.01f, NAN, INFINITY, -0.0f, 0.02f, 0.001f};
+    uint32_t idx[11];
+    size_t c = 0;
+    CHECK_OK(dr_threshold_count(x, 11, 0.01f, &c));
+    CHECK(c == 7);
+    CHECK_OK(dr_threshold_select(x, 11, 0.01f, idx, 11, &c));
+    CHECK(c == 7 && idx[0] == 0 && idx[1] == 1 && idx[2] == 3 && idx[6] == 9);
+    CHECK_STATUS(dr_threshold_select(x, 11, 0.01f, idx, 3, &c), DR_E_DST_TOO_SMALL);
+    CHECK_OK(dr_threshold_count(x, 11, 1e9f, &c));
+    CHECK(c == 1); /* only +inf */
+    CHECK_STATUS(dr_threshold_count(x, 11, -1.0f, &c), DR_E_ARG);
+}
+
+static void test_threshold_long_matches_scalar_rule(void)
+{
+    const size_t n = 4099;
+    float *x = malloc(n * sizeof *x);
+    uint32_t *idx = malloc(n * sizeof *idx);
+    size_t i, c = 0, j = 0;
+    int ok = 1;
+    for (i = 0; i < n; i++)
+        x[i] = test_uniform(3, i);
+    CHECK_OK(dr_threshold_select(x, n, 0.9f, idx, n, &c));
+    for (i = 0; i < n; i++)
+        if (fabsf(x[i]) >= 0.9f)
+            ok &= j < c && idx[j++] == i;
+    CHECK(ok && j == c);
+    free(x);
+    free(idx);
+}
+
+static void test_randomk(void)
+{
+    const size_t n = 1000, k = 100;
+    uint32_t a[100], b[100];
+    uint64_t work[16];
+    size_t i;
+    int ok = 1;
+    CHECK(dr_randomk_workspace_size(n) <= sizeof work);
+    CHECK_OK(dr_randomk(dr_rng_key((const uint8_t *)"w", 1, 3), n, k, a, work));
+    CHECK_OK(dr_randomk(dr_rng_key((const uint8_t *)"w", 1, 3), n, k, b, work));
+    for (i = 0; i < k; i++) {
+        ok &= a[i] == b[i] && a[i] < n;
+        if (i > 0)
+            ok &= a[i] > a[i - 1];
+    }
+    CHECK(ok);
+    CHECK_OK(dr_randomk(dr_rng_key((const uint8_t *)"w", 1, 4), n, k, b, work));
+    CHECK(memcmp(a, b, sizeof a) != 0);
+    CHECK_OK(dr_randomk(1, 10, 10, a, work));
+    CHECK(a[0] == 0 && a[9] == 9);
+}
+
+static void test_vec(void)
+{
+    float x[4] = {1, 2, 3, 4}, y[4] = {10, 20, 30, 40}, out[4], g[2];
+    uint32_t idx[2] = {3, 0}, bad[1] = {4};
+    CHECK_OK(dr_axpby(2.0f, x, -1.0f, y, out, 4));
+    CHECK(out[0] == -8.0f && out[3] == -32.0f);
+    CHECK(dr_abs_max(out, 4) == 32.0f);
+    CHECK_OK(dr_gather(y, 4, idx, 2, g));
+    CHECK(g[0] == 40.0f && g[1] == 10.0f);
+    CHECK_STATUS(dr_gather(y, 4, bad, 1, g), DR_E_CORRUPT);
+    CHECK_OK(dr_scatter_add(idx, g, 2, x, 4));
+    CHECK(x[3] == 44.0f && x[0] == 11.0f);
+    CHECK_OK(dr_zero_at(idx, 2, x, 4));
+    CHECK(x[3] == 0.0f && x[1] == 2.0f);
+    CHECK_STATUS(dr_scatter(bad, g, 1, x, 4), DR_E_CORRUPT);
+}
+
+static void test_half_against_reference(void)
+{
+    /* Every half converts to float and back unchanged (NaNs stay NaN). */
+    uint32_t h;
+    int ok = 1;
+    for (h = 0; h < 65536; h++) {
+        uint16_t in = (uint16_t)h, back;
+        float f;
+        dr_f16_to_f32(&in, &f, 1);
+        dr_f32_to_f16(&f, &back, 1);
+        if (((in & 0x7c00) == 0x7c00) && (in & 0x3ff))
+            ok &= isnan(f) && (back & 0x7c00) == 0x7c00 && (back & 0x3ff);
+        else
+            ok &= back == in;
+    }
+    CHECK(ok);
+}
+
+static void test_half_paths_agree(void)
+{
+    /* The dispatched (maybe F16C) path equals the scalar path on many bit patterns. */
+    enum { N = 1 << 16 };
+    static float x[N];
+    static uint16_t fast[N];
+    static float back[N];
+    size_t i;
+    int ok = 1;
+    for (i = 0; i < N; i++) {
+        uint32_t bits = (uint32_t)dr_rng_u64(11, i);
+        if (i % 3 == 0) /* bias towards the half range */
+            bits = (bits & 0x87ffffffu) | 0x30000000u;
+        memcpy(&x[i], &bits, 4);
+    }
+    CHECK_OK(dr_f32_to_f16(x, fast, N));
+    CHECK_OK(dr_f16_to_f32(fast, back, N));
+    for (i = 0; i < N; i++) {
+        uint16_t ref;
+        float fref;
+        uint32_t a, b;
+        /* scalar reference through the tail path: convert one element at a time */
+        dr_f32_to_f16(&x[i], &ref, 1);
+        dr_f16_to_f32(&fast[i], &fref, 1);
+        memcpy(&a, &fref, 4);
+        memcpy(&b, &back[i], 4);
+        ok &= ref == fast[i] && a == b;
+    }
+    CHECK(ok);
+}
+
+int main(void)
+{
+    test_frame_roundtrip_and_corruption();
+    test_empty_frame();
+    test_topk_matches_sort();
+    test_topk_ties_take_lowest();
+    test_threshold();
+    test_threshold_long_matches_scalar_rule();
+    test_randomk();
+    test_vec();
+    test_half_against_reference();
+    test_half_paths_agree();
+    return check_summary("test_core");
+}
