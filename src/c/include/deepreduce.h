@@ -213,6 +213,7 @@ float dr_rng_uniform(uint64_t key, uint64_t counter);
 
 #include "deepreduce/vec.h"
 #include "deepreduce/select.h"
+#include "deepreduce/sparsify.h"
 #include "deepreduce/quant.h"
 #include "deepreduce/index.h"
 #include "deepreduce/value.h"
