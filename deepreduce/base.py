@@ -36,6 +36,11 @@ class Compressor(ABC):
     def decompress(self, tensors, ctx):
         """Rebuild a tensor from one rank's payload list and the local ctx."""
 
+    def wire_bytes(self, tensors, ctx):
+        """Bytes this rank puts on the wire for one compress (default: the payload's).
+        Compressors that communicate inside compress (powersgd) override it."""
+        return sum(payload_nbytes(t) for t in tensors)
+
     def aggregate(self, tensors):
         """Combine the decompressed tensors of all ranks (default: their sum)."""
         return sum(tensors)
@@ -109,19 +114,27 @@ class Communicator(ABC):
     def send_receive(self, tensors, name, ctx):
         """Exchange the payload with every rank and return the aggregated tensor."""
 
+    def codec(self):
+        """The compressor step() applies; a communicator may wrap the public one
+        (alltoall compresses chunk by chunk)."""
+        return self.compressor
+
     def step(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
         self.transport  # bind now: a missing process group fails before any state changes
+        codec = self.codec()
         start = time.perf_counter()
-        compensated = self.memory.compensate(flat, name)
-        tensors, ctx = self.compressor.compress(compensated, name)
-        self.memory.update(compensated, name, self.compressor, tensors, ctx)
+        # Memories and compressors see a float32 NumPy view with the input's shape
+        # (powersgd needs the matrix shape).
+        compensated = self.memory.compensate(flat.reshape(restore.shape), name)
+        tensors, ctx = codec.compress(compensated, name)
+        self.memory.update(compensated, name, codec, tensors, ctx)
         encode_seconds = time.perf_counter() - start
         self._decode_seconds = 0.0
         result = self.send_receive(tensors, name, ctx)
         self.stats.record(
             name,
-            bytes_sent=sum(payload_nbytes(t) for t in tensors),
+            bytes_sent=codec.wire_bytes(tensors, ctx),
             dense_bytes=4 * flat.size,
             encode_seconds=encode_seconds,
             decode_seconds=self._decode_seconds,
@@ -130,9 +143,9 @@ class Communicator(ABC):
 
     # -- helpers for send_receive implementations -----------------------------------
     def decompress(self, tensors, ctx):
-        """The compressor's decompress, timed into this step's decode seconds."""
+        """The codec's decompress, timed into this step's decode seconds."""
         start = time.perf_counter()
-        out = self.compressor.decompress(tensors, ctx)
+        out = self.codec().decompress(tensors, ctx)
         self._decode_seconds = getattr(self, "_decode_seconds", 0.0) + time.perf_counter() - start
         return out
 

@@ -20,7 +20,7 @@ COMPRESSORS = {
     "efsignsgd": None,
     "natural": None,
     "dgc": None,
-    "powersgd": None,
+    "powersgd": "deepreduce.compressors.powersgd:PowerSGDCompressor",
     "adaq": None,
     "inceptionn": None,
     "sketch": None,
@@ -31,16 +31,16 @@ COMPRESSOR_ALIASES = {"u8bit": "8bit"}
 MEMORIES = {
     "none": "deepreduce.memories.none:NoneMemory",
     "residual": "deepreduce.memories.residual:ResidualMemory",
-    "dgc": None,
-    "efsignsgd": None,
-    "powersgd": None,
+    "dgc": "deepreduce.memories.dgc:DgcMemory",
+    "efsignsgd": "deepreduce.memories.efsignsgd:EFSignSGDMemory",
+    "powersgd": "deepreduce.memories.powersgd:PowerSGDMemory",
 }
 
 COMMUNICATORS = {
     "allreduce": "deepreduce.communicators.allreduce:Allreduce",
     "allgather": "deepreduce.communicators.allgather:Allgather",
     "broadcast": "deepreduce.communicators.broadcast:Broadcast",
-    "alltoall": None,
+    "alltoall": "deepreduce.communicators.alltoall:AllToAll",
     "spardl": None,
 }
 

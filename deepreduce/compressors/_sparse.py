@@ -31,10 +31,12 @@ def decode(payload, numel, what):
 
 
 class SparseCtx:
-    """What a sparsifier keeps locally: the dense size and the way back to the caller's type."""
+    """What a sparsifier keeps locally: the dense size, the indices it sent (memories such
+    as dgc's zero their state there), and the way back to the caller's type."""
 
-    __slots__ = ("numel", "restore")
+    __slots__ = ("numel", "indices", "restore")
 
-    def __init__(self, numel, restore):
+    def __init__(self, numel, indices, restore):
         self.numel = numel
+        self.indices = indices
         self.restore = restore

@@ -30,8 +30,9 @@ class ThresholdCompressor(Compressor):
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        frame = _sparse.encode(lib.DR_KIND_THRESHOLD, flat, self.select(flat, name), f"threshold of {name!r}")
-        return [frame], _sparse.SparseCtx(flat.size, restore)
+        indices = self.select(flat, name)
+        frame = _sparse.encode(lib.DR_KIND_THRESHOLD, flat, indices, f"threshold of {name!r}")
+        return [frame], _sparse.SparseCtx(flat.size, indices, restore)
 
     def decompress(self, tensors, ctx):
         frame, = tensors

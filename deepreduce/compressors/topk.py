@@ -36,8 +36,9 @@ class TopKCompressor(Compressor):
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        frame = _sparse.encode(lib.DR_KIND_TOPK, flat, self.select(flat, name), f"top-k of {name!r}")
-        return [frame], _sparse.SparseCtx(flat.size, restore)
+        indices = self.select(flat, name)
+        frame = _sparse.encode(lib.DR_KIND_TOPK, flat, indices, f"top-k of {name!r}")
+        return [frame], _sparse.SparseCtx(flat.size, indices, restore)
 
     def decompress(self, tensors, ctx):
         frame, = tensors
