@@ -1,20 +1,20 @@
 import numpy as np
 
-from .. import edge
 from .._native import check, f32, lib, u32
-from ..base import Compressor
-from . import _sparse
+from ._sparse import Sparsifier
 
 
 def topk_count(numel, compress_ratio):
     return max(1, int(numel * compress_ratio))
 
 
-class TopKCompressor(Compressor):
+class TopKCompressor(Sparsifier):
     """The k = max(1, int(n·compress_ratio)) entries of largest |g|, exact (radix select
     in C), sent as one framed (indices, values) buffer. Use with allgather.
 
     ``kernel`` is accepted for GRACE compatibility and ignored: selection is always C."""
+
+    frame_kind = "DR_KIND_TOPK"
 
     def __init__(self, compress_ratio, kernel="torch"):
         super().__init__()
@@ -33,13 +33,3 @@ class TopKCompressor(Compressor):
         indices = np.empty(k, dtype=np.uint32)
         check(lib.dr_topk(f32(flat), flat.size, k, u32(indices)), f"top-k of {name!r}")
         return indices
-
-    def compress(self, tensor, name):
-        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        indices = self.select(flat, name)
-        frame = _sparse.encode(lib.DR_KIND_TOPK, flat, indices, f"top-k of {name!r}")
-        return [frame], _sparse.SparseCtx(flat.size, indices, restore)
-
-    def decompress(self, tensors, ctx):
-        frame, = tensors
-        return ctx.restore(_sparse.decode(frame, ctx.numel, "top-k payload"))
