@@ -4,8 +4,6 @@
  * every rank. */
 #include "value_internal.h"
 
-#include <float.h>
-#include <math.h>
 #include <string.h>
 
 void dr_value_radix_sort(uint32_t *keys, uint32_t *perm, uint32_t *tmp_keys, uint32_t *tmp_perm,
@@ -73,24 +71,5 @@ int dr_value_sort_scratch(void *work, size_t n, uint32_t **keys, uint32_t **tmp_
     *keys = w;
     *tmp_keys = n > 0 ? w + n : w;
     *tmp_perm = n > 0 ? w + 2u * n : w;
-    return DR_OK;
-}
-
-int dr_value_all_finite(const float *val, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (!isfinite(val[i]))
-            return 0;
-    return 1;
-}
-
-int dr_value_to_float(double x, float *out)
-{
-    /* Also refuses NaN. Values just above FLT_MAX that would round down to it are refused
-     * too; no codec needs them. */
-    if (!(fabs(x) <= (double)FLT_MAX))
-        return DR_E_NUMERIC;
-    *out = (float)x;
     return DR_OK;
 }

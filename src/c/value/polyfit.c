@@ -84,18 +84,46 @@ static void gram_betas(uint32_t n, size_t m, double *beta)
     }
 }
 
-/* g_0..g_{m-1} at point i of a segment of n points, into g[]. */
-static void gram_basis(uint32_t n, size_t m, const double *beta, uint32_t i, double *g)
+/* t_i = (2i - (n-1)) / (n-1), the position of point i of n in [-1, 1] (n >= 2). */
+static double gram_t(uint32_t n, uint32_t i, double inv_nm1)
 {
-    double t;
+    return (2.0 * (double)i - ((double)n - 1.0)) * inv_nm1;
+}
+
+/* g_0..g_{m-1} at t, into g[] (forward recurrence: the encoder needs every g_k). */
+static void gram_basis(size_t m, const double *beta, double t, double *g)
+{
     size_t k;
     g[0] = 1.0;
     if (m < 2)
         return;
-    t = (2.0 * (double)i - ((double)n - 1.0)) / ((double)n - 1.0); /* m >= 2 implies n >= 2 */
     g[1] = t;
     for (k = 1; k + 1 < m; k++)
         g[k + 1] = t * g[k] - beta[k] * g[k - 1];
+}
+
+/* sum_k c_k g_k(t) by Clenshaw's backward recurrence: b_k = c_k + t b_{k+1} - beta_{k+1}
+ * b_{k+2}, and the sum is b_0 because g_1 = t g_0. No g_k is formed. */
+static double gram_sum(size_t m, const double *beta, const double *c, double t)
+{
+    double b1 = 0.0, b2 = 0.0;
+    size_t k = m;
+    while (k-- > 1) {
+        /* b2 = b_{k+2} is still 0 when k + 2 >= m, where beta[k+1] is not defined. */
+        double b0 = c[k] + t * b1 - (k + 2 < m ? beta[k + 1] * b2 : 0.0);
+        b2 = b1;
+        b1 = b0;
+    }
+    return c[0] + t * b1 - (m > 2 ? beta[1] * b2 : 0.0);
+}
+
+/* The value whose sort key is `key` (the inverse of the encoder's map). */
+static double key_value(uint32_t key)
+{
+    uint32_t u = (key & 0x80000000u) ? key : ~key & 0x7fffffffu;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
 }
 
 /* Writes c in w bytes; DR_E_NUMERIC if it does not fit a float32 when w == 4. */
@@ -183,11 +211,13 @@ int dr_value_polyfit_encode(const float *val, size_t r, uint32_t degree, uint32_
         double g[DR_POLYFIT_MAX_DEGREE + 1], beta[DR_POLYFIT_MAX_DEGREE + 1] = {0},
             num[DR_POLYFIT_MAX_DEGREE + 1] = {0}, den[DR_POLYFIT_MAX_DEGREE + 1] = {0};
         size_t m = segment_coefs(len[s], degree), k;
+        double inv_nm1 = len[s] > 1 ? 1.0 / ((double)len[s] - 1.0) : 0.0;
         uint32_t j;
         gram_betas(len[s], m, beta);
         for (j = 0; j < len[s]; j++) {
-            double y = val[perm_out[pos + j]];
-            gram_basis(len[s], m, beta, j, g);
+            /* The sorted keys give the values back without a gather through perm. */
+            double y = key_value(keys[pos + j]);
+            gram_basis(m, beta, gram_t(len[s], j, inv_nm1), g);
             for (k = 0; k < m; k++) {
                 num[k] += y * g[k];
                 den[k] += g[k] * g[k];
@@ -240,8 +270,8 @@ int dr_value_polyfit_decode(const uint8_t *in, size_t len, size_t r, uint32_t de
     p = in + w;
 
     for (s = 0; s < nseg; s++) {
-        double c[DR_POLYFIT_MAX_DEGREE + 1], g[DR_POLYFIT_MAX_DEGREE + 1],
-            beta[DR_POLYFIT_MAX_DEGREE + 1] = {0};
+        double c[DR_POLYFIT_MAX_DEGREE + 1], beta[DR_POLYFIT_MAX_DEGREE + 1] = {0};
+        double inv_nm1 = seg[s] > 1 ? 1.0 / ((double)seg[s] - 1.0) : 0.0;
         size_t m = segment_coefs(seg[s], degree), k;
         uint32_t j;
         gram_betas(seg[s], m, beta);
@@ -252,10 +282,7 @@ int dr_value_polyfit_decode(const uint8_t *in, size_t len, size_t r, uint32_t de
                 return DR_E_CORRUPT;
         }
         for (j = 0; j < seg[s]; j++) {
-            double y = 0.0;
-            gram_basis(seg[s], m, beta, j, g);
-            for (k = 0; k < m; k++)
-                y += c[k] * g[k];
+            double y = gram_sum(m, beta, c, gram_t(seg[s], j, inv_nm1));
             /* Finite coefficients can still sum past the float range. */
             if (dr_value_to_float(y, &val_out[pos + j]) != DR_OK)
                 return DR_E_CORRUPT;

@@ -5,6 +5,8 @@
 
 #include "deepreduce.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -27,10 +29,24 @@ int dr_value_sort_scratch(void *work, size_t n, uint32_t **keys, uint32_t **tmp_
 size_t dr_value_sort_scratch_size(size_t n);
 
 /* 1 when every val[0..n) is finite. */
-int dr_value_all_finite(const float *val, size_t n);
+static inline int dr_value_all_finite(const float *val, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (!isfinite(val[i]))
+            return 0;
+    return 1;
+}
 
 /* *out = x as a float32, or DR_E_NUMERIC (out untouched) if x is NaN or |x| > FLT_MAX:
- * a conversion C leaves undefined. */
-int dr_value_to_float(double x, float *out);
+ * a conversion C leaves undefined. Values just above FLT_MAX that would round down to it
+ * are refused too; no codec needs them. */
+static inline int dr_value_to_float(double x, float *out)
+{
+    if (!(fabs(x) <= (double)FLT_MAX))
+        return DR_E_NUMERIC;
+    *out = (float)x;
+    return DR_OK;
+}
 
 #endif

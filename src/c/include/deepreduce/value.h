@@ -91,22 +91,25 @@ int dr_value_polyfit_decode(const uint8_t *in, size_t len, size_t r, uint32_t de
 /* ------------------------------------------------------------------------------- dexp */
 /* Double-exponential fit of the magnitudes sorted in ascending order.
  *
- * Order: a stable sort by |value|, smallest first. Model: y(x) = a e^{p x} + b e^{q x} with
- * x_j = j / (r - 1) in [0, 1], fitted by Jacquelin's regression on the integral equation:
- * with trapezoid integrals S(x) = int y and SS(x) = int S, least squares of
- * y ~ A SS + B S + C x + D (4 unknowns), p < q the roots of l^2 - B l - A = 0, then least
- * squares of y ~ a e^{px} + b e^{qx} (2 unknowns), both by Givens QR in double.
+ * Order: by |value|, smallest first; equal magnitudes positive before negative, then in
+ * input order (a stable sort). Model: y(x) = a e^{p x} + b e^{q x} with x_j = j / (r - 1)
+ * in [0, 1], fitted by Jacquelin's regression on the integral equation: with trapezoid
+ * integrals S(x) = int y and SS(x) = int S, least squares of y ~ A SS + B S + C x + D
+ * (4 unknowns), p < q the roots of l^2 - B l - A = 0, then least squares of
+ * y ~ a e^{px} + b e^{qx} (2 unknowns), both by Householder QR in double.
  * Fallback, never an error: when r < 4, the roots are not real and distinct, a system is
  * rank-deficient (e.g. constant values) or anything turns non-finite, and also whenever
  * the fit's squared error is above that of the mean, the section holds the constant mean
- * magnitude (a = mean, p = b = q = 0). Decoded magnitudes below 0 are clamped to 0.
+ * magnitude (a = mean, b = p = q = 0). Evaluation, the same in encoder and decoder, calls
+ * exp() at every 64th x_j and steps by the constant factors e^{p/(r-1)}, e^{q/(r-1)} in
+ * between; decoded magnitudes below 0 are clamped to 0.
  *
  * Signs: SPEC §4 folds them into the index as (idx+1)*sign; our index codecs code
  * unsigned sets, so the signs ride in this section as bits instead.
  *
  * Section: a, b, p, q as float64 (32 bytes), then ceil(r/8) sign bytes: bit j (byte j/8,
- * mask 1 << (j%8)) is 1 when the j-th value in codec order is negative; padding bits are
- * 0. Total 32 + ceil(r/8) bytes (78 for r = 368).
+ * mask 1 << (j%8)) is the sign bit of the j-th value in codec order (1 = negative, -0.0
+ * included); padding bits are 0. Total 32 + ceil(r/8) bytes (78 for r = 368).
  */
 
 /* Section size for r values (exact). */
