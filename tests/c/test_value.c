@@ -317,12 +317,13 @@ static void test_polyfit(void)
         uint32_t perm[3];
         uint8_t sec[64];
         double wbuf[8];
-        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, sizeof sec, &written, wbuf), DR_E_NUMERIC);
+        void *mis = (char *)wbuf + 1;
+        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, 64, &written, wbuf), DR_E_NUMERIC);
         bad[1] = 3.0f;
-        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 16, 0, perm, sec, sizeof sec, &written, wbuf), DR_E_ARG);
-        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 2, perm, sec, sizeof sec, &written, wbuf), DR_E_ARG);
+        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 16, 0, perm, sec, 64, &written, wbuf), DR_E_ARG);
+        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 2, perm, sec, 64, &written, wbuf), DR_E_ARG);
         CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, 10, &written, wbuf), DR_E_DST_TOO_SMALL);
-        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, sizeof sec, &written, (char *)wbuf + 1), DR_E_ARG);
+        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, 64, &written, mis), DR_E_ARG);
         CHECK(dr_value_polyfit_bound(3, 16, 0) == 0);
         /* npos > r. */
         CHECK_OK(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, sizeof sec, &written, wbuf));
@@ -335,8 +336,13 @@ static void test_polyfit(void)
         uint32_t perm[6];
         uint8_t sec[64];
         double wbuf[16];
-        CHECK_STATUS(dr_value_polyfit_encode(step, 6, 5, DR_POLYFIT_COEF_F32, perm, sec, sizeof sec, &written, wbuf), DR_E_NUMERIC);
-        CHECK_OK(dr_value_polyfit_encode(step, 6, 5, 0, perm, sec, sizeof sec, &written, wbuf));
+        float out[6];
+        CHECK_STATUS(dr_value_polyfit_encode(step, 6, 5, DR_POLYFIT_COEF_F32, perm, sec, 64, &written, wbuf),
+                     DR_E_NUMERIC);
+        /* In float64 it is fine, and values a rounding above FLT_MAX still decode. */
+        CHECK_OK(dr_value_polyfit_encode(step, 6, 5, 0, perm, sec, 64, &written, wbuf));
+        CHECK_OK(dr_value_polyfit_decode(sec, written, 6, 5, 0, out));
+        CHECK(out[0] == FLT_MAX && out[2] == FLT_MAX && fabsf(out[3] - 1.0f) < 1e30f);
     }
 }
 

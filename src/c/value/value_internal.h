@@ -5,7 +5,6 @@
 
 #include "deepreduce.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -38,12 +37,13 @@ static inline int dr_value_all_finite(const float *val, size_t n)
     return 1;
 }
 
-/* *out = x as a float32, or DR_E_NUMERIC (out untouched) if x is NaN or |x| > FLT_MAX:
- * a conversion C leaves undefined. Values just above FLT_MAX that would round down to it
- * are refused too; no codec needs them. */
+/* *out = x rounded to float32, or DR_E_NUMERIC (out untouched) if x is NaN or would round
+ * to infinity, a conversion C leaves undefined. The limit is FLT_MAX plus half its ulp,
+ * 2^128 - 2^103: from there on, round-to-nearest-even goes up to infinity. A fit that
+ * lands a hair above FLT_MAX must still decode. */
 static inline int dr_value_to_float(double x, float *out)
 {
-    if (!(fabs(x) <= (double)FLT_MAX))
+    if (!(fabs(x) < 0x1.ffffffp127))
         return DR_E_NUMERIC;
     *out = (float)x;
     return DR_OK;

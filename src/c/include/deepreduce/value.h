@@ -35,10 +35,11 @@
  * positive value and count as non-positive. npos = number of values > 0, nneg = r - npos.
  *
  * Segments (dr_value_polyfit_segments): for D in 5, 10, 30, 100, 300, 1000, 3000, 10000,
- * 30000, 100000 the list pos holds npos / D (integer division, = int(npos * (1/D)) of the
- * original) whenever it exceeds 30; neg likewise from nneg. The segments, in order, are
- * reversed(pos), npos - sum(pos), nneg - sum(neg), neg: short segments at both extremes
- * where the sorted curve bends most. There are always len(pos) + len(neg) + 2 segments;
+ * 30000, 100000 the list pos holds npos / D whenever that exceeds 30 (exact integer
+ * division; the original's int(npos * (1/D)) agrees for every npos below 3e6, all we
+ * checked); neg likewise from nneg. The segments, in order, are reversed(pos),
+ * npos - sum(pos), nneg - sum(neg), neg: short segments at both extremes, where the
+ * sorted curve bends most. There are always len(pos) + len(neg) + 2 segments;
  * the two middle ones may be empty.
  *
  * Fit: over a segment of n values at positions i = 0..n-1, mapped to t_i = (2i-(n-1))/(n-1)
@@ -129,11 +130,15 @@ int dr_value_dexp_decode(const uint8_t *in, size_t len, size_t r, float *val_out
 /* ---------------------------------------------------------------------------- deflate */
 /* zlib (RFC 1950, windowBits 15, memLevel 8) stream of the r float32 values, little-endian.
  * zlib allocates from the caller's workspace through custom zalloc/zfree, never the heap.
- * The decoder requires the stream to end exactly at len, inflate to exactly 4 r bytes and
- * pass its Adler-32 check (else DR_E_CORRUPT), and every value to be finite. */
+ * zlib counts bytes in 32 bits, so r must be below 2^30 here (DR_E_ARG otherwise).
+ * The decoder requires the stream to be complete (else DR_E_FRAME_SHORT), to end exactly
+ * at len (else DR_E_FRAME_FIELD), and to pass zlib's checks, Adler-32 included, inflate
+ * to exactly 4 r bytes and hold only finite values (else DR_E_CORRUPT). It does not cap
+ * len at this zlib's compressBound: another zlib (zlib-ng) may expand more. */
 #define DR_DEFLATE_DEFAULT_LEVEL 6
 
-/* Largest section for r values (zlib's compressBound of 4 r bytes); 0 if r >= 2^32. */
+/* Largest section this zlib writes for r values (its compressBound of 4 r bytes); 0 if
+ * r >= 2^30. */
 size_t dr_value_deflate_bound(size_t r);
 
 /* Scratch bytes for encode at `level` and for decode: zlib's deflate state at windowBits 15
