@@ -563,19 +563,27 @@ static void test_eightbit(void)
     fill_gauss(x, N, 44, 3.0f);
     for (i = 0; i < N; i++)
         scale = fmaxf(scale, fabsf(x[i]));
+    /* Magnitudes over every decade of the table, exact entries and midpoints among them. */
+    for (i = 0; i < N; i += 3)
+        x[i] *= powf(10.0f, -(float)(i % 8));
+    for (i = 0; i < 127; i++) {
+        x[N - 1 - 2 * i] = table[i] * scale;
+        x[N - 2 - 2 * i] = -0.5f * (table[i] + table[i + 1]) * scale;
+    }
+    x[1] = -scale; /* the scale is still max|x| */
     CHECK_OK(dr_eightbit_encode(x, N, 0, buf, sizeof buf, &len));
     CHECK_OK(dr_eightbit_decode(buf, len, out, N));
-    ok = 1;
     for (i = 0; i < N; i++) {
-        /* Nearest entry: the error is at most half the gap around |x|/scale. */
-        float a = fabsf(x[i]) / scale, got = fabsf(out[i]) / scale;
-        size_t c = 0;
-        while (c < 127 && table[c + 1] <= a)
-            c++;
-        ok &= c == 127 ? got == 1.0f : fabsf(got - a) <= 0.5f * (table[c + 1] - table[c]) * 1.0001f;
-        ok &= out[i] == 0.0f || (out[i] < 0.0f) == (x[i] < 0.0f);
-        if (fabsf(x[i]) == scale)
-            ok &= fabsf(out[i]) == scale;
+        /* The code is the nearest entry (ties to the lower), by exhaustive search. */
+        float a = fabsf(x[i]) / scale, best_d = INFINITY;
+        unsigned c, best = 0;
+        for (c = 0; c < 128; c++)
+            if (fabsf(a - table[c]) < best_d) {
+                best_d = fabsf(a - table[c]);
+                best = c;
+            }
+        ok &= (buf[56 + i] & 0x7fu) == best;
+        ok &= out[i] == (x[i] < 0.0f && best ? -1.0f : 1.0f) * table[best] * scale;
     }
     CHECK(ok);
 }

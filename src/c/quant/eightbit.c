@@ -34,20 +34,32 @@ int dr_eightbit_table(float *table)
     return DR_OK;
 }
 
-/* The index of the table entry nearest to a in [0, 1], ties to the lower one. */
+/* The index of the table entry nearest to a in [0, 1], ties to the lower one.
+ * The decade z is the number of powers 10^-1..10^-6 at or above a (independent
+ * compares, no chain); inside it the entries are evenly spaced, so the code follows by
+ * inverting T[2^f + j] = 10^-z·(0.1 + 0.9(j + 1)/2^f), j = -1 being the decade below's
+ * top. Float rounding can put that estimate one step off, so the neighbours are
+ * compared against the exact table to settle it. */
 static unsigned nearest(const float *table, float a)
 {
-    unsigned lo = 0, hi = 127; /* table[lo] <= a < table[hi], or a >= table[127] */
-    if (a >= table[127])
-        return 127;
-    while (hi - lo > 1) {
-        unsigned mid = (lo + hi) / 2;
-        if (table[mid] <= a)
-            lo = mid;
-        else
-            hi = mid;
+    static const float up[7] = {1.0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f};
+    unsigned z = (a <= 1e-1f) + (a <= 1e-2f) + (a <= 1e-3f) + (a <= 1e-4f) + (a <= 1e-5f) +
+                 (a <= 1e-6f);
+    unsigned f = 6u - z, c, best;
+    float t = (a * up[z] - 0.1f) * ((float)(1u << f) / 0.9f); /* j + 1, in (-0.12, 2^f] */
+    float d_best;
+    int j1 = (int)(t + 0.5f + 1.0f) - 1; /* round(t), t + 1.5 > 0 */
+    j1 = j1 < 0 ? 0 : (j1 > (1 << f) ? 1 << f : j1);
+    c = (1u << f) - 1u + (unsigned)j1;
+    best = c;
+    d_best = fabsf(a - table[c]);
+    if (c > 0 && fabsf(a - table[c - 1]) <= d_best) {
+        best = c - 1;
+        d_best = fabsf(a - table[c - 1]);
     }
-    return table[hi] - a < a - table[lo] ? hi : lo;
+    if (c < 127 && fabsf(table[c + 1] - a) < d_best)
+        best = c + 1;
+    return best;
 }
 
 int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,

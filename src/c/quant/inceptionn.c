@@ -10,9 +10,10 @@
 
 enum { TAG_DROP = 0, TAG_8 = 1, TAG_16 = 2, TAG_32 = 3 };
 
-/* Exponents of the two fixed-point steps: 2^-k8 and 2^-k16. */
+/* The two fixed-point steps 2^-k8 and 2^-k16, and their inverses for the encoder. */
 typedef struct {
     int k8, k16;
+    double inv8, inv16; /* 2^k8, 2^k16: exact, so a·inv is exact in double */
 } bands;
 
 static bands bands_for(uint32_t b)
@@ -20,27 +21,29 @@ static bands bands_for(uint32_t b)
     bands s;
     s.k8 = (int)b - 1;
     s.k16 = (int)b - 1 > 15 ? (int)b - 1 : 15;
+    s.inv8 = ldexp(1.0, s.k8);
+    s.inv16 = ldexp(1.0, s.k16);
     return s;
 }
 
-/* round(a·2^k), half up; a < 1 and k <= 23, so the double sum is exact. */
-static uint32_t fixed(float a, int k)
+/* round(a·scale), half up; a < 1 and scale <= 2^23, so the double sum is exact. */
+static uint32_t fixed(float a, double scale)
 {
-    return (uint32_t)(ldexp((double)a, k) + 0.5);
+    return (uint32_t)((double)a * scale + 0.5);
 }
 
 /* The tag of v and, for tags 1 and 2, its magnitude in fixed point. */
-static unsigned classify(float v, bands s, uint32_t *q)
+static unsigned classify(float v, const bands *s, uint32_t *q)
 {
     float a = fabsf(v);
     if (a >= 1.0f)
         return TAG_32;
-    *q = fixed(a, s.k8);
+    *q = fixed(a, s->inv8);
     if (*q == 0)
         return TAG_DROP;
     if (*q <= 127u)
         return TAG_8;
-    *q = fixed(a, s.k16);
+    *q = fixed(a, s->inv16);
     return *q <= 32767u ? TAG_16 : TAG_32;
 }
 
@@ -50,7 +53,7 @@ size_t dr_inceptionn_bound(size_t n)
 }
 
 /* Tag counts of x, or DR_E_NUMERIC for Inf/NaN. */
-static int count_tags(const float *x, size_t n, bands s, size_t *count)
+static int count_tags(const float *x, size_t n, const bands *s, size_t *count)
 {
     size_t i;
     count[0] = count[1] = count[2] = count[3] = 0;
@@ -74,12 +77,14 @@ static void section_lengths(dr_frame *f, size_t n, const size_t *count)
 int dr_inceptionn_size(const float *x, size_t n, uint32_t bound_bits, size_t *size)
 {
     dr_frame f;
+    bands s;
     size_t count[4];
     int st;
     if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || size == NULL ||
         (n > 0 && x == NULL))
         return DR_E_ARG;
-    st = count_tags(x, n, bands_for(bound_bits), count);
+    s = bands_for(bound_bits);
+    st = count_tags(x, n, &s, count);
     if (st != DR_OK)
         return st;
     memset(&f, 0, sizeof f);
@@ -99,7 +104,7 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
     if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || (n > 0 && x == NULL))
         return DR_E_ARG;
     s = bands_for(bound_bits);
-    st = count_tags(x, n, s, count);
+    st = count_tags(x, n, &s, count);
     if (st != DR_OK)
         return st;
     memset(&f, 0, sizeof f);
@@ -115,7 +120,7 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
     memset(tags, 0, (size_t)f.section_len[0]);
     for (i = 0; i < n; i++) {
         uint32_t q = 0, sign = x[i] < 0.0f;
-        unsigned tag = classify(x[i], s, &q);
+        unsigned tag = classify(x[i], &s, &q);
         uint16_t v16;
         tags[i / 4] |= (uint8_t)(tag << (2 * (i % 4)));
         switch (tag) {

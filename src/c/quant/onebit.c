@@ -26,12 +26,11 @@ int dr_onebit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size
     /* The split is the packing rule (x >= 0 sets the bit), so a NaN falls on the
      * negative side and poisons its mean, which is caught below. */
     for (i = 0; i < n; i++) {
-        if (x[i] >= 0.0f) {
-            sum_nonneg += x[i];
-        } else {
-            sum_neg += x[i];
-            count_neg++;
-        }
+        /* Selects rather than branches: the sign of a gradient is a coin toss. */
+        int nonneg = x[i] >= 0.0f;
+        sum_nonneg += nonneg ? (double)x[i] : 0.0;
+        sum_neg += nonneg ? 0.0 : (double)x[i];
+        count_neg += (size_t)!nonneg;
     }
     mean_neg = count_neg > 0 ? (float)(sum_neg / (double)count_neg) : 0.0f;
     mean_nonneg = n > count_neg ? (float)(sum_nonneg / (double)(n - count_neg)) : 0.0f;

@@ -3,9 +3,10 @@
  *
  * Floats are compared as order-preserving uint32 keys, so the sample is sorted by an
  * LSD radix sort (four byte passes, linear time, no comparisons) and each element finds
- * its bin by a binary search over integer edges. Workspace layout, doubles first for
- * alignment: sums[Q] (double), counts[Q] (uint32), edges[Q] (uint32), sample[S] and
- * scratch[S] (uint32), S = min(n, DR_SKETCH_SAMPLE). */
+ * its bin by a branch-free binary search over integer edges, padded to a power of two.
+ * Workspace layout, doubles first for alignment: sums[Q] (double), counts[Q] (uint32),
+ * edges[P] (uint32, P = the power of two >= Q), sample[S] and scratch[S] (uint32),
+ * S = min(n, DR_SKETCH_SAMPLE). */
 #include "qframe.h"
 
 #include <math.h>
@@ -20,10 +21,19 @@ static size_t index_width(uint32_t bins)
     return bins <= 256u ? 1u : 2u;
 }
 
+/* The power of two >= bins. */
+static uint32_t padded(uint32_t bins)
+{
+    uint32_t p = 1;
+    while (p < bins)
+        p <<= 1;
+    return p;
+}
+
 size_t dr_sketch_workspace_size(size_t n, uint32_t bins)
 {
-    return (size_t)bins * (sizeof(double) + 2 * sizeof(uint32_t)) +
-           2 * sample_size(n) * sizeof(uint32_t);
+    return (size_t)bins * (sizeof(double) + sizeof(uint32_t)) +
+           (size_t)padded(bins) * sizeof(uint32_t) + 2 * sample_size(n) * sizeof(uint32_t);
 }
 
 size_t dr_sketch_size(size_t n, uint32_t bins)
@@ -62,18 +72,16 @@ static void radix_sort(uint32_t *keys, uint32_t *scratch, size_t m)
     }
 }
 
-/* The bin of key k: the number of edges[0..ne) that are <= k (edges ascending). */
-static uint32_t find_bin(const uint32_t *edges, uint32_t ne, uint32_t k)
+/* The bin of key k: the number of edges[0..p-1) that are <= k (edges ascending, p a
+ * power of two), capped at last. Steps of halving powers of two keep edges[0..lo) <= k;
+ * the ternary compiles to a conditional move. The cap is for the padding edges
+ * (UINT32_MAX), which only a NaN's key can reach; NaN is refused afterwards. */
+static uint32_t find_bin(const uint32_t *edges, uint32_t p, uint32_t last, uint32_t k)
 {
-    uint32_t lo = 0, hi = ne;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (edges[mid] <= k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    uint32_t lo = 0, step;
+    for (step = p / 2; step > 0; step >>= 1)
+        lo += edges[lo + step - 1] <= k ? step : 0u;
+    return lo < last ? lo : last;
 }
 
 int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint8_t dtype,
@@ -81,7 +89,7 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
 {
     dr_frame f;
     double *sums;
-    uint32_t *counts, *edges, *sample, *scratch, j;
+    uint32_t *counts, *edges, *sample, *scratch, j, p;
     size_t m = sample_size(n), i, width;
     uint8_t *means, *index;
     int st;
@@ -97,8 +105,9 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
         return st;
     sums = (double *)work;
     counts = (uint32_t *)(sums + bins);
+    p = padded(bins);
     edges = counts + bins;
-    sample = edges + bins;
+    sample = edges + p;
     scratch = sample + m;
 
     /* Sample (all of x when small enough: exact quantiles), sort, read the edges. */
@@ -111,12 +120,14 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
     radix_sort(sample, scratch, m);
     for (j = 1; j < bins; j++)
         edges[j - 1] = m > 0 ? sample[(size_t)((uint64_t)j * m / bins)] : 0u;
+    for (j = bins - 1; j < p; j++)
+        edges[j] = UINT32_MAX;
 
     memset(sums, 0, bins * sizeof *sums);
     memset(counts, 0, bins * sizeof *counts);
     index = buf + f.section_off[1];
     for (i = 0; i < n; i++) {
-        uint32_t b = find_bin(edges, bins - 1, order_key(x[i]));
+        uint32_t b = find_bin(edges, p, bins - 1, order_key(x[i]));
         sums[b] += x[i];
         counts[b]++;
         if (width == 1) {

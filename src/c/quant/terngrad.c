@@ -54,10 +54,12 @@ int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, ui
     memset(codes, 0, (size_t)f.section_len[1]);
     if (s > 0.0f) {
         for (i = 0; i < n; i++) {
-            /* P(nonzero) = |clip(x)|/s; u < 1 always, so |clip(x)| = s is always sent. */
+            /* P(nonzero) = |clip(x)|/s; u < 1 always, so |clip(x)| = s is always sent.
+             * The code is computed, not branched to: both tests are coin tosses. */
             float p = fminf(fabsf(x[i]), c) / s;
-            if (dr_rng_uniform(key, i) < p)
-                codes[i / 4] |= (uint8_t)((x[i] < 0.0f ? TERN_MINUS : TERN_PLUS) << (2 * (i % 4)));
+            unsigned sent = dr_rng_uniform(key, i) < p;
+            unsigned code = sent << (x[i] < 0.0f); /* TERN_PLUS or TERN_MINUS */
+            codes[i / 4] |= (uint8_t)(code << (2 * (i % 4)));
         }
     }
     return dr_frame_seal(&f, buf, cap, written);
