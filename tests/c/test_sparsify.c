@@ -104,7 +104,7 @@ static void test_dgc_fallback_and_edges(void)
 }
 
 /* Decode an adaq frame and check it against x: each sign's selection is a threshold
- * set of that sign, its size is in the band around ceil(count·ratio), and the value
+ * set of that sign, its size is in the band around ceil(count*ratio), and the value
  * sent is the mean of the selected entries. */
 static void check_adaq(const float *x, size_t n, float ratio, const uint8_t *buf, size_t len)
 {

@@ -37,7 +37,7 @@ int dr_eightbit_table(float *table)
 /* The index of the table entry nearest to a in [0, 1], ties to the lower one.
  * The decade z is the number of powers 10^-1..10^-6 at or above a (independent
  * compares, no chain); inside it the entries are evenly spaced, so the code follows by
- * inverting T[2^f + j] = 10^-z·(0.1 + 0.9(j + 1)/2^f), j = -1 being the decade below's
+ * inverting T[2^f + j] = 10^-z*(0.1 + 0.9(j + 1)/2^f), j = -1 being the decade below's
  * top. Float rounding can put that estimate one step off, so the neighbours are
  * compared against the exact table to settle it. */
 static unsigned nearest(const float *table, float a)

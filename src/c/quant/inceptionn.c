@@ -13,7 +13,7 @@ enum { TAG_DROP = 0, TAG_8 = 1, TAG_16 = 2, TAG_32 = 3 };
 /* The two fixed-point steps 2^-k8 and 2^-k16, and their inverses for the encoder. */
 typedef struct {
     int k8, k16;
-    double inv8, inv16; /* 2^k8, 2^k16: exact, so a·inv is exact in double */
+    double inv8, inv16; /* 2^k8, 2^k16: exact, so a*inv is exact in double */
 } bands;
 
 static bands bands_for(uint32_t b)
@@ -26,7 +26,7 @@ static bands bands_for(uint32_t b)
     return s;
 }
 
-/* round(a·scale), half up; a < 1 and scale <= 2^23, so the double sum is exact. */
+/* round(a*scale), half up; a < 1 and scale <= 2^23, so the double sum is exact. */
 static uint32_t fixed(float a, double scale)
 {
     return (uint32_t)((double)a * scale + 0.5);

@@ -1,7 +1,7 @@
 /* QSGD: bucketed stochastic quantisation to s levels of the bucket's l2 norm.
  *
  * The levels are computed against the float32 norm that goes on the wire, so the
- * decoder's norm/s·level is an unbiased estimate of x itself, not of a rounded x.
+ * decoder's norm/s*level is an unbiased estimate of x itself, not of a rounded x.
  * Norms accumulate in double: a float sum of squares overflows or loses the small
  * entries long before the data does. */
 #include "qframe.h"

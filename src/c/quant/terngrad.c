@@ -11,7 +11,7 @@ size_t dr_terngrad_size(size_t n)
     return dr_frame_header_size(2) + 4u + dr_qf_crumb_bytes(n) + DR_FRAME_TRAILER;
 }
 
-/* The clip bound 2.5·sigma, sigma the population standard deviation, by two passes in
+/* The clip bound 2.5*sigma, sigma the population standard deviation, by two passes in
  * double (the one-pass formula cancels badly when the mean dominates). */
 static float clip_bound(const float *x, size_t n)
 {

@@ -20,7 +20,7 @@ size_t dr_adaq_bound(size_t n)
 }
 
 /* One sign's view of x: `sign` is +1 for the positives, -1 for the negatives, and an
- * entry belongs to the side when sign·x > 0. */
+ * entry belongs to the side when sign*x > 0. */
 typedef struct {
     float sign;
     size_t total;  /* entries of this sign */
@@ -39,7 +39,7 @@ static size_t count_side(const float *x, size_t n, float sign, float thr)
 }
 
 /* The side's threshold: from its sampled magnitudes mag[0..m) (or its largest entry
- * when none was sampled), then corrected toward ceil(total·ratio) selected. */
+ * when none was sampled), then corrected toward ceil(total*ratio) selected. */
 static int side_threshold(const float *x, size_t n, const side *s, float ratio,
                           const float *mag, size_t m, uint32_t *rank_idx, float *thr_out,
                           size_t *selected)
@@ -107,17 +107,16 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
     if (written == NULL || buf == NULL || work == NULL || (n > 0 && x == NULL) ||
         !(ratio > 0.0f && ratio <= 1.0f) || dtype > DR_DTYPE_FLOAT64 || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
+    /* Counts and maxima by selects, not branches: the sign of a gradient is a coin toss.
+     * Both maxima start at 0, so an entry of the other sign never moves them. */
     for (i = 0; i < n; i++) {
         float v = x[i];
         if (!isfinite(v))
             return DR_E_NUMERIC;
-        if (v > 0.0f) {
-            pos.total++;
-            pos.largest = v > pos.largest ? v : pos.largest;
-        } else if (v < 0.0f) {
-            neg.total++;
-            neg.largest = -v > neg.largest ? -v : neg.largest;
-        }
+        pos.total += (size_t)(v > 0.0f);
+        neg.total += (size_t)(v < 0.0f);
+        pos.largest = v > pos.largest ? v : pos.largest;
+        neg.largest = -v > neg.largest ? -v : neg.largest;
     }
     m = dr_sp_sample_size(n);
     rank_idx = (uint32_t *)(sample + m);

@@ -57,7 +57,7 @@ float dr_sp_search_next(dr_sp_search *s, float thr, size_t c, size_t hi)
         s->below = thr;
         s->have_below = 1;
         if (!s->have_above)
-            /* A zero threshold takes every entry, and 1.3·0 stays 0: step to the
+            /* A zero threshold takes every entry, and 1.3*0 stays 0: step to the
              * smallest positive float, which leaves out exactly the zeros. */
             return thr > 0.0f ? thr * 1.3f : FLT_MIN * FLT_EPSILON;
     } else {

@@ -16,7 +16,7 @@ void dr_sp_sample(const float *x, size_t n, uint64_t key, float *sample, size_t 
  * dr_topk; idx holds kk uint32. */
 int dr_sp_kth_largest(const float *v, size_t m, size_t kk, uint32_t *idx, float *out);
 
-/* round(t·m/n) clamped to [1, m]: how many of m samples stand for t of n entries. */
+/* round(t*m/n) clamped to [1, m]: how many of m samples stand for t of n entries. */
 size_t dr_sp_scaled_rank(size_t t, size_t m, size_t n);
 
 /* The accepted band of counts around a target t: [t - floor(0.3t), t + floor(0.3t)]. */

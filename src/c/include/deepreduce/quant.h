@@ -53,13 +53,13 @@ int dr_unpack_signs(const uint8_t *bits, size_t n, float if_clear, float if_set,
 /* --------------------------------------------------------------------------- qsgd */
 /* Bucketed stochastic quantisation (Alistarh et al. 2017). Buckets are x[jB..jB+B),
  * the last one possibly shorter. Per bucket: norm = ||bucket||_2 (float32), and per
- * element level = sign(x)·(floor(s|x|/norm) + Bernoulli(frac)) in [-s, s], so
- * E[norm/s·level] = x (unbiased up to float rounding and the 24-bit uniform).
+ * element level = sign(x)*(floor(s|x|/norm) + Bernoulli(frac)) in [-s, s], so
+ * E[norm/s*level] = x (unbiased up to float rounding and the 24-bit uniform).
  * A zero bucket has norm 0 and all levels 0: it decodes to zeros, never NaN.
- * Decode: out = (norm/s)·level.
+ * Decode: out = (norm/s)*level.
  *   params[0] = s (quantum_num, 1..DR_QSGD_MAX_S), params[1] = B (bucket_size, >= 1).
  *   section 0: ceil(n/B) float32 norms; section 1: n levels, int8 if s < 128 else int16.
- *   Size: 56 + 4·ceil(n/B) + n·(s < 128 ? 1 : 2) bytes.
+ *   Size: 56 + 4*ceil(n/B) + n*(s < 128 ? 1 : 2) bytes.
  * DR_E_NUMERIC if a bucket holds Inf/NaN (its norm is not finite). */
 #define DR_QSGD_MAX_S 32767
 size_t dr_qsgd_size(size_t n, uint32_t quantum_num, uint32_t bucket_size);
@@ -69,8 +69,8 @@ int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 
 /* ----------------------------------------------------------------------- terngrad */
 /* Ternary gradients (Wen et al. 2017). sigma = population standard deviation of x;
- * y = clip(x, -2.5·sigma, 2.5·sigma); s = max|y|; t_i = sign(y_i)·Bernoulli(|y_i|/s)
- * in {-1, 0, +1}. Decode: out = s·t, so E[out] = y (unbiased within the clip). A
+ * y = clip(x, -2.5*sigma, 2.5*sigma); s = max|y|; t_i = sign(y_i)*Bernoulli(|y_i|/s)
+ * in {-1, 0, +1}. Decode: out = s*t, so E[out] = y (unbiased within the clip). A
  * constant tensor (sigma = 0) and a zero tensor give s = 0 and decode to zeros.
  *   section 0: s as float32; section 1: ceil(n/4) bytes, t_i in bits 2(i%4)..2(i%4)+1 of
  *   byte i/4 as 0 -> 0, 1 -> +1, 2 -> -1 (3 is refused by the decoder).
@@ -113,7 +113,7 @@ int dr_signum_encode(const float *m, size_t n, uint8_t dtype, uint8_t *buf, size
                      size_t *written);
 int dr_signum_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 
-/* m = (1 - beta)·g + beta·m, or m = g when `first` is nonzero (m's old contents are then
+/* m = (1 - beta)*g + beta*m, or m = g when `first` is nonzero (m's old contents are then
  * ignored). DR_E_ARG if beta is not in [0, 1]. */
 int dr_signum_momentum(float *m, const float *g, size_t n, float beta, int first);
 
@@ -151,9 +151,9 @@ int dr_natural_decode(const uint8_t *buf, size_t len, float *out, size_t n);
  * sent as one byte: bit 7 = sign, bits 0..6 = the index c. Byte 0x80 is refused.
  * T is Dettmers' dynamic tree: T[0] = 0; for c >= 1 written in 7 bits, z = the number of
  * leading zero bits (0..6) is a decimal exponent, the first 1 bit is the indicator, and
- * the f = 6 - z bits after it are j: T[c] = 10^-z · (0.1 + 0.9·(j + 1)/2^f). T rises
+ * the f = 6 - z bits after it are j: T[c] = 10^-z * (0.1 + 0.9*(j + 1)/2^f). T rises
  * with c from T[1] = 1e-6 to T[127] = 1 exactly, with 2^f evenly spaced steps per decade,
- * so the relative error shrinks toward the scale. Decode: out = sign·T[c]·scale.
+ * so the relative error shrinks toward the scale. Decode: out = sign*T[c]*scale.
  *   section 0: scale as float32; section 1: n bytes. Size: 56 + 4 + n bytes.
  * DR_E_NUMERIC if x holds Inf/NaN. */
 size_t dr_eightbit_size(size_t n);
@@ -170,10 +170,10 @@ int dr_eightbit_table(float *table);
  * DR_INCEPTIONN_DEFAULT_BITS: eps = 2^-10 ~ 1e-3). Each value gets a 2-bit tag, the
  * first rule that applies winning (rounding is half up, computed in double):
  *   tag 3  |x| >= 1: kept as float32 (exact).
- *   tag 0  q8 = round(|x|·2^(b-1)) is 0, i.e. |x| < eps: dropped, decodes to 0.
- *   tag 1  q8 <= 127: one byte, sign<<7 | q8; value q8·2^(1-b).
- *   tag 2  q16 = round(|x|·2^k) <= 32767, k = max(15, b - 1): two bytes, sign<<15 | q16;
- *          value q16·2^-k.
+ *   tag 0  q8 = round(|x|*2^(b-1)) is 0, i.e. |x| < eps: dropped, decodes to 0.
+ *   tag 1  q8 <= 127: one byte, sign<<7 | q8; value q8*2^(1-b).
+ *   tag 2  q16 = round(|x|*2^k) <= 32767, k = max(15, b - 1): two bytes, sign<<15 | q16;
+ *          value q16*2^-k.
  *   tag 3  otherwise (|x| just below 1, or b > 16): float32.
  * So |decode(x) - x| <= eps for every element (0 for tag 3): the 8-bit band carries the
  * small values at step 2eps, the 16-bit band the rest below 1 at step 2^-k <= 2eps.
@@ -201,7 +201,7 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n);
  * float32 mean of its members (accumulated in double; 0 for an empty bin), so the
  * decoded tensor keeps the sum of x. Decode: out = means[bin].
  *   params[0] = Q. section 0: Q float32 means; section 1: n indices, uint8 if Q <= 256
- *   else uint16. Size: 56 + 4Q + n·(Q <= 256 ? 1 : 2) bytes.
+ *   else uint16. Size: 56 + 4Q + n*(Q <= 256 ? 1 : 2) bytes.
  * `work` holds dr_sketch_workspace_size(n, bins) bytes, aligned for a double.
  * DR_E_NUMERIC if x holds Inf/NaN. */
 #define DR_SKETCH_MAX_BINS 65536

@@ -13,7 +13,7 @@
 /* ---------------------------------------------------------------------------- dgc */
 /* Deep Gradient Compression's selection (Lin et al. 2018).
  *  1. Sample S = max(1, n/100) positions; thr = the kk-th largest |x| among them,
- *     kk = clamp(round(k·S/n), 1, S) (a NaN in the sample counts as 0).
+ *     kk = clamp(round(k*S/n), 1, S) (a NaN in the sample counts as 0).
  *  2. c = #{|x| >= thr} over the whole tensor (dr_threshold_count). While c is outside
  *     [lo, hi] = [k - floor(0.3k), k + floor(0.3k)] (that is [0.7k, 1.3k]), adjust thr at
  *     most DR_DGC_MAX_ADJUST times: by x1.3 (too many) or x0.7 (too few) until the
@@ -34,7 +34,7 @@ int dr_dgc_select(const float *x, size_t n, size_t k, uint64_t key, uint32_t *id
 /* --------------------------------------------------------------------------- adaq */
 /* AdaComp-style quantised sparsification (after Chen et al. 2018 and GRACE's adaq): the
  * positive and the negative entries are treated apart. For the positives P (x > 0):
- * target t = ceil(|P|·ratio); thr from the sampled positives as in dgc step 1 (the
+ * target t = ceil(|P|*ratio); thr from the sampled positives as in dgc step 1 (the
  * largest positive when none was sampled), corrected as in dgc step 2 against
  * #{x >= thr} with the same band around t. The positives with x >= thr are sent as
  * indices plus one value, their mean. Likewise for the negatives (x < 0, by |x|).
