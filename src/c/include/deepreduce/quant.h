@@ -199,7 +199,8 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n);
  * (exact), else DR_SKETCH_SAMPLE positions drawn with replacement from the stream `key`.
  * Each element is sent as its bin index (the number of edges <= x), each bin as the
  * float32 mean of its members (accumulated in double; 0 for an empty bin), so the
- * decoded tensor keeps the sum of x. Decode: out = means[bin].
+ * decoded tensor keeps the sum of x up to the rounding of the means. Decode:
+ * out = means[bin].
  *   params[0] = Q. section 0: Q float32 means; section 1: n indices, uint8 if Q <= 256
  *   else uint16. Size: 56 + 4Q + n*(Q <= 256 ? 1 : 2) bytes.
  * `work` holds dr_sketch_workspace_size(n, bins) bytes, aligned for a double.
