@@ -32,6 +32,21 @@ static int bloom_bit(const uint8_t *filter, uint32_t b)
     return (filter[b >> 3] >> (b & 7u)) & 1u;
 }
 
+/* The reciprocal for bloom_hash: floor((2^64 - 1) / m) + 1 (m >= 1). */
+static uint64_t bloom_recip(uint32_t m)
+{
+    return UINT64_MAX / m + 1u;
+}
+
+/* Hash s of index i, mod m, without a division: Lemire, Kaser and Kurz (2019) show
+ * a mod m = ((M * a mod 2^64) * m) >> 64 exactly for all 32-bit a and m. The 64x32
+ * high product is built from two 32x32 products, so no 128-bit type is needed. */
+static inline uint32_t bloom_hash(uint32_t i, uint32_t s, uint64_t recip, uint32_t m)
+{
+    uint64_t low = recip * dr_murmur3_u32(i, s);
+    return (uint32_t)(((low >> 32) * m + (((low & 0xffffffffu) * m) >> 32)) >> 32);
+}
+
 int dr_bloom_encode(const uint32_t *idx, size_t r, uint32_t m_bits, uint32_t k_hash,
                     uint8_t *filter_out, size_t cap)
 {
@@ -46,33 +61,51 @@ int dr_bloom_encode(const uint32_t *idx, size_t r, uint32_t m_bits, uint32_t k_h
         memset(filter_out, 0, size);
     for (j = 0; j < r; j++)
         for (s = 0; s < k_hash; s++) {
-            uint32_t b = dr_murmur3_u32(idx[j], s) % m_bits;
+            uint32_t b = bloom_hash(idx[j], s, bloom_recip(m_bits), m_bits);
             filter_out[b >> 3] |= (uint8_t)(1u << (b & 7u));
         }
     return DR_OK;
 }
 
+#define SCAN_BLOCK 512
+
 int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint32_t k_hash,
                        size_t d, uint32_t *pos_out, size_t cap, size_t *npos)
 {
-    uint64_t i;
+    uint32_t cand[SCAN_BLOCK];
+    uint64_t base;
     size_t count = 0;
     if (k_hash == 0 || k_hash > DR_BLOOM_MAX_HASHES || (uint64_t)d > DR_INDEX_D_LIMIT ||
         npos == NULL || (cap > 0 && pos_out == NULL) || (len > 0 && filter == NULL))
         return DR_E_ARG;
     if (len != dr_bloom_size(m_bits) || ((m_bits & 7u) != 0 && (filter[len - 1] >> (m_bits & 7u)) != 0))
         return DR_E_CORRUPT;
-    if (m_bits > 0) {
-        for (i = 0; i < (uint64_t)d; i++) {
-            uint32_t s = 0;
-            while (s < k_hash && bloom_bit(filter, dr_murmur3_u32((uint32_t)i, s) % m_bits))
-                s++;
-            if (s == k_hash) {
-                if (count < cap)
-                    pos_out[count] = (uint32_t)i;
-                count++;
-            }
+    /* Hash by hash over a block of positions rather than position by position: each
+     * pass tests one hash for every survivor and compacts them without a branch, so the
+     * hashes of different positions overlap in the pipeline and a coin-flip branch per
+     * test is not mispredicted half the time. Same set as testing each position until
+     * its first clear bit. */
+    for (base = 0; m_bits > 0 && base < (uint64_t)d; base += SCAN_BLOCK) {
+        uint64_t recip = bloom_recip(m_bits);
+        uint32_t t, s, n = (uint64_t)d - base < SCAN_BLOCK ? (uint32_t)((uint64_t)d - base) : SCAN_BLOCK;
+        uint32_t alive = 0;
+        for (t = 0; t < n; t++) {
+            uint32_t i = (uint32_t)(base + t);
+            cand[alive] = i;
+            alive += (uint32_t)bloom_bit(filter, bloom_hash(i, 0, recip, m_bits));
         }
+        for (s = 1; s < k_hash && alive > 0; s++) {
+            uint32_t kept = 0;
+            for (t = 0; t < alive; t++) {
+                uint32_t i = cand[t];
+                cand[kept] = i;
+                kept += (uint32_t)bloom_bit(filter, bloom_hash(i, s, recip, m_bits));
+            }
+            alive = kept;
+        }
+        for (t = 0; t < alive; t++, count++)
+            if (count < cap)
+                pos_out[count] = cand[t];
     }
     *npos = count;
     return count > cap ? DR_E_DST_TOO_SMALL : DR_OK;
@@ -82,83 +115,42 @@ int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint3
 
 #define NO_BIT UINT32_MAX /* a repeated hash of the same positive */
 
+/* The scratch of the conflict-set policy, carved from the caller's workspace (uint32
+ * arrays first, so every one is aligned). Member lists are in CSR form: the set of bit
+ * b is members[start[b] .. start[b + 1]). */
 typedef struct {
-    uint64_t tie;
-    uint32_t u;   /* unpicked members of the bit's conflict set */
-    uint32_t bit;
-} cs_entry;
-
-/* The scratch of the conflict-set policy, carved from the caller's workspace. Member
- * lists are in CSR form: the set of bit b is members[start[b] .. start[b + 1]). */
-typedef struct {
-    cs_entry *order;   /* min(m, npos*k) */
     uint32_t *hbits;   /* npos * k: the distinct bits of positive j at [j*k, j*k + k) */
-    uint32_t *start;   /* m + 1 */
     uint32_t *members; /* npos * k */
+    uint32_t *start;   /* m + 1 */
+    uint32_t *unpicked;/* m: u_b, this round */
+    uint32_t *order;   /* m: the bits of this round, in visiting order */
+    uint32_t *bucket;  /* npos + 2: counting-sort offsets by u */
     uint8_t *picked;   /* npos */
     uint8_t *hit;      /* m */
 } cs_work;
 
 static uint64_t cs_layout(size_t npos, uint32_t m, uint32_t k, void *work, cs_work *w)
 {
-    uint64_t slots = (uint64_t)npos * k, entries = slots < m ? slots : m;
-    uint64_t off_h = entries * sizeof(cs_entry);
-    uint64_t off_s = off_h + slots * 4u;
-    uint64_t off_m = off_s + ((uint64_t)m + 1u) * 4u;
-    uint64_t off_p = off_m + slots * 4u;
-    uint64_t off_hit = off_p + npos;
+    uint64_t slots = (uint64_t)npos * k;
+    uint64_t off_mem = slots * 4u;
+    uint64_t off_start = off_mem + slots * 4u;
+    uint64_t off_u = off_start + ((uint64_t)m + 1u) * 4u;
+    uint64_t off_order = off_u + (uint64_t)m * 4u;
+    uint64_t off_bucket = off_order + (uint64_t)m * 4u;
+    uint64_t off_picked = off_bucket + ((uint64_t)npos + 2u) * 4u;
+    uint64_t off_hit = off_picked + npos;
     if (w != NULL) {
         uint8_t *base = (uint8_t *)work;
-        w->order = (cs_entry *)(void *)base;
-        w->hbits = (uint32_t *)(void *)(base + off_h);
-        w->start = (uint32_t *)(void *)(base + off_s);
-        w->members = (uint32_t *)(void *)(base + off_m);
-        w->picked = base + off_p;
+        w->hbits = (uint32_t *)(void *)base;
+        w->members = (uint32_t *)(void *)(base + off_mem);
+        w->start = (uint32_t *)(void *)(base + off_start);
+        w->unpicked = (uint32_t *)(void *)(base + off_u);
+        w->order = (uint32_t *)(void *)(base + off_order);
+        w->bucket = (uint32_t *)(void *)(base + off_bucket);
+        w->picked = base + off_picked;
         w->hit = base + off_hit;
     }
     return off_hit + m;
-}
-
-static int cs_less(const cs_entry *a, const cs_entry *b)
-{
-    if (a->u != b->u)
-        return a->u < b->u;
-    if (a->tie != b->tie)
-        return a->tie < b->tie;
-    return a->bit < b->bit;
-}
-
-/* Heapsort: in place, no allocation; the keys are distinct (bit), so any correct sort
- * gives the same order. */
-static void cs_sift(cs_entry *e, size_t root, size_t n)
-{
-    for (;;) {
-        size_t child = 2u * root + 1u;
-        cs_entry t;
-        if (child >= n)
-            return;
-        if (child + 1u < n && cs_less(&e[child], &e[child + 1u]))
-            child++;
-        if (!cs_less(&e[root], &e[child]))
-            return;
-        t = e[root];
-        e[root] = e[child];
-        e[child] = t;
-        root = child;
-    }
-}
-
-static void cs_sort(cs_entry *e, size_t n)
-{
-    size_t i;
-    for (i = n / 2u; i-- > 0;)
-        cs_sift(e, i, n);
-    for (i = n; i-- > 1u;) {
-        cs_entry t = e[0];
-        e[0] = e[i];
-        e[i] = t;
-        cs_sift(e, 0, i);
-    }
 }
 
 /* Hash every positive once and group the positives by bit (members ascending). */
@@ -167,12 +159,13 @@ static void cs_group(const uint32_t *positives, size_t npos, uint32_t m, uint32_
 {
     size_t j;
     uint32_t s, b, total = 0;
+    uint64_t recip = bloom_recip(m);
     memset(w->start, 0, ((size_t)m + 1u) * sizeof(uint32_t));
     memset(w->hit, 0, m);
     for (j = 0; j < npos; j++) {
         uint32_t *hb = w->hbits + j * k;
         for (s = 0; s < k; s++) {
-            b = dr_murmur3_u32(positives[j], s) % m;
+            b = bloom_hash(positives[j], s, recip, m);
             hb[s] = w->hit[b] ? NO_BIT : b;
             if (!w->hit[b]) {
                 w->hit[b] = 1;
@@ -198,6 +191,35 @@ static void cs_group(const uint32_t *positives, size_t npos, uint32_t m, uint32_
         }
 }
 
+/* This round's visiting order (rule in deepreduce/index.h): a counting sort by u_b,
+ * stable over the bits taken from the rotation offset o upwards, wrapping. Returns
+ * how many bits have u_b > 0. */
+static size_t cs_order(uint32_t m, uint64_t key, uint64_t t, cs_work *w)
+{
+    uint32_t b, i, o, max_u = 0, u, n;
+    for (b = 0; b < m; b++) {
+        u = 0;
+        for (i = w->start[b]; i < w->start[b + 1u]; i++)
+            u += (uint32_t)(w->picked[w->members[i]] == 0);
+        w->unpicked[b] = u;
+        if (u > max_u)
+            max_u = u;
+    }
+    memset(w->bucket, 0, ((size_t)max_u + 2u) * sizeof(uint32_t));
+    for (b = 0; b < m; b++)
+        w->bucket[w->unpicked[b] + 1u]++;
+    /* bucket[u] becomes the first slot of size u, with sets of size 0 left out. */
+    w->bucket[1] = 0;
+    for (u = 2; u <= max_u + 1u; u++)
+        w->bucket[u] += w->bucket[u - 1u];
+    n = w->bucket[max_u + 1u];
+    o = (uint32_t)(((dr_rng_u64(key, 2u * t) >> 32) * m) >> 32);
+    for (i = 0, b = o; i < m; i++, b = b + 1u == m ? 0 : b + 1u)
+        if (w->unpicked[b] > 0)
+            w->order[w->bucket[w->unpicked[b]]++] = b;
+    return n;
+}
+
 static void cs_select(const uint32_t *positives, size_t npos, size_t target, uint32_t m,
                       uint32_t k, uint64_t key, uint32_t *idx_out, cs_work *w)
 {
@@ -206,31 +228,17 @@ static void cs_select(const uint32_t *positives, size_t npos, size_t target, uin
     cs_group(positives, npos, m, k, w);
     memset(w->picked, 0, npos);
     for (t = 0; picked < target; t++) {
-        size_t n = 0, e;
-        uint32_t b;
-        for (b = 0; b < m; b++) {
-            uint32_t u = 0, i;
-            for (i = w->start[b]; i < w->start[b + 1u]; i++)
-                u += (uint32_t)(w->picked[w->members[i]] == 0);
-            if (u > 0) {
-                w->order[n].tie = dr_rng_u64(key, (t << 33) + b);
-                w->order[n].u = u;
-                w->order[n].bit = b;
-                n++;
-            }
-        }
-        cs_sort(w->order, n);
+        size_t n = cs_order(m, key, t, w), e;
         memset(w->hit, 0, m);
         for (e = 0; e < n && picked < target; e++) {
-            const cs_entry *c = &w->order[e];
-            uint64_t pick;
-            uint32_t i, s;
-            if (w->hit[c->bit])
+            uint32_t b = w->order[e], i, s;
+            uint64_t c;
+            if (w->hit[b])
                 continue;
-            /* No member of an unhit set was picked this round: u is still current. */
-            pick = ((dr_rng_u64(key, (t << 33) + (1ull << 32) + c->bit) >> 32) * c->u) >> 32;
-            for (i = w->start[c->bit];; i++)
-                if (w->picked[w->members[i]] == 0 && pick-- == 0)
+            /* No member of an unhit set was picked this round: u_b is still current. */
+            c = ((dr_rng_u64(key, ((2u * t + 1u) << 32) + b) >> 32) * w->unpicked[b]) >> 32;
+            for (i = w->start[b];; i++)
+                if (w->picked[w->members[i]] == 0 && c-- == 0)
                     break;
             j = w->members[i];
             w->picked[j] = 1;

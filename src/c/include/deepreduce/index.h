@@ -195,11 +195,13 @@ size_t dr_bloom_select_workspace_size(int policy, size_t npos, uint32_t m_bits,
  *     was set by some true index, which is in P, so every S_b holds a true index.
  *     Round t = 0, 1, ... runs while fewer than min(r, npos) are picked:
  *       1. u_b = number of not-yet-picked members of S_b; bits with u_b = 0 drop out.
- *       2. Visit the remaining bits in ascending (u_b, dr_rng_u64(key, t*2^33 + b), b)
- *          order, with no bit marked "hit" at the start of the round.
+ *       2. Visit the remaining bits by ascending u_b; equal u_b in the cyclic order of
+ *          bit numbers that starts at o_t = (hi32(dr_rng_u64(key, 2t)) * m_bits) >> 32
+ *          (a keyed rotation per round). No bit is marked "hit" at the round start.
  *       3. At bit b: skip it if hit; otherwise pick the c-th (from 0, in ascending
- *          order) unpicked member of S_b, c = (hi32(dr_rng_u64(key, t*2^33 + 2^32 + b))
- *          * u_b) >> 32, and mark every bit of H(p) hit. Stop at min(r, npos) picks.
+ *          order) unpicked member p of S_b, where
+ *          c = (hi32(dr_rng_u64(key, (2t + 1) * 2^32 + b)) * u_b) >> 32,
+ *          and mark every bit of H(p) hit. Stop at min(r, npos) picks.
  *     Small sets first: a set of one is a sure true index; "hit" keeps a round from
  *     picking two positives that explain the same bit. Each round picks at least one.
  * DR_E_ARG for an unknown policy, k_hash 0 or above DR_BLOOM_MAX_HASHES, m_bits = 0
