@@ -66,10 +66,10 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
 
 int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
 {
-    const uint8_t *upper;
-    size_t low_bytes, upper_len, j = 0, off;
+    const uint8_t *low, *upper;
+    size_t low_bytes, upper_len, j = 0, off, low_fast;
     unsigned l;
-    uint64_t high_max, prev = 0, last_one = 0;
+    uint64_t low_mask, low_bp = 0, next_min = 0, last_one = 0, bad = 0;
     int st = dr_index_check_decode(in, len, d, r, idx_out);
     if (st != DR_OK)
         return st;
@@ -81,37 +81,43 @@ int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32
         return DR_E_CORRUPT;
     if (r == 0)
         return len == 1u ? DR_OK : DR_E_CORRUPT;
-    st = dr_bitunpack(in + 1, low_bytes, r, l, idx_out);
-    if (st != DR_OK)
-        return st;
-    upper = in + 1 + low_bytes;
+    low = in + 1;
+    upper = low + low_bytes;
     upper_len = len - 1u - low_bytes;
-    high_max = ((uint64_t)d - 1u) >> l;
-    /* Scan the set bits of the upper vector a 64-bit word at a time. The one for index
-     * j sits at high_j + j; checking high against high_max before shifting keeps
-     * corrupt positions from overflowing. */
+    low_mask = (1ull << l) - 1u;
+    /* Low fields whose 8-byte window lies inside the low block load directly. */
+    low_fast = l > 0 && low_bytes >= 8u ? (size_t)(((uint64_t)(low_bytes - 8u) * 8u) / l) + 1u : 0u;
+    /* One pass over the set bits of the upper vector, a 64-bit word at a time: the one
+     * for index j sits at bit high_j + j, and its low bits are field j of the low block.
+     * Ascending order is checked on the way without a branch; the range check needs
+     * only the last index, since high_j never decreases: high_last <= (d-1) >> l rules
+     * out any overflow of high << l, and then x_last < d bounds them all. */
     for (off = 0; off < upper_len; off += 8u) {
         uint64_t word = 0;
         size_t take = upper_len - off < 8u ? upper_len - off : 8u;
         memcpy(&word, upper + off, take);
         while (word != 0) {
-            uint64_t p = (uint64_t)off * 8u + (uint64_t)__builtin_ctzll(word), high, x;
+            uint64_t p = (uint64_t)off * 8u + (uint64_t)__builtin_ctzll(word), lo, x;
             word &= word - 1u;
             if (j == r)
                 return DR_E_CORRUPT;
-            high = p - j;
-            if (high > high_max)
-                return DR_E_CORRUPT;
-            x = (high << l) | idx_out[j];
-            if (x >= (uint64_t)d || (j > 0 && x <= prev))
-                return DR_E_CORRUPT;
+            if (j < low_fast) {
+                memcpy(&lo, low + (low_bp >> 3), 8);
+                lo >>= low_bp & 7u;
+            } else {
+                lo = dr_peek64(low, low_bytes, low_bp);
+            }
+            x = ((p - j) << l) | (lo & low_mask);
+            bad |= (uint64_t)(x < next_min);
+            next_min = x + 1u;
             idx_out[j++] = (uint32_t)x;
-            prev = x;
+            low_bp += l;
             last_one = p;
         }
     }
-    /* Exactly r ones, and the vector ends in the byte of the last one. */
-    if (j != r || upper_len != (size_t)(last_one / 8u) + 1u)
+    /* Exactly r ones, the vector ending in the byte of the last one. */
+    if (bad || j != r || upper_len != (size_t)(last_one / 8u) + 1u ||
+        last_one - (r - 1u) > ((uint64_t)d - 1u) >> l || next_min > (uint64_t)d)
         return DR_E_CORRUPT;
     return DR_OK;
 }
