@@ -91,8 +91,8 @@ int dr_index_rice_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint
     q_max = (uint64_t)d >> k;
     low_mask = (1ull << k) - 1u;
     for (j = 0; j < r; j++) {
-        uint64_t q = 0, g;
-        uint64_t word = dr_peek64(body, blen, bp);
+        uint64_t q = 0, g, word = dr_peek64(body, blen, bp);
+        unsigned z;
         /* The unary part: count zeros up to the next one, a word at a time. Bytes past
          * the end read as zero, so running out shows as bp passing the end. */
         while (word == 0) {
@@ -102,12 +102,16 @@ int dr_index_rice_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint
                 return DR_E_CORRUPT;
             word = dr_peek64(body, blen, bp);
         }
-        q += (uint64_t)__builtin_ctzll(word);
-        bp += (uint64_t)__builtin_ctzll(word) + 1u;
+        z = (unsigned)__builtin_ctzll(word);
+        q += z;
         if (q > q_max)
             return DR_E_CORRUPT;
-        g = (q << k) | (dr_peek64(body, blen, bp) & low_mask);
-        bp += k;
+        /* The low bits usually sit in the same 57-bit window: no second load. */
+        if (z + 1u + k <= 57u)
+            g = (q << k) | ((word >> z >> 1) & low_mask);
+        else
+            g = (q << k) | (dr_peek64(body, blen, bp + z + 1u) & low_mask);
+        bp += z + 1u + k;
         if (bp > total || g >= (uint64_t)d - next)
             return DR_E_CORRUPT;
         next += g;
