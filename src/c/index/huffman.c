@@ -194,21 +194,29 @@ int dr_index_huffman_decode(const uint8_t *in, size_t len, size_t d, size_t r,
         for (fill = hc.code[b]; fill < (1u << HUFF_LUT_BITS); fill += 1u << l)
             lut[fill] = (uint16_t)(b | l << 8);
     }
+    /* A peek yields 57 usable bits: refill only when the next code might not fit
+     * (for most d, 4 * max_len <= 57 and one load serves a whole index). */
     for (j = 0; j < r; j++) {
-        uint64_t x = 0;
-        unsigned t;
+        uint64_t x = 0, word = dr_peek64(in, len, bp);
+        unsigned t, used = 0;
         for (t = 0; t < 4u; t++) {
-            uint64_t word = dr_peek64(in, len, bp);
-            unsigned e = lut[word & ((1u << HUFF_LUT_BITS) - 1u)], sym, l;
+            unsigned e, sym, l;
+            if (used + hc.max_len > 57u) {
+                bp += used;
+                used = 0;
+                word = dr_peek64(in, len, bp);
+            }
+            e = lut[(word >> used) & ((1u << HUFF_LUT_BITS) - 1u)];
             if (e != 0) {
                 sym = e & 255u;
                 l = e >> 8;
-            } else if (huff_slow(&hc, word, &sym, &l) != DR_OK) {
+            } else if (huff_slow(&hc, word >> used, &sym, &l) != DR_OK) {
                 return DR_E_CORRUPT;
             }
-            bp += l;
+            used += l;
             x |= (uint64_t)sym << (8u * t);
         }
+        bp += used;
         if (bp > total || x >= (uint64_t)d || (j > 0 && x <= prev))
             return DR_E_CORRUPT;
         idx_out[j] = (uint32_t)x;
