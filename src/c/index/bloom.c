@@ -2,6 +2,7 @@
  * filter over 0..d-1, and the policies that pick from P the indices both sides use.
  * Hashes are computed on the fly (the original precomputed a 1 GB table). */
 #include "bitio.h"
+#include "bloom_simd.h"
 #include "murmur3.h"
 
 #include <math.h>
@@ -69,43 +70,52 @@ int dr_bloom_encode(const uint32_t *idx, size_t r, uint32_t m_bits, uint32_t k_h
 
 #define SCAN_BLOCK 512
 
+/* Copy to dst, in order, the candidates whose hash s hits a set bit. Compaction
+ * without a branch lets the hashes of many candidates overlap in the pipeline. */
+static uint32_t bloom_pass(const uint32_t *cand, uint32_t *dst, uint32_t n, uint32_t s,
+                           const uint8_t *filter, uint64_t recip, uint32_t m, int simd)
+{
+    uint32_t t = 0, kept = 0;
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX2)
+        t = dr_bloom_pass_avx2(cand, dst, n, s, filter, recip, m, &kept);
+#else
+    (void)simd;
+#endif
+    for (; t < n; t++) {
+        uint32_t i = cand[t];
+        dst[kept] = i;
+        kept += (uint32_t)bloom_bit(filter, bloom_hash(i, s, recip, m));
+    }
+    return kept;
+}
+
 int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint32_t k_hash,
                        size_t d, uint32_t *pos_out, size_t cap, size_t *npos)
 {
-    uint32_t cand[SCAN_BLOCK];
+    uint32_t cand[2][SCAN_BLOCK];
     uint64_t base;
     size_t count = 0;
+    int simd;
     if (k_hash == 0 || k_hash > DR_BLOOM_MAX_HASHES || (uint64_t)d > DR_INDEX_D_LIMIT ||
         npos == NULL || (cap > 0 && pos_out == NULL) || (len > 0 && filter == NULL))
         return DR_E_ARG;
     if (len != dr_bloom_size(m_bits) || ((m_bits & 7u) != 0 && (filter[len - 1] >> (m_bits & 7u)) != 0))
         return DR_E_CORRUPT;
-    /* Hash by hash over a block of positions rather than position by position: each
-     * pass tests one hash for every survivor and compacts them without a branch, so the
-     * hashes of different positions overlap in the pipeline and a coin-flip branch per
-     * test is not mispredicted half the time. Same set as testing each position until
-     * its first clear bit. */
+    simd = dr_simd_active();
+    /* Hash by hash over a block of positions rather than position by position: the
+     * same set as testing each position up to its first clear bit, without a
+     * coin-flip branch per test. */
     for (base = 0; m_bits > 0 && base < (uint64_t)d; base += SCAN_BLOCK) {
         uint64_t recip = bloom_recip(m_bits);
-        uint32_t t, s, n = (uint64_t)d - base < SCAN_BLOCK ? (uint32_t)((uint64_t)d - base) : SCAN_BLOCK;
-        uint32_t alive = 0;
-        for (t = 0; t < n; t++) {
-            uint32_t i = (uint32_t)(base + t);
-            cand[alive] = i;
-            alive += (uint32_t)bloom_bit(filter, bloom_hash(i, 0, recip, m_bits));
-        }
-        for (s = 1; s < k_hash && alive > 0; s++) {
-            uint32_t kept = 0;
-            for (t = 0; t < alive; t++) {
-                uint32_t i = cand[t];
-                cand[kept] = i;
-                kept += (uint32_t)bloom_bit(filter, bloom_hash(i, s, recip, m_bits));
-            }
-            alive = kept;
-        }
+        uint32_t t, s, alive = (uint64_t)d - base < SCAN_BLOCK ? (uint32_t)((uint64_t)d - base) : SCAN_BLOCK;
+        for (t = 0; t < alive; t++)
+            cand[0][t] = (uint32_t)(base + t);
+        for (s = 0; s < k_hash && alive > 0; s++)
+            alive = bloom_pass(cand[s & 1u], cand[(s & 1u) ^ 1u], alive, s, filter, recip, m_bits, simd);
         for (t = 0; t < alive; t++, count++)
             if (count < cap)
-                pos_out[count] = cand[t];
+                pos_out[count] = cand[s & 1u][t];
     }
     *npos = count;
     return count > cap ? DR_E_DST_TOO_SMALL : DR_OK;
