@@ -35,6 +35,46 @@ static void huff_weights(uint64_t d, uint64_t weight[HUFF_SYMBOLS])
     }
 }
 
+/* Whether symbol a goes before symbol b: by weight, then by value. */
+static int huff_before(unsigned a, unsigned b, const uint64_t w[HUFF_SYMBOLS])
+{
+    return w[a] < w[b] || (w[a] == w[b] && a < b);
+}
+
+static void huff_sift(uint8_t *s, size_t root, size_t n, const uint64_t w[HUFF_SYMBOLS])
+{
+    for (;;) {
+        size_t child = 2u * root + 1u;
+        uint8_t t;
+        if (child >= n)
+            return;
+        if (child + 1u < n && huff_before(s[child], s[child + 1u], w))
+            child++;
+        if (!huff_before(s[root], s[child], w))
+            return;
+        t = s[root];
+        s[root] = s[child];
+        s[child] = t;
+        root = child;
+    }
+}
+
+/* Heapsort of the symbols by (weight, value): the keys are distinct, so the order is
+ * fixed whatever the algorithm. */
+static void huff_sort(uint8_t *s, size_t n, const uint64_t w[HUFF_SYMBOLS])
+{
+    size_t i;
+    uint8_t t;
+    for (i = n / 2u; i-- > 0;)
+        huff_sift(s, i, n, w);
+    for (i = n; i-- > 1u;) {
+        t = s[0];
+        s[0] = s[i];
+        s[i] = t;
+        huff_sift(s, 0, i, w);
+    }
+}
+
 /* Build the code for tensors of d entries (d >= 1). */
 static void huff_build(uint64_t d, huff_code *hc)
 {
@@ -47,16 +87,10 @@ static void huff_build(uint64_t d, huff_code *hc)
     uint32_t code = 0;
 
     huff_weights(d, w);
-    /* Insertion sort of the occurring symbols by (weight, value): 256 entries, and the
-     * value order comes for free by inserting in value order with a strict compare. */
-    for (b = 0; b < HUFF_SYMBOLS; b++) {
-        if (w[b] == 0)
-            continue;
-        for (i = n; i > 0 && w[leaf[i - 1]] > w[b]; i--)
-            leaf[i] = leaf[i - 1];
-        leaf[i] = (uint8_t)b;
-        n++;
-    }
+    for (b = 0; b < HUFF_SYMBOLS; b++)
+        if (w[b] != 0)
+            leaf[n++] = (uint8_t)b;
+    huff_sort(leaf, n, w);
     memset(hc->len, 0, sizeof hc->len);
     if (n == 1) {
         depth[0] = 1;
