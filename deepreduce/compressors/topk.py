@@ -1,6 +1,6 @@
 import numpy as np
 
-from .._native import check, f32, lib, u32
+from .._native import check, f32, ffi, lib, u32
 from ._sparse import Sparsifier
 
 
@@ -22,6 +22,7 @@ class TopKCompressor(Sparsifier):
             raise ValueError(f"compress_ratio must be in (0, 1], got {compress_ratio!r}")
         self.compress_ratio = compress_ratio
         self.kernel = kernel
+        self._work = np.empty(0, dtype=np.uint8)  # scratch of the fast select, grown once, reused
 
     @classmethod
     def from_params(cls, params):
@@ -31,5 +32,9 @@ class TopKCompressor(Sparsifier):
         """Ascending uint32 indices of the k largest magnitudes."""
         k = topk_count(flat.size, self.compress_ratio)
         indices = np.empty(k, dtype=np.uint32)
-        check(lib.dr_topk(f32(flat), flat.size, k, u32(indices)), f"top-k of {name!r}")
+        needed = lib.dr_topk_workspace_size(flat.size, k)
+        if self._work.nbytes < needed:
+            self._work = np.empty(needed, dtype=np.uint8)
+        check(lib.dr_topk_select(f32(flat), flat.size, k, u32(indices), ffi.from_buffer(self._work)),
+              f"top-k of {name!r}")
         return indices
