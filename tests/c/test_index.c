@@ -226,6 +226,35 @@ static void test_lossless_random(void)
     }
 }
 
+/* Random bytes as sections, for random d and r: refused or a valid set, never a crash.
+ * FUZZ_ROUNDS can be raised at compile time for a longer run. */
+#ifndef FUZZ_ROUNDS
+#define FUZZ_ROUNDS 3000
+#endif
+static void test_lossless_random_bytes(void)
+{
+    uint32_t back[80];
+    size_t t, i, n;
+    int ok = 1;
+    for (n = 0; n < FUZZ_ROUNDS; n++) {
+        uint64_t z = dr_rng_u64(2024, n);
+        size_t d = 1u + (size_t)(z % 300u), r = (size_t)((z >> 9) % 80u), len = (size_t)((z >> 17) % 48u);
+        uint8_t *in = malloc(len + 1);
+        if (r > d)
+            r = d;
+        for (i = 0; i < len; i++) {
+            uint64_t b = dr_rng_u64(2025, n * 64u + i);
+            /* Bias toward small header values so that deeper code paths get reached. */
+            in[i] = (uint8_t)(i == 0 && (b & 256u) ? b % 12u : b);
+        }
+        for (t = 0; t < NCODECS; t++)
+            if (codecs[t].decode(len > 0 ? in : NULL, len, d, r, back) == DR_OK)
+                ok &= valid_set(back, r, d);
+        free(in);
+    }
+    CHECK(ok);
+}
+
 static void test_encoder_refuses_bad_sets(void)
 {
     static const uint32_t unsorted[3] = {5, 3, 7}, repeated[3] = {1, 4, 4}, high[2] = {3, 10};
@@ -539,6 +568,7 @@ int main(void)
     test_bitpack();
     test_lossless_edges();
     test_lossless_random();
+    test_lossless_random_bytes();
     test_encoder_refuses_bad_sets();
     test_sizes_vs_floor();
     test_huffman_code();

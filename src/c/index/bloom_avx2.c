@@ -68,8 +68,9 @@ DR_TARGET_AVX2 static __m256i murmur_x8(__m256i k, __m256i seed)
     return _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
 }
 
-/* a mod m for the 32-bit a in the low half of each 64-bit lane:
- * low = recip * a mod 2^64, then (low * m) >> 64 from 32x32-bit products. */
+/* a mod m for the 32-bit a in the low half of each 64-bit lane (the high half is
+ * ignored), with recip = (rhi, rlo) as in bloom.c: low = recip * a mod 2^64, then
+ * (low * m) >> 64 from 32x32-bit products. The result sits in the low half. */
 DR_TARGET_AVX2 static __m256i mod_x4(__m256i a, __m256i rlo, __m256i rhi, __m256i m)
 {
     __m256i low = _mm256_add_epi64(_mm256_mul_epu32(a, rlo),
@@ -94,19 +95,17 @@ DR_TARGET_AVX2 uint32_t dr_bloom_pass_avx2(const uint32_t *cand, uint32_t *dst, 
         __m256i h = murmur_x8(keys, vseed);
         __m256i even = mod_x4(h, rlo, rhi, vm);
         __m256i odd = mod_x4(_mm256_srli_epi64(h, 32), rlo, rhi, vm);
-        __m256i b = _mm256_or_si256(even, _mm256_slli_epi64(odd, 32));
-        uint32_t lane[8];
+        __m256i perm;
+        uint32_t bit[8];
         unsigned mask = 0, l;
-        _mm256_storeu_si256((__m256i *)(void *)lane, b);
+        _mm256_storeu_si256((__m256i *)(void *)bit, _mm256_or_si256(even, _mm256_slli_epi64(odd, 32)));
         for (l = 0; l < 8u; l++)
-            mask |= (unsigned)((filter[lane[l] >> 3] >> (lane[l] & 7u)) & 1u) << l;
-        __m256i perm = _mm256_and_si256(
-            _mm256_srlv_epi32(_mm256_set1_epi32((int)pack_lanes[mask]), nibble_shift),
-            _mm256_set1_epi32(15));
+            mask |= (unsigned)((filter[bit[l] >> 3] >> (bit[l] & 7u)) & 1u) << l;
+        perm = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)pack_lanes[mask]), nibble_shift),
+                                _mm256_set1_epi32(15));
         /* All eight lanes are stored, the first popcount(mask) meaningful: dst has room
          * for n, and out <= t. */
-        _mm256_storeu_si256((__m256i *)(void *)(dst + out),
-                            _mm256_permutevar8x32_epi32(keys, perm));
+        _mm256_storeu_si256((__m256i *)(void *)(dst + out), _mm256_permutevar8x32_epi32(keys, perm));
         out += (uint32_t)_mm_popcnt_u32(mask);
     }
     *kept = out;

@@ -11,8 +11,8 @@ typedef struct {
     uint32_t code[HUFF_SYMBOLS]; /* bit-reversed canonical code: first bit lowest */
     uint8_t len[HUFF_SYMBOLS];   /* 0 for bytes that never occur below d */
     unsigned max_len;
-    /* Canonical decoding tables: count[l] codes of length l, first[l] the first of
-     * them, sorted[] the symbols in (length, value) order. */
+    /* Canonical decoding: count[l] codes of length l (l <= 17, see index.h), and
+     * sorted[] the symbols in (length, value) order. */
     uint32_t count[33];
     uint8_t sorted[HUFF_SYMBOLS];
 } huff_code;
