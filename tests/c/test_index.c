@@ -91,6 +91,12 @@ static void test_bitpack(void)
             }
         }
     }
+    /* A buffer longer than the packed values (more data behind them) is fine. */
+    CHECK_OK(dr_bitpack(small, 3, 2, buf, sizeof buf, &written));
+    memset(buf + 1, 0xff, 100);
+    CHECK_OK(dr_bitunpack(buf, 101, 3, 2, back));
+    CHECK(back[0] == 1 && back[1] == 2 && back[2] == 3);
+    CHECK(dr_bitpack_size(SIZE_MAX, 32) == SIZE_MAX);
     CHECK_STATUS(dr_bitpack(small, 3, 33, buf, sizeof buf, &written), DR_E_ARG);
     CHECK_STATUS(dr_bitunpack(buf, sizeof buf, 3, 33, back), DR_E_ARG);
 }
@@ -203,7 +209,8 @@ static void test_lossless_edges(void)
 
 static void test_lossless_random(void)
 {
-    static const size_t ds[] = {2, 17, 256, 257, 1000, 4096, 65537};
+    /* 789 has 11-bit huffman codes, longer than its lookup table. */
+    static const size_t ds[] = {2, 17, 256, 257, 789, 1000, 4096, 65537};
     static const double dens[] = {0.002, 0.05, 0.3, 0.5, 0.9};
     size_t a, b, t;
     for (a = 0; a < sizeof ds / sizeof ds[0]; a++)
@@ -257,6 +264,7 @@ static void test_lossless_random_bytes(void)
 
 static void test_encoder_refuses_bad_sets(void)
 {
+    static const uint32_t none[1] = {0};
     static const uint32_t unsorted[3] = {5, 3, 7}, repeated[3] = {1, 4, 4}, high[2] = {3, 10};
     uint8_t out[256];
     size_t w, t;
@@ -270,7 +278,12 @@ static void test_encoder_refuses_bad_sets(void)
         CHECK_STATUS(c->encode(high, 2, 11, NULL, sizeof out, &w), DR_E_ARG);
         CHECK_STATUS(c->decode(out, 1, 1, 2, back), DR_E_ARG); /* r > d */
         CHECK_STATUS(c->decode(out, 4, 10, 2, NULL), DR_E_ARG);
+        CHECK(c->bound(5, 6) == 0);
     }
+    /* rle: a run of 2^32 does not fit the widest field. */
+    if (sizeof(size_t) > 4)
+        CHECK_STATUS(dr_index_rle_encode(none, 0, (size_t)4294967295u + 1u, out, sizeof out, &w),
+                     DR_E_ARG);
 }
 
 /* Sizes on uniform random subsets of d = 1e6 against the floor log2 C(d, r). */
@@ -364,6 +377,7 @@ static void test_bloom_params(void)
     CHECK_STATUS(dr_bloom_params(10, NAN, &k, &m), DR_E_ARG);
     CHECK_STATUS(dr_bloom_params(10, 1e-30, &k, &m), DR_E_ARG); /* k = 100 hashes */
     CHECK_STATUS(dr_bloom_params(10, 0.1, NULL, &m), DR_E_ARG);
+    CHECK_STATUS(dr_bloom_params((size_t)1 << 30, 1e-3, &k, &m), DR_E_ARG); /* m >= 2^32 */
 }
 
 /* The filter bit layout is the one SPEC fixes: rebuild it from dr_murmur3_32. */
@@ -561,6 +575,9 @@ static void test_bloom_edges(void)
     CHECK_STATUS(dr_bloom_select(7, pos, npos, 1, m, k, 1, out, &got, NULL), DR_E_ARG);
     CHECK_STATUS(dr_bloom_select(DR_BLOOM_LEFTMOST, bad, 2, 1, m, k, 1, out, &got, NULL), DR_E_ARG);
     CHECK_STATUS(dr_bloom_select(DR_BLOOM_RANDOM, two, 2, 1, 8, k, 1, out, &got, NULL), DR_E_ARG);
+    /* conflict_sets indexes npos * k_hash members with uint32: refused before reading. */
+    CHECK_STATUS(dr_bloom_select(DR_BLOOM_CONFLICT_SETS, two, (size_t)1 << 27, 1, 8, 64, 1, out, &got,
+                                 out), DR_E_ARG);
 }
 
 int main(void)
