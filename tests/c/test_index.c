@@ -245,7 +245,8 @@ static void test_lossless_random_bytes(void)
     int ok = 1;
     for (n = 0; n < FUZZ_ROUNDS; n++) {
         uint64_t z = dr_rng_u64(2024, n);
-        size_t d = 1u + (size_t)(z % 300u), r = (size_t)((z >> 9) % 80u), len = (size_t)((z >> 17) % 48u);
+        size_t d = 1u + (size_t)(z % 300u), r = (size_t)((z >> 9) % 80u);
+        size_t len = (size_t)((z >> 17) % 48u);
         uint8_t *in = malloc(len + 1);
         if (r > d)
             r = d;
@@ -500,7 +501,8 @@ static void test_bloom_positives_and_policies(void)
         pos = malloc(npos * sizeof *pos);
         out = malloc(npos * sizeof *out);
         again = malloc(npos * sizeof *again);
-        CHECK_STATUS(dr_bloom_positives(filter, flen, m, k, d, pos, npos / 2, &n2), DR_E_DST_TOO_SMALL);
+        CHECK_STATUS(dr_bloom_positives(filter, flen, m, k, d, pos, npos / 2, &n2),
+                     DR_E_DST_TOO_SMALL);
         CHECK(n2 == npos);
         CHECK_OK(dr_bloom_positives(filter, flen, m, k, d, pos, npos, &n2));
         CHECK(n2 == npos && valid_set(pos, npos, d));
@@ -576,8 +578,9 @@ static void test_bloom_edges(void)
     CHECK_STATUS(dr_bloom_select(DR_BLOOM_LEFTMOST, bad, 2, 1, m, k, 1, out, &got, NULL), DR_E_ARG);
     CHECK_STATUS(dr_bloom_select(DR_BLOOM_RANDOM, two, 2, 1, 8, k, 1, out, &got, NULL), DR_E_ARG);
     /* conflict_sets indexes npos * k_hash members with uint32: refused before reading. */
-    CHECK_STATUS(dr_bloom_select(DR_BLOOM_CONFLICT_SETS, two, (size_t)1 << 27, 1, 8, 64, 1, out, &got,
-                                 out), DR_E_ARG);
+    CHECK_STATUS(dr_bloom_select(DR_BLOOM_CONFLICT_SETS, two, (size_t)1 << 27, 1, 8, 64, 1, out,
+                                 &got, out),
+                 DR_E_ARG);
 }
 
 int main(void)
