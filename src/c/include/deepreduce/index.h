@@ -78,7 +78,7 @@ int dr_index_rle_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint3
  * first code bit is the first stream bit. A lone symbol (d = 1) gets the 1-bit code 0.
  * Every symbol weighs at least 1/2048 of the total, which bounds code lengths by 17;
  * d = 36,864 costs 19.73 bits per index on average. Building the code takes a few
- * microseconds and about 14 KB of stack, each call. */
+ * microseconds and under 16 KB of stack, each call. */
 
 /* Largest huffman section for any r indices < d: ceil(4 * r * longest code / 8). */
 size_t dr_index_huffman_bound(size_t d, size_t r);
