@@ -58,8 +58,8 @@ int main(void)
     uint32_t *idx = malloc(d * sizeof *idx), *back = malloc(d * sizeof *back);
     uint8_t *buf = malloc(8 * d);
     size_t b, c;
-    printf("d = %zu, simd = %s\n%-8s %8s %8s %10s %10s\n", d, dr_simd_name(dr_simd_active()), "codec",
-           "density", "bits/idx", "enc Mi/s", "dec Mi/s");
+    printf("d = %zu, simd = %s\n", d, dr_simd_name(dr_simd_active()));
+    printf("%-8s %8s %8s %10s %10s\n", "codec", "density", "bits/idx", "enc Mi/s", "dec Mi/s");
     for (b = 0; b < 3; b++) {
         size_t r = (size_t)(dens[b] * (double)d);
         dr_randomk(12345 + b, d, r, idx, work);
@@ -68,8 +68,8 @@ int main(void)
             double te, td;
             TIME_BEST(codecs[c].encode(idx, r, d, buf, cap, &len), te);
             TIME_BEST(codecs[c].decode(buf, len, d, r, back), td);
-            printf("%-8s %8.3f %8.3f %10.1f %10.1f\n", codecs[c].name, dens[b], 8.0 * (double)len / (double)r,
-                   (double)r / te * 1e-6, (double)r / td * 1e-6);
+            printf("%-8s %8.3f %8.3f %10.1f %10.1f\n", codecs[c].name, dens[b],
+                   8.0 * (double)len / (double)r, (double)r / te * 1e-6, (double)r / td * 1e-6);
         }
     }
     {
@@ -81,8 +81,8 @@ int main(void)
                 idx[b] = (uint32_t)(b & ((1u << bits) - 1u));
             TIME_BEST(dr_bitpack(idx, n, bits, buf, 8 * d, &len), tp);
             TIME_BEST(dr_bitunpack(buf, len, n, bits, back), tu);
-            printf("bitpack %2u bits: pack %.1f Mi/s, unpack %.1f Mi/s\n", bits, (double)n / tp * 1e-6,
-                   (double)n / tu * 1e-6);
+            printf("bitpack %2u bits: pack %.1f Mi/s, unpack %.1f Mi/s\n", bits,
+                   (double)n / tp * 1e-6, (double)n / tu * 1e-6);
         }
     }
     {
@@ -95,8 +95,8 @@ int main(void)
         dr_bloom_params(r, 0.1 * (double)r / (double)dd, &k, &m);
         dr_bloom_encode(idx, r, m, k, buf, 8 * d);
         TIME_BEST(dr_bloom_positives(buf, dr_bloom_size(m), m, k, dd, back, d, &npos), tp);
-        printf("bloom d=%zu r=%zu k=%u: positives %.2f ms (%.0f M positions/s), |P|=%zu\n", dd, r, k,
-               tp * 1e3, (double)dd / tp * 1e-6, npos);
+        printf("bloom d=%zu r=%zu k=%u: positives %.2f ms (%.0f M positions/s), |P|=%zu\n", dd,
+               r, k, tp * 1e3, (double)dd / tp * 1e-6, npos);
         for (policy = 0; policy < DR_BLOOM_POLICY_COUNT_; policy++) {
             void *ws = malloc(dr_bloom_select_workspace_size(policy, npos, m, k) + 1);
             TIME_BEST(dr_bloom_select(policy, back, npos, r, m, k, 3, idx, &got, ws), ts);

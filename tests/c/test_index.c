@@ -91,6 +91,12 @@ static void test_bitpack(void)
             }
         }
     }
+    /* A buffer longer than the packed values (more data behind them) is fine. */
+    CHECK_OK(dr_bitpack(small, 3, 2, buf, sizeof buf, &written));
+    memset(buf + 1, 0xff, 100);
+    CHECK_OK(dr_bitunpack(buf, 101, 3, 2, back));
+    CHECK(back[0] == 1 && back[1] == 2 && back[2] == 3);
+    CHECK(dr_bitpack_size(SIZE_MAX, 32) == SIZE_MAX);
     CHECK_STATUS(dr_bitpack(small, 3, 33, buf, sizeof buf, &written), DR_E_ARG);
     CHECK_STATUS(dr_bitunpack(buf, sizeof buf, 3, 33, back), DR_E_ARG);
 }
@@ -203,7 +209,8 @@ static void test_lossless_edges(void)
 
 static void test_lossless_random(void)
 {
-    static const size_t ds[] = {2, 17, 256, 257, 1000, 4096, 65537};
+    /* 789 has 11-bit huffman codes, longer than its lookup table. */
+    static const size_t ds[] = {2, 17, 256, 257, 789, 1000, 4096, 65537};
     static const double dens[] = {0.002, 0.05, 0.3, 0.5, 0.9};
     size_t a, b, t;
     for (a = 0; a < sizeof ds / sizeof ds[0]; a++)
@@ -226,8 +233,39 @@ static void test_lossless_random(void)
     }
 }
 
+/* Random bytes as sections, for random d and r: refused or a valid set, never a crash.
+ * FUZZ_ROUNDS can be raised at compile time for a longer run. */
+#ifndef FUZZ_ROUNDS
+#define FUZZ_ROUNDS 3000
+#endif
+static void test_lossless_random_bytes(void)
+{
+    uint32_t back[80];
+    size_t t, i, n;
+    int ok = 1;
+    for (n = 0; n < FUZZ_ROUNDS; n++) {
+        uint64_t z = dr_rng_u64(2024, n);
+        size_t d = 1u + (size_t)(z % 300u), r = (size_t)((z >> 9) % 80u);
+        size_t len = (size_t)((z >> 17) % 48u);
+        uint8_t *in = malloc(len + 1);
+        if (r > d)
+            r = d;
+        for (i = 0; i < len; i++) {
+            uint64_t b = dr_rng_u64(2025, n * 64u + i);
+            /* Bias toward small header values so that deeper code paths get reached. */
+            in[i] = (uint8_t)(i == 0 && (b & 256u) ? b % 12u : b);
+        }
+        for (t = 0; t < NCODECS; t++)
+            if (codecs[t].decode(len > 0 ? in : NULL, len, d, r, back) == DR_OK)
+                ok &= valid_set(back, r, d);
+        free(in);
+    }
+    CHECK(ok);
+}
+
 static void test_encoder_refuses_bad_sets(void)
 {
+    static const uint32_t none[1] = {0};
     static const uint32_t unsorted[3] = {5, 3, 7}, repeated[3] = {1, 4, 4}, high[2] = {3, 10};
     uint8_t out[256];
     size_t w, t;
@@ -241,7 +279,12 @@ static void test_encoder_refuses_bad_sets(void)
         CHECK_STATUS(c->encode(high, 2, 11, NULL, sizeof out, &w), DR_E_ARG);
         CHECK_STATUS(c->decode(out, 1, 1, 2, back), DR_E_ARG); /* r > d */
         CHECK_STATUS(c->decode(out, 4, 10, 2, NULL), DR_E_ARG);
+        CHECK(c->bound(5, 6) == 0);
     }
+    /* rle: a run of 2^32 does not fit the widest field. */
+    if (sizeof(size_t) > 4)
+        CHECK_STATUS(dr_index_rle_encode(none, 0, (size_t)4294967295u + 1u, out, sizeof out, &w),
+                     DR_E_ARG);
 }
 
 /* Sizes on uniform random subsets of d = 1e6 against the floor log2 C(d, r). */
@@ -335,6 +378,7 @@ static void test_bloom_params(void)
     CHECK_STATUS(dr_bloom_params(10, NAN, &k, &m), DR_E_ARG);
     CHECK_STATUS(dr_bloom_params(10, 1e-30, &k, &m), DR_E_ARG); /* k = 100 hashes */
     CHECK_STATUS(dr_bloom_params(10, 0.1, NULL, &m), DR_E_ARG);
+    CHECK_STATUS(dr_bloom_params((size_t)1 << 30, 1e-3, &k, &m), DR_E_ARG); /* m >= 2^32 */
 }
 
 /* The filter bit layout is the one SPEC fixes: rebuild it from dr_murmur3_32. */
@@ -457,7 +501,8 @@ static void test_bloom_positives_and_policies(void)
         pos = malloc(npos * sizeof *pos);
         out = malloc(npos * sizeof *out);
         again = malloc(npos * sizeof *again);
-        CHECK_STATUS(dr_bloom_positives(filter, flen, m, k, d, pos, npos / 2, &n2), DR_E_DST_TOO_SMALL);
+        CHECK_STATUS(dr_bloom_positives(filter, flen, m, k, d, pos, npos / 2, &n2),
+                     DR_E_DST_TOO_SMALL);
         CHECK(n2 == npos);
         CHECK_OK(dr_bloom_positives(filter, flen, m, k, d, pos, npos, &n2));
         CHECK(n2 == npos && valid_set(pos, npos, d));
@@ -532,6 +577,10 @@ static void test_bloom_edges(void)
     CHECK_STATUS(dr_bloom_select(7, pos, npos, 1, m, k, 1, out, &got, NULL), DR_E_ARG);
     CHECK_STATUS(dr_bloom_select(DR_BLOOM_LEFTMOST, bad, 2, 1, m, k, 1, out, &got, NULL), DR_E_ARG);
     CHECK_STATUS(dr_bloom_select(DR_BLOOM_RANDOM, two, 2, 1, 8, k, 1, out, &got, NULL), DR_E_ARG);
+    /* conflict_sets indexes npos * k_hash members with uint32: refused before reading. */
+    CHECK_STATUS(dr_bloom_select(DR_BLOOM_CONFLICT_SETS, two, (size_t)1 << 27, 1, 8, 64, 1, out,
+                                 &got, out),
+                 DR_E_ARG);
 }
 
 int main(void)
@@ -539,6 +588,7 @@ int main(void)
     test_bitpack();
     test_lossless_edges();
     test_lossless_random();
+    test_lossless_random_bytes();
     test_encoder_refuses_bad_sets();
     test_sizes_vs_floor();
     test_huffman_code();

@@ -33,7 +33,8 @@ static int bloom_bit(const uint8_t *filter, uint32_t b)
     return (filter[b >> 3] >> (b & 7u)) & 1u;
 }
 
-/* The reciprocal for bloom_hash: floor((2^64 - 1) / m) + 1 (m >= 1). */
+/* The reciprocal for bloom_hash: floor((2^64 - 1) / m) + 1, mod 2^64 (0 for m = 1,
+ * which still gives a mod 1 = 0). */
 static uint64_t bloom_recip(uint32_t m)
 {
     return UINT64_MAX / m + 1u;
@@ -52,17 +53,20 @@ int dr_bloom_encode(const uint32_t *idx, size_t r, uint32_t m_bits, uint32_t k_h
                     uint8_t *filter_out, size_t cap)
 {
     size_t j, size = dr_bloom_size(m_bits);
+    uint64_t recip;
     uint32_t s;
     if (k_hash == 0 || k_hash > DR_BLOOM_MAX_HASHES || (r > 0 && (idx == NULL || m_bits == 0)) ||
         (size > 0 && filter_out == NULL))
         return DR_E_ARG;
     if (cap < size)
         return DR_E_DST_TOO_SMALL;
-    if (size > 0)
-        memset(filter_out, 0, size);
+    if (size == 0)
+        return DR_OK;
+    memset(filter_out, 0, size);
+    recip = bloom_recip(m_bits);
     for (j = 0; j < r; j++)
         for (s = 0; s < k_hash; s++) {
-            uint32_t b = bloom_hash(idx[j], s, bloom_recip(m_bits), m_bits);
+            uint32_t b = bloom_hash(idx[j], s, recip, m_bits);
             filter_out[b >> 3] |= (uint8_t)(1u << (b & 7u));
         }
     return DR_OK;
@@ -94,25 +98,31 @@ int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint3
                        size_t d, uint32_t *pos_out, size_t cap, size_t *npos)
 {
     uint32_t cand[2][SCAN_BLOCK];
-    uint64_t base;
+    uint64_t base, recip;
     size_t count = 0;
     int simd;
     if (k_hash == 0 || k_hash > DR_BLOOM_MAX_HASHES || (uint64_t)d > DR_INDEX_D_LIMIT ||
         npos == NULL || (cap > 0 && pos_out == NULL) || (len > 0 && filter == NULL))
         return DR_E_ARG;
-    if (len != dr_bloom_size(m_bits) || ((m_bits & 7u) != 0 && (filter[len - 1] >> (m_bits & 7u)) != 0))
+    if (len != dr_bloom_size(m_bits) ||
+        ((m_bits & 7u) != 0 && (filter[len - 1] >> (m_bits & 7u)) != 0))
         return DR_E_CORRUPT;
+    *npos = 0;
+    if (m_bits == 0)
+        return DR_OK;
     simd = dr_simd_active();
+    recip = bloom_recip(m_bits);
     /* Hash by hash over a block of positions rather than position by position: the
      * same set as testing each position up to its first clear bit, without a
      * coin-flip branch per test. */
-    for (base = 0; m_bits > 0 && base < (uint64_t)d; base += SCAN_BLOCK) {
-        uint64_t recip = bloom_recip(m_bits);
-        uint32_t t, s, alive = (uint64_t)d - base < SCAN_BLOCK ? (uint32_t)((uint64_t)d - base) : SCAN_BLOCK;
+    for (base = 0; base < (uint64_t)d; base += SCAN_BLOCK) {
+        uint64_t left = (uint64_t)d - base;
+        uint32_t t, s, alive = left < SCAN_BLOCK ? (uint32_t)left : SCAN_BLOCK;
         for (t = 0; t < alive; t++)
             cand[0][t] = (uint32_t)(base + t);
         for (s = 0; s < k_hash && alive > 0; s++)
-            alive = bloom_pass(cand[s & 1u], cand[(s & 1u) ^ 1u], alive, s, filter, recip, m_bits, simd);
+            alive = bloom_pass(cand[s & 1u], cand[(s & 1u) ^ 1u], alive, s, filter, recip,
+                               m_bits, simd);
         for (t = 0; t < alive; t++, count++)
             if (count < cap)
                 pos_out[count] = cand[s & 1u][t];
@@ -285,14 +295,13 @@ int dr_bloom_select(int policy, const uint32_t *positives, size_t npos, size_t r
         k_hash > DR_BLOOM_MAX_HASHES || (npos > 0 && (positives == NULL || m_bits == 0)) ||
         (uint64_t)npos > UINT32_MAX || r_out == NULL || (target > 0 && idx_out == NULL))
         return DR_E_ARG;
+    /* Conflict-set member lists are indexed by uint32. */
+    if ((target < npos && policy != DR_BLOOM_LEFTMOST && work == NULL) ||
+        (policy == DR_BLOOM_CONFLICT_SETS && (uint64_t)npos * k_hash > UINT32_MAX))
+        return DR_E_ARG;
     for (j = 1; j < npos; j++)
         if (positives[j] <= positives[j - 1])
             return DR_E_ARG;
-    if (target < npos && policy != DR_BLOOM_LEFTMOST && work == NULL)
-        return DR_E_ARG;
-    /* Conflict-set member lists are indexed by uint32. */
-    if (policy == DR_BLOOM_CONFLICT_SETS && (uint64_t)npos * k_hash > UINT32_MAX)
-        return DR_E_ARG;
     if (target == npos || policy == DR_BLOOM_LEFTMOST) {
         if (target > 0)
             memcpy(idx_out, positives, target * sizeof *idx_out);

@@ -5,14 +5,16 @@
 #include "bitio.h"
 
 #define HUFF_SYMBOLS 256
-#define HUFF_LUT_BITS 11 /* one lookup decodes any code this short (all, for most d) */
+/* One lookup decodes any code this short: all codes for most d (d >= 65,536 needs 9
+ * bits); the rare longer ones (up to 11 bits seen, 17 possible) take the slow path. */
+#define HUFF_LUT_BITS 10
 
 typedef struct {
     uint32_t code[HUFF_SYMBOLS]; /* bit-reversed canonical code: first bit lowest */
     uint8_t len[HUFF_SYMBOLS];   /* 0 for bytes that never occur below d */
     unsigned max_len;
-    /* Canonical decoding tables: count[l] codes of length l, first[l] the first of
-     * them, sorted[] the symbols in (length, value) order. */
+    /* Canonical decoding: count[l] codes of length l (l <= 17, see index.h), and
+     * sorted[] the symbols in (length, value) order. */
     uint32_t count[33];
     uint8_t sorted[HUFF_SYMBOLS];
 } huff_code;
@@ -35,44 +37,40 @@ static void huff_weights(uint64_t d, uint64_t weight[HUFF_SYMBOLS])
     }
 }
 
-/* Whether symbol a goes before symbol b: by weight, then by value. */
-static int huff_before(unsigned a, unsigned b, const uint64_t w[HUFF_SYMBOLS])
+/* The occurring symbols in (weight, value) order, into leaf[]; returns their number.
+ * Byte p adds the same amount to every value except a step at q_p = (d mod 2^(8p+8))
+ * / 2^(8p), so equal weights come in at most 9 runs of consecutive values: sorting the
+ * runs by (weight, first value) and listing each run in value order sorts the
+ * symbols, at a cost linear in 256 rather than a full sort. */
+static unsigned huff_order(const uint64_t w[HUFF_SYMBOLS], uint8_t leaf[HUFF_SYMBOLS])
 {
-    return w[a] < w[b] || (w[a] == w[b] && a < b);
+    uint16_t start[HUFF_SYMBOLS + 1]; /* runs of equal weight: [start[i], start[i+1]) */
+    uint16_t run[HUFF_SYMBOLS];       /* run numbers, sorted */
+    unsigned nruns = 0, b, i, j, n = 0;
+    for (b = 0; b < HUFF_SYMBOLS; b++)
+        if (b == 0 || w[b] != w[b - 1u])
+            start[nruns++] = (uint16_t)b;
+    start[nruns] = HUFF_SYMBOLS;
+    for (i = 0; i < nruns; i++) {
+        uint16_t x = (uint16_t)i;
+        for (j = i; j > 0 && w[start[run[j - 1u]]] > w[start[x]]; j--)
+            run[j] = run[j - 1u];
+        run[j] = x;
+    }
+    for (i = 0; i < nruns; i++)
+        for (b = start[run[i]]; b < start[run[i] + 1u]; b++)
+            if (w[b] != 0)
+                leaf[n++] = (uint8_t)b;
+    return n;
 }
 
-static void huff_sift(uint8_t *s, size_t root, size_t n, const uint64_t w[HUFF_SYMBOLS])
+static uint32_t reverse32(uint32_t x)
 {
-    for (;;) {
-        size_t child = 2u * root + 1u;
-        uint8_t t;
-        if (child >= n)
-            return;
-        if (child + 1u < n && huff_before(s[child], s[child + 1u], w))
-            child++;
-        if (!huff_before(s[root], s[child], w))
-            return;
-        t = s[root];
-        s[root] = s[child];
-        s[child] = t;
-        root = child;
-    }
-}
-
-/* Heapsort of the symbols by (weight, value): the keys are distinct, so the order is
- * fixed whatever the algorithm. */
-static void huff_sort(uint8_t *s, size_t n, const uint64_t w[HUFF_SYMBOLS])
-{
-    size_t i;
-    uint8_t t;
-    for (i = n / 2u; i-- > 0;)
-        huff_sift(s, i, n, w);
-    for (i = n; i-- > 1u;) {
-        t = s[0];
-        s[0] = s[i];
-        s[i] = t;
-        huff_sift(s, 0, i, w);
-    }
+    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+    x = ((x >> 4) & 0x0f0f0f0fu) | ((x & 0x0f0f0f0fu) << 4);
+    x = ((x >> 8) & 0x00ff00ffu) | ((x & 0x00ff00ffu) << 8);
+    return (x >> 16) | (x << 16);
 }
 
 /* Build the code for tensors of d entries (d >= 1). */
@@ -83,14 +81,11 @@ static void huff_build(uint64_t d, huff_code *hc)
     uint8_t depth[2 * HUFF_SYMBOLS];
     uint8_t leaf[HUFF_SYMBOLS]; /* symbols by (weight, value) */
     uint64_t w[HUFF_SYMBOLS];
-    unsigned n = 0, i, b, l, next_leaf = 0, next_node, made;
-    uint32_t code = 0;
+    unsigned n, i, b, l, next_leaf = 0, next_node, made;
+    uint32_t code, next_code[33], slot[33];
 
     huff_weights(d, w);
-    for (b = 0; b < HUFF_SYMBOLS; b++)
-        if (w[b] != 0)
-            leaf[n++] = (uint8_t)b;
-    huff_sort(leaf, n, w);
+    n = huff_order(w, leaf);
     memset(hc->len, 0, sizeof hc->len);
     if (n == 1) {
         depth[0] = 1;
@@ -123,21 +118,24 @@ static void huff_build(uint64_t d, huff_code *hc)
         if (depth[i] > hc->max_len)
             hc->max_len = depth[i];
     }
-    /* Canonical assignment in (length, value) order. */
+    /* Canonical assignment in (length, value) order: codes of length l are consecutive
+     * from first(l) = (first(l-1) + count(l-1)) << 1. */
     memset(hc->count, 0, sizeof hc->count);
-    for (i = 0, l = 1; l <= hc->max_len; l++) {
-        for (b = 0; b < HUFF_SYMBOLS; b++) {
-            unsigned t, rev = 0;
-            if (hc->len[b] != l)
-                continue;
-            for (t = 0; t < l; t++)
-                rev |= ((code >> t) & 1u) << (l - 1u - t);
-            hc->code[b] = rev;
-            hc->sorted[i++] = (uint8_t)b;
-            hc->count[l]++;
-            code++;
-        }
-        code <<= 1;
+    for (b = 0; b < HUFF_SYMBOLS; b++)
+        hc->count[hc->len[b]]++;
+    hc->count[0] = 0;
+    for (l = 1, code = 0, i = 0; l <= hc->max_len; l++) {
+        next_code[l] = code;
+        slot[l] = i;
+        code = (code + hc->count[l]) << 1;
+        i += hc->count[l];
+    }
+    for (b = 0; b < HUFF_SYMBOLS; b++) {
+        l = hc->len[b];
+        if (l == 0)
+            continue;
+        hc->code[b] = reverse32(next_code[l]++) >> (32u - l);
+        hc->sorted[slot[l]++] = (uint8_t)b;
     }
 }
 
@@ -228,14 +226,14 @@ int dr_index_huffman_decode(const uint8_t *in, size_t len, size_t d, size_t r,
         for (fill = hc.code[b]; fill < (1u << HUFF_LUT_BITS); fill += 1u << l)
             lut[fill] = (uint16_t)(b | l << 8);
     }
-    /* A peek yields 57 usable bits: refill only when the next code might not fit
-     * (for most d, 4 * max_len <= 57 and one load serves a whole index). */
+    /* A peek yields 57 usable bits, room for two codes of up to 17 bits (index.h):
+     * one load per pair of bytes, whatever d. */
     for (j = 0; j < r; j++) {
-        uint64_t x = 0, word = dr_peek64(in, len, bp);
+        uint64_t x = 0, word = 0;
         unsigned t, used = 0;
         for (t = 0; t < 4u; t++) {
             unsigned e, sym, l;
-            if (used + hc.max_len > 57u) {
+            if ((t & 1u) == 0) {
                 bp += used;
                 used = 0;
                 word = dr_peek64(in, len, bp);

@@ -34,6 +34,8 @@ size_t dr_index_rice_bound(size_t d, size_t r)
     uint64_t bits;
     if (r > d)
         return 0;
+    if (r == 0)
+        return 1;
     bits = (uint64_t)r * (k + 1u) + (((uint64_t)d - r) >> k);
     return dr_sat_size(1u + (bits + 7u) / 8u);
 }

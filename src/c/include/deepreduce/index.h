@@ -11,7 +11,7 @@
  *     An encoder handed anything else (unsorted, repeated, out of range, r > d) returns
  *     DR_E_ARG. An encoder returns DR_E_DST_TOO_SMALL, writing nothing, when `cap` is
  *     below the exact size it needs (never more than the codec's *_bound(d, r)), and
- *     stores the section length in *written on success.
+ *     stores the section length in *written on success. *_bound(d, r) is 0 for r > d.
  *   - A lossless decoder returns DR_OK only if the section decodes to exactly r strictly
  *     ascending indices < d and uses exactly `len` bytes, padding bits zero; otherwise
  *     DR_E_CORRUPT, with idx_out[0..r) unspecified. It never reads outside in[0..len)
@@ -59,9 +59,12 @@ int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_
 /* Largest rle section for any r indices < d. */
 size_t dr_index_rle_bound(size_t d, size_t r);
 
+/* Also DR_E_ARG when a run would reach 2^32 (only d = 2^32 with r = 0 or r = d). */
 int dr_index_rle_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                         size_t *written);
 
+/* Refuses, besides the general checks, a width over 32, more than 2r + 1 runs, and an
+ * empty run after the first. */
 int dr_index_rle_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out);
 
 /* -------------------------------------------------------------------------- huffman */
@@ -75,7 +78,7 @@ int dr_index_rle_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint3
  * first code bit is the first stream bit. A lone symbol (d = 1) gets the 1-bit code 0.
  * Every symbol weighs at least 1/2048 of the total, which bounds code lengths by 17;
  * d = 36,864 costs 19.73 bits per index on average. Building the code takes a few
- * microseconds and about 14 KB of stack, each call. */
+ * microseconds and under 16 KB of stack, each call. */
 
 /* Largest huffman section for any r indices < d: ceil(4 * r * longest code / 8). */
 size_t dr_index_huffman_bound(size_t d, size_t r);
@@ -92,7 +95,8 @@ int dr_index_huffman_decode(const uint8_t *in, size_t len, size_t d, size_t r,
  * x_j (from 0) a one at bit (x_j >> l) + j, zeros elsewhere, ending with the byte that
  * holds the last one (empty when r = 0). The encoder picks l = floor(log2(d / r)) (0 if
  * r = 0), which minimises the size; the decoder accepts any l <= 32. About
- * 2 + log2(d / r) bits per index: within 0.6 bit of log2 C(d, r) / r. */
+ * 2 + log2(d / r) bits per index: for densities r/d <= 0.1, within 0.6 bit of the
+ * floor log2 C(d, r) / r. Decoding is one pass over the upper vector's set bits. */
 
 size_t dr_index_ef_bound(size_t d, size_t r);
 
@@ -105,8 +109,9 @@ int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32
 /* Golomb-Rice on gaps. Gaps are g_0 = x_0 and g_j = x_j - x_(j-1) - 1 (all >= 0).
  * Section: u8 k, then per gap: q = g >> k as q zero bits and a one bit, then the low k
  * bits of g. The encoder picks the k in 0..31 that minimises the expected size for a
- * uniform random r-subset of d (geometric gaps with ratio 1 - r/d): within 0.1 bit of
- * log2 C(d, r) / r on such sets. The decoder accepts any k <= 31. */
+ * uniform random r-subset of d (geometric gaps with ratio 1 - r/d): on such sets of
+ * density <= 0.1, within 0.1 bit of log2 C(d, r) / r. Every gap costs at least one
+ * bit, so very dense sets do better with rle or ef. The decoder accepts any k <= 31. */
 
 size_t dr_index_rice_bound(size_t d, size_t r);
 
