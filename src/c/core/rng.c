@@ -1,14 +1,7 @@
 /* A counter-based generator: word i of stream k is a strong 64-bit mix of (k, i).
  * Stateless, so ranks reproduce each other's draws and threads never share state. */
 #include "deepreduce.h"
-
-/* The finaliser of SplitMix64 (Steele, Lea, Flood 2014): a bijective avalanche mix. */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#include "rng_inline.h"
 
 uint64_t dr_rng_key(const uint8_t *bytes, size_t len, uint64_t step)
 {
@@ -19,15 +12,15 @@ uint64_t dr_rng_key(const uint8_t *bytes, size_t len, uint64_t step)
         h ^= bytes[i];
         h *= 0x100000001b3ull;
     }
-    return mix64(h ^ mix64(step + 0x9e3779b97f4a7c15ull));
+    return dr_mix64(h ^ dr_mix64(step + 0x9e3779b97f4a7c15ull));
 }
 
 uint64_t dr_rng_u64(uint64_t key, uint64_t counter)
 {
-    return mix64(key + mix64(counter * 0x9e3779b97f4a7c15ull + 1u));
+    return dr_rng_u64_fast(key, counter);
 }
 
 float dr_rng_uniform(uint64_t key, uint64_t counter)
 {
-    return (float)(dr_rng_u64(key, counter) >> 40) * (1.0f / 16777216.0f);
+    return dr_rng_uniform_fast(key, counter);
 }

@@ -1,6 +1,7 @@
 /* DeepReduce's Bloom filter index codec: sizing, the filter, the positive set P of a
  * filter over 0..d-1, and the policies that pick from P the indices both sides use.
  * Hashes are computed on the fly (the original precomputed a 1 GB table). */
+#include "rng_inline.h"
 #include "bitio.h"
 #include "bloom_simd.h"
 #include "murmur3.h"
@@ -233,7 +234,7 @@ static size_t cs_order(uint32_t m, uint64_t key, uint64_t t, cs_work *w)
     for (u = 2; u <= max_u + 1u; u++)
         w->bucket[u] += w->bucket[u - 1u];
     n = w->bucket[max_u + 1u];
-    o = (uint32_t)(((dr_rng_u64(key, 2u * t) >> 32) * m) >> 32);
+    o = (uint32_t)(((dr_rng_u64_fast(key, 2u * t) >> 32) * m) >> 32);
     for (i = 0, b = o; i < m; i++, b = b + 1u == m ? 0 : b + 1u)
         if (w->unpicked[b] > 0)
             w->order[w->bucket[w->unpicked[b]]++] = b;
@@ -256,7 +257,7 @@ static void cs_select(const uint32_t *positives, size_t npos, size_t target, uin
             if (w->hit[b])
                 continue;
             /* No member of an unhit set was picked this round: u_b is still current. */
-            c = ((dr_rng_u64(key, ((2u * t + 1u) << 32) + b) >> 32) * w->unpicked[b]) >> 32;
+            c = ((dr_rng_u64_fast(key, ((2u * t + 1u) << 32) + b) >> 32) * w->unpicked[b]) >> 32;
             for (i = w->start[b];; i++)
                 if (w->picked[w->members[i]] == 0 && c-- == 0)
                     break;

@@ -1,6 +1,7 @@
 /* Natural compression: stochastic rounding of each value to a signed power of two,
  * done on the float bits so the rounding probability is exact (mantissa against 23
  * random bits) and the code is just the biased exponent shifted down. */
+#include "rng_inline.h"
 #include "qframe.h"
 
 #include <math.h>
@@ -53,7 +54,7 @@ int dr_natural_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, uin
     for (i = 0; i < n; i++) {
         if (!isfinite(x[i]))
             return DR_E_NUMERIC;
-        codes[i] = natural_code(x[i], dr_rng_u64(key, i));
+        codes[i] = natural_code(x[i], dr_rng_u64_fast(key, i));
     }
     return dr_frame_seal(&f, buf, cap, written);
 }

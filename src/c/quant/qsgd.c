@@ -4,6 +4,7 @@
  * decoder's norm/s*level is an unbiased estimate of x itself, not of a rounded x.
  * Norms accumulate in double: a float sum of squares overflows or loses the small
  * entries long before the data does. */
+#include "rng_inline.h"
 #include "qframe.h"
 
 #include <math.h>
@@ -51,7 +52,7 @@ static int quantise_bucket(const float *b, size_t m, uint32_t s, uint64_t key, s
             level = (int32_t)s;
         } else {
             double floor_a = floor(a);
-            level = (int32_t)floor_a + ((double)dr_rng_uniform(key, first + i) < a - floor_a);
+            level = (int32_t)floor_a + ((double)dr_rng_uniform_fast(key, first + i) < a - floor_a);
         }
         if (b[i] < 0.0f)
             level = -level;

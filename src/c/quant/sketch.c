@@ -7,6 +7,7 @@
  * Workspace layout, doubles first for alignment: sums[Q] (double), counts[Q] (uint32),
  * edges[P] (uint32, P = the power of two >= Q), sample[S] and scratch[S] (uint32),
  * S = min(n, DR_SKETCH_SAMPLE). */
+#include "rng_inline.h"
 #include "qframe.h"
 
 #include <math.h>
@@ -114,7 +115,7 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
     for (i = 0; i < m; i++) {
         size_t pos = i;
         if (m < n)
-            pos = (size_t)(((dr_rng_u64(key, i) >> 32) * (uint64_t)n) >> 32);
+            pos = (size_t)(((dr_rng_u64_fast(key, i) >> 32) * (uint64_t)n) >> 32);
         sample[i] = order_key(x[pos]);
     }
     radix_sort(sample, scratch, m);

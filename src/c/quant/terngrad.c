@@ -1,5 +1,6 @@
 /* TernGrad: clip at 2.5 standard deviations, then round each value stochastically to
  * {-s, 0, +s} with s the largest clipped magnitude. Two bits per element. */
+#include "rng_inline.h"
 #include "qframe.h"
 
 #include <math.h>
@@ -57,7 +58,7 @@ int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, ui
             /* P(nonzero) = |clip(x)|/s; u < 1 always, so |clip(x)| = s is always sent.
              * The code is computed, not branched to: both tests are coin tosses. */
             float p = fminf(fabsf(x[i]), c) / s;
-            unsigned sent = dr_rng_uniform(key, i) < p;
+            unsigned sent = dr_rng_uniform_fast(key, i) < p;
             unsigned code = sent << (x[i] < 0.0f); /* TERN_PLUS or TERN_MINUS */
             codes[i / 4] |= (uint8_t)(code << (2 * (i % 4)));
         }

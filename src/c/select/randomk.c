@@ -1,6 +1,7 @@
 /* k distinct uniform indices from a keyed counter-based stream (Floyd's algorithm over a
  * bitmap), emitted in ascending order. Every rank with the same key draws the same set. */
 #include "deepreduce.h"
+#include "rng_inline.h"
 
 #include <string.h>
 
@@ -22,7 +23,7 @@ int dr_randomk(uint64_t key, size_t n, size_t k, uint32_t *idx_out, void *work)
     memset(bits, 0, words * sizeof(uint64_t));
     /* Floyd: for j = n-k .. n-1 pick t uniform in [0, j]; take t, or j if t is taken. */
     for (j = n - k; j < n; j++) {
-        uint32_t r = (uint32_t)(dr_rng_u64(key, j) >> 32);
+        uint32_t r = (uint32_t)(dr_rng_u64_fast(key, j) >> 32);
         size_t t = (size_t)(((uint64_t)r * (uint64_t)(j + 1)) >> 32);
         if (bits[t >> 6] & (1ull << (t & 63u)))
             t = j;

@@ -11,6 +11,7 @@
  * entry at or above T is a candidate and candidates keep ascending index order, so the
  * ties are broken identically and the answers agree bit for bit. */
 #include "deepreduce.h"
+#include "rng_inline.h"
 
 #include <math.h>
 #include <string.h>
@@ -109,7 +110,7 @@ static float sampled_threshold(const float *x, size_t n, size_t k, float *sample
     size_t ties;
     float t;
     for (j = 0; j < SAMPLE_SIZE; j++) {
-        size_t at = (size_t)(((dr_rng_u64(SAMPLE_KEY, j) >> 32) * (uint64_t)n) >> 32);
+        size_t at = (size_t)(((dr_rng_u64_fast(SAMPLE_KEY, j) >> 32) * (uint64_t)n) >> 32);
         sample[j] = x[at];
     }
     rank = (size_t)(expected + 3.0 * sqrt(expected) + 8.0);

@@ -1,4 +1,5 @@
 /* The threshold search shared by dgc and adaq (see estimate.h). */
+#include "rng_inline.h"
 #include "estimate.h"
 
 #include <float.h>
@@ -13,7 +14,7 @@ void dr_sp_sample(const float *x, size_t n, uint64_t key, float *sample, size_t 
     size_t j;
     for (j = 0; j < m; j++) {
         /* The top 32 bits scaled to [0, n): uniform up to n/2^32, without a division. */
-        uint64_t r = dr_rng_u64(key, j) >> 32;
+        uint64_t r = dr_rng_u64_fast(key, j) >> 32;
         sample[j] = x[(size_t)((r * (uint64_t)n) >> 32)];
     }
 }

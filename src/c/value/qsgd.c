@@ -4,6 +4,7 @@
  * the position, so the result is reproducible and needs no generator state. The original
  * divided by the norm unconditionally and sent NaN for an all-zero bucket; here a zero
  * norm means zero levels. */
+#include "rng_inline.h"
 #include "value_internal.h"
 
 #include <float.h>
@@ -71,7 +72,7 @@ int dr_value_qsgd_encode(const float *val, size_t r, uint32_t bucket_size, uint3
             if (norm > 0.0f) {
                 double x = (double)s * fabs((double)val[j]) / (double)norm;
                 double fl = floor(x);
-                level = (int32_t)fl + ((double)dr_rng_uniform(key, j) < x - fl);
+                level = (int32_t)fl + ((double)dr_rng_uniform_fast(key, j) < x - fl);
                 if (val[j] < 0.0f)
                     level = -level;
             }
