@@ -7,7 +7,6 @@ and apply the same aggregates, so they stay in step; evaluation is sharded and s
 """
 import os
 import time
-from dataclasses import dataclass, field, asdict
 
 import torch
 import torch.distributed as dist
@@ -20,29 +19,6 @@ from .tasks import TASKS
 EVAL_BATCH = 512
 # Keys of the accounting counters, in the order they travel in one all-reduce.
 COUNTERS = ("bytes_sent", "dense_bytes", "encode_seconds", "decode_seconds")
-
-
-@dataclass
-class TrainConfig:
-    """Everything a worker needs; built by the CLI, pickled to spawned workers."""
-    dataset: str = "digits"
-    data_dir: str = None
-    model: str = "cnn"
-    epochs: int = 8
-    batch_size: int = 32
-    lr: float = 0.05
-    momentum: float = 0.9
-    weight_decay: float = 0.0
-    optimizer: str = "sgd"
-    seed: int = 0
-    out: str = "runs"
-    # (label, params dict) per run, trained one after the other in the same workers.
-    runs: list = field(default_factory=list)
-    progress: bool = True
-    launcher: str = "spawn"
-
-    def to_dict(self):
-        return asdict(self)
 
 
 def make_communicator(params):
@@ -59,6 +35,12 @@ def make_optimizer(cfg, model):
     if cfg.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     raise ValueError(f"optimizer={cfg.optimizer!r} is unknown; valid names: sgd, adam")
+
+
+def make_schedule(cfg, optimizer):
+    """Per-epoch lr schedule; 'step' is He et al.'s x0.1 at 50% and 75% of training."""
+    milestones = [cfg.epochs // 2, cfg.epochs * 3 // 4] if cfg.lr_decay == "step" else []
+    return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)
 
 
 def _sum_across_ranks(values):
@@ -104,6 +86,7 @@ def train_run(label, params, cfg, dataset, rank, world_size):
     model = build_model(cfg.model, dataset.meta)
     _broadcast_state(model)
     optimizer = make_optimizer(cfg, model)
+    schedule = make_schedule(cfg, optimizer)
     grc = make_communicator(params)
 
     metric, test_loss = evaluate(model, task, dataset.test, rank, world_size)
@@ -141,6 +124,7 @@ def train_run(label, params, cfg, dataset, rank, world_size):
                 p.grad.copy_(grc.step(p.grad, name))
             optimizer.step()
             per_step.append(_delta(read_totals(), before))
+        schedule.step()
 
         # One all-reduce per epoch carries the per-step counters of all ranks.
         flat = _sum_across_ranks([v for row in per_step for v in row] + [loss_sum, seen])

@@ -17,7 +17,16 @@ def _write_csv(path, fields, rows):
         w.writerows(rows)
 
 
-def plot(results, path):
+def describe(params):
+    """A short legend label for a params dict: 'topk+residual, allgather, compress_ratio=0.01'."""
+    head = "+".join(str(params[k]) for k in ("compressor", "memory") if k in params)
+    rest = [str(params["communicator"])] if "communicator" in params else []
+    rest += [f"{k}={v}" for k, v in params.items()
+             if k not in ("compressor", "memory", "communicator")]
+    return ", ".join([head] + rest) if head else ", ".join(rest)
+
+
+def plot(results, path, title):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -25,18 +34,20 @@ def plot(results, path):
     fig, (acc, vol) = plt.subplots(1, 2, figsize=(11, 4.2))
     for r in results:
         e = [row["epoch"] for row in r["epochs"]]
-        acc.plot(e, [row["metric"] for row in r["epochs"]], marker="o", ms=3, label=r["label"])
+        label = f"{r['label']}: {describe(r['params'])}"
+        acc.plot(e, [row["metric"] for row in r["epochs"]], marker="o", ms=3, label=label)
         # Epoch 0 sent nothing; a log axis needs positive values, so the volume curve starts
         # at epoch 1.
         vol.plot(e[1:], [row["cum_bytes_sent"] for row in r["epochs"][1:]], marker="o", ms=3,
-                 label=r["label"])
+                 label=label)
     metric = results[0]["metric_name"]
     acc.set(xlabel="epoch", ylabel=f"test {metric}", title=f"Test {metric}")
     vol.set(xlabel="epoch", ylabel="cumulative bytes sent (all workers)", yscale="log",
             title="Gradient bytes sent")
     for ax in (acc, vol):
         ax.grid(True, alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize="small")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -85,6 +96,7 @@ def write_outputs(cfg, world_size, results):
                [dict(run=r["label"], **row) for r in results for row in r["epochs"]])
     _write_csv(out / "steps.csv", STEP_FIELDS,
                [dict(run=r["label"], **row) for r in results for row in r["steps"]])
-    plot(results, out / "plot.png")
+    plot(results, out / "plot.png", f"{cfg.dataset}, {cfg.model}, {world_size} workers, "
+                                    f"batch {cfg.batch_size}/worker, lr {cfg.lr}, seed {cfg.seed}")
     print(format_table(results))
     print(f"logs and plot in {out}/ (log.json, epochs.csv, steps.csv, plot.png)", flush=True)
