@@ -1,0 +1,18 @@
+"""deepreduce: compressed gradient communication for distributed deep learning.
+
+GRACE's API (``grace_from_params``, Compressor / Memory / Communicator) and DeepReduce's
+sparse-tensor codecs on a C99 core. ``import deepreduce`` needs only NumPy and CFFI;
+PyTorch (``pip install 'deepreduce[torch]'``) and mpi4py (``'deepreduce[mpi]'``) are
+optional engines.
+"""
+from . import stats
+from .base import Communicator, Compressor, Memory
+from .errors import CommunicationError, DeepReduceError, FrameError
+from .params import DEFAULTS, grace_from_params
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grace_from_params", "DEFAULTS", "Compressor", "Memory", "Communicator", "stats",
+    "DeepReduceError", "FrameError", "CommunicationError", "__version__",
+]

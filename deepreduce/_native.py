@@ -1,0 +1,77 @@
+"""The thin edge to the C core: Python passes buffers, C does the work.
+
+``ffi`` and ``lib`` come from the CFFI extension ``deepreduce._core`` that the package
+build compiles from ``src/c/include/deepreduce.h``. Helpers here turn NumPy arrays into
+C pointers without copying and C status codes into Python exceptions.
+"""
+import numpy as np
+
+from ._core import ffi, lib
+from .errors import DeepReduceError, FrameError
+
+_FRAME_STATUSES = frozenset({
+    lib.DR_E_FRAME_SHORT, lib.DR_E_FRAME_MAGIC, lib.DR_E_FRAME_VERSION,
+    lib.DR_E_FRAME_CHECKSUM, lib.DR_E_FRAME_FIELD, lib.DR_E_FRAME_CODEC, lib.DR_E_CORRUPT,
+})
+
+
+def status_message(status):
+    return ffi.string(lib.dr_status_message(status)).decode()
+
+
+def check(status, what):
+    """Raise if a C call failed. ``what`` names the operation and the tensor."""
+    if status != lib.DR_OK:
+        cls = FrameError if status in _FRAME_STATUSES else DeepReduceError
+        raise cls(f"{what}: {status_message(status)}")
+
+
+def f32(array):
+    """A ``float *`` into a C-contiguous float32 array (no copy)."""
+    return ffi.from_buffer("float[]", array)
+
+
+def u32(array):
+    return ffi.from_buffer("uint32_t[]", array)
+
+
+def u16(array):
+    return ffi.from_buffer("uint16_t[]", array)
+
+
+def u8(array):
+    return ffi.from_buffer("uint8_t[]", array)
+
+
+def as_frame_bytes(payload, what):
+    """A received payload as a contiguous uint8 array, or a FrameError saying why not."""
+    if hasattr(payload, "numpy") and not isinstance(payload, np.ndarray):  # a torch tensor
+        payload = payload.detach().cpu().numpy()
+    array = np.asarray(payload)
+    if array.dtype != np.uint8:
+        raise FrameError(f"{what}: expected a framed uint8 payload, got dtype {array.dtype}")
+    return np.ascontiguousarray(array.reshape(-1))
+
+
+def parse_frame(buf, what):
+    """Validate a frame (magic, version, sizes, CRC32) and return its header fields."""
+    frame = ffi.new("dr_frame *")
+    check(lib.dr_frame_parse(u8(buf), buf.nbytes, frame), what)
+    return frame
+
+
+def name_key(name, step):
+    """The counter-RNG key every rank derives from a tensor name and a step number."""
+    data = str(name).encode("utf-8")
+    return lib.dr_rng_key(data, len(data), step)
+
+
+def simd_level():
+    """The SIMD path the kernels take now: 'scalar', 'avx2' or 'avx512'."""
+    return ffi.string(lib.dr_simd_name(lib.dr_simd_active())).decode()
+
+
+def workspace(nbytes):
+    """A scratch buffer for a C kernel's ``void *work`` (uint8 array, pointer)."""
+    array = np.empty(max(int(nbytes), 1), dtype=np.uint8)
+    return array, ffi.from_buffer(array)

@@ -1,0 +1,162 @@
+"""The three GRACE roles, with GRACE's signatures.
+
+A ``Communicator`` holds a ``Compressor`` and a ``Memory`` and runs, for each gradient,
+``compensate -> compress -> update -> send_receive``. Memory is updated before any
+communication, so a failed collective never leaves residuals half-applied. ``ctx`` stays
+on the rank that made it: every rank decompresses every rank's payload with its own ctx.
+
+Inside ``step`` all work happens on flat float32 NumPy arrays (see ``deepreduce.edge``);
+the result is turned back into the caller's tensor type, dtype, device and shape.
+"""
+import time
+from abc import ABC, abstractmethod
+
+from . import edge
+from . import stats as _stats
+
+
+class Compressor(ABC):
+    """Turns a tensor into payload tensors and back.
+
+    ``average``: the communicator divides the aggregate by the world size.
+    ``tensors_size_are_same``: every rank's payload has the same size for a given tensor
+    (lets the allgather skip exchanging sizes; a wrong True would be a bug, so compressors
+    with data-dependent sizes say False).
+    """
+
+    def __init__(self, average=True, tensors_size_are_same=True):
+        self.average = average
+        self.tensors_size_are_same = tensors_size_are_same
+
+    @abstractmethod
+    def compress(self, tensor, name):
+        """Return ``(tensors, ctx)``: the payload list and what decompress needs locally."""
+
+    @abstractmethod
+    def decompress(self, tensors, ctx):
+        """Rebuild a tensor from one rank's payload list and the local ctx."""
+
+    def wire_bytes(self, tensors, ctx):
+        """Bytes this rank puts on the wire for one compress (default: the payload's).
+        Compressors that communicate inside compress (powersgd) override it."""
+        return sum(payload_nbytes(t) for t in tensors)
+
+    def aggregate(self, tensors):
+        """Combine the decompressed tensors of all ranks (default: their sum)."""
+        return sum(tensors)
+
+    @classmethod
+    def from_params(cls, params):
+        """Build from a params dict (keys and defaults of ``grace_from_params``)."""
+        return cls()
+
+
+class Memory(ABC):
+    """Error feedback: what a compressor dropped is added back before the next round."""
+
+    @abstractmethod
+    def compensate(self, tensor, name):
+        """Return the tensor to compress: the gradient corrected by what was kept back."""
+
+    def update(self, tensor, name, compressor, tensors, ctx):
+        """Remember what compression lost for ``name`` (default: nothing)."""
+
+    @classmethod
+    def from_params(cls, params, compressor):
+        return cls()
+
+
+class Communicator(ABC):
+    """Sends compressed tensors between ranks through a transport.
+
+    ``world_size`` may be None: it is then taken from the transport bound at the first
+    ``step`` (GRACE scripts may build the communicator before the process group exists).
+    ``transport`` may be a Transport object or one of 'torch', 'mpi', 'local'; by
+    default the one the program has initialised is used.
+    """
+
+    def __init__(self, compressor, memory, world_size=None, transport=None, stats=None):
+        self.compressor = compressor
+        self.memory = memory
+        self._world_size = world_size
+        self._transport_choice = transport
+        self._transport = None
+        self.stats = stats if stats is not None else _stats.GLOBAL
+
+    # -- binding ------------------------------------------------------------------
+    @property
+    def transport(self):
+        """The transport, bound on first use and kept for the communicator's life."""
+        if self._transport is None:
+            from .transports import resolve
+            self._transport = resolve(self._transport_choice, self._world_size)
+        return self._transport
+
+    @property
+    def world_size(self):
+        if self._world_size is not None:
+            return self._world_size
+        if self._transport is not None:
+            return self._transport.size
+        from .transports import detect_world_size
+        return detect_world_size()
+
+    @world_size.setter
+    def world_size(self, value):
+        self._world_size = value
+
+    @property
+    def rank(self):
+        return self.transport.rank
+
+    # -- the GRACE step -------------------------------------------------------------
+    @abstractmethod
+    def send_receive(self, tensors, name, ctx):
+        """Exchange the payload with every rank and return the aggregated tensor."""
+
+    def codec(self):
+        """The compressor step() applies; a communicator may wrap the public one
+        (alltoall compresses chunk by chunk)."""
+        return self.compressor
+
+    def step(self, tensor, name):
+        flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
+        self.transport  # bind now: a missing process group fails before any state changes
+        codec = self.codec()
+        start = time.perf_counter()
+        # Memories and compressors see a float32 NumPy view with the input's shape
+        # (powersgd needs the matrix shape).
+        compensated = self.memory.compensate(flat.reshape(restore.shape), name)
+        tensors, ctx = codec.compress(compensated, name)
+        self.memory.update(compensated, name, codec, tensors, ctx)
+        encode_seconds = time.perf_counter() - start
+        self._decode_seconds = 0.0
+        result = self.send_receive(tensors, name, ctx)
+        self.stats.record(
+            name,
+            bytes_sent=codec.wire_bytes(tensors, ctx),
+            dense_bytes=4 * flat.size,
+            encode_seconds=encode_seconds,
+            decode_seconds=self._decode_seconds,
+        )
+        return restore(result)
+
+    # -- helpers for send_receive implementations -----------------------------------
+    def decompress(self, tensors, ctx):
+        """The codec's decompress, timed into this step's decode seconds."""
+        start = time.perf_counter()
+        out = self.codec().decompress(tensors, ctx)
+        self._decode_seconds = getattr(self, "_decode_seconds", 0.0) + time.perf_counter() - start
+        return out
+
+    def average(self, aggregated):
+        """Divide by the world size when the compressor asks for an average."""
+        return aggregated / self.world_size if self.compressor.average else aggregated
+
+
+def payload_nbytes(t):
+    """Bytes of one payload tensor (NumPy array or torch tensor)."""
+    nbytes = getattr(t, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    return t.numel() * t.element_size()

@@ -1,0 +1,98 @@
+"""PowerSGD (Vogels et al. 2019): a rank-r approximation P·Qᵀ of each gradient matrix by
+one step of power iteration, warm-started from the previous Q.
+
+The communication happens inside ``compress``: P and then Q are all-reduced and averaged
+by the transport's true world size (GRACE's helper built it with world_size=1, so its
+"average" was a sum). The payload list is therefore empty and the communicator's
+allreduce has nothing left to do; vectors (1-D tensors) are sent dense instead.
+Random starting matrices come from a private generator keyed by (name, step), equal on
+every rank, never from a global RNG.
+"""
+import numpy as np
+
+from .. import edge
+from .._native import name_key
+from ..base import Compressor
+
+
+def orthonormalize(matrix, eps=1e-8):
+    """Gram-Schmidt on the columns, in place; a zero column stays zero (no NaN)."""
+    for i in range(matrix.shape[1]):
+        col = matrix[:, i]
+        norm = float(np.sqrt(col @ col))
+        col /= max(norm, eps)
+        if i + 1 < matrix.shape[1]:
+            rest = matrix[:, i + 1:]
+            rest -= np.outer(col, col @ rest)
+    return matrix
+
+
+class PowerSGDCtx:
+    __slots__ = ("p", "q", "restore", "dense")
+
+    def __init__(self, p, q, restore, dense=False):
+        self.p, self.q, self.restore, self.dense = p, q, restore, dense
+
+
+class PowerSGDCompressor(Compressor):
+    def __init__(self, rank=1, use_memory=True, transport=None, world_size=None):
+        super().__init__()
+        if int(rank) < 1:
+            raise ValueError(f"compress_rank must be a positive integer, got {rank!r}")
+        self.rank = int(rank)
+        self.use_memory = use_memory
+        self.q_memory = {}
+        self._steps = {}
+        self._transport_choice = transport
+        self._world_size = world_size
+        self._transport = None
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params["compress_rank"], use_memory=params["memory"] == "powersgd",
+                   transport=params["transport"], world_size=params["world_size"])
+
+    @property
+    def transport(self):
+        if self._transport is None:
+            from ..transports import resolve
+            self._transport = resolve(self._transport_choice, self._world_size)
+        return self._transport
+
+    def _allreduce_mean(self, matrix, name):
+        flat = self.transport.allreduce(np.ascontiguousarray(matrix).reshape(-1), name)
+        return (flat / self.transport.size).reshape(matrix.shape)
+
+    def _start_q(self, name, m, r):
+        step = self._steps.get(name, 0)
+        self._steps[name] = step + 1
+        if self.use_memory and name in self.q_memory:
+            return self.q_memory[name]
+        generator = np.random.Generator(np.random.Philox(key=name_key(name, step)))
+        return orthonormalize(generator.standard_normal((m, r)).astype(np.float32))
+
+    def compress(self, tensor, name):
+        shaped, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+        if len(restore.shape) <= 1:
+            return [shaped], PowerSGDCtx(None, None, restore, dense=True)
+        n = restore.shape[0]
+        matrix = shaped.reshape(n, -1)
+        m = matrix.shape[1]
+        r = min(n, m, self.rank)
+        q = self._start_q(name, m, r)
+        p = orthonormalize(self._allreduce_mean(matrix @ q, f"{name}/P"))
+        q = self._allreduce_mean(matrix.T @ p, f"{name}/Q")
+        if self.use_memory:
+            self.q_memory[name] = q
+        return [], PowerSGDCtx(p, q, restore)
+
+    def decompress(self, tensors, ctx):
+        if ctx.dense:
+            tensor, = tensors
+            return ctx.restore(tensor)
+        return ctx.restore((ctx.p @ ctx.q.T).reshape(-1))
+
+    def wire_bytes(self, tensors, ctx):
+        if ctx.dense:
+            return super().wire_bytes(tensors, ctx)
+        return ctx.p.nbytes + ctx.q.nbytes

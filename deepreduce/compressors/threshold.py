@@ -1,0 +1,39 @@
+import numpy as np
+
+from .. import edge
+from .._native import check, f32, ffi, lib, u32
+from ..base import Compressor
+from . import _sparse
+
+
+class ThresholdCompressor(Compressor):
+    """Every entry with |g| >= threshold. The count varies by rank and step, and may be
+    zero: an empty payload is a legal frame."""
+
+    def __init__(self, threshold):
+        super().__init__(tensors_size_are_same=False)
+        if not threshold >= 0:
+            raise ValueError(f"threshold must be a non-negative number, got {threshold!r}")
+        self.threshold = float(threshold)
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params["threshold"])
+
+    def select(self, flat, name):
+        count = ffi.new("size_t *")
+        check(lib.dr_threshold_count(f32(flat), flat.size, self.threshold, count), f"threshold of {name!r}")
+        indices = np.empty(count[0], dtype=np.uint32)
+        check(lib.dr_threshold_select(f32(flat), flat.size, self.threshold, u32(indices), indices.size, count),
+              f"threshold of {name!r}")
+        return indices
+
+    def compress(self, tensor, name):
+        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+        indices = self.select(flat, name)
+        frame = _sparse.encode(lib.DR_KIND_THRESHOLD, flat, indices, f"threshold of {name!r}")
+        return [frame], _sparse.SparseCtx(flat.size, indices, restore)
+
+    def decompress(self, tensors, ctx):
+        frame, = tensors
+        return ctx.restore(_sparse.decode(frame, ctx.numel, "threshold payload"))

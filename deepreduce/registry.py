@@ -1,0 +1,58 @@
+"""Name -> class for every compressor, memory and communicator of SPEC §3/§5.
+
+Classes are imported lazily so ``import deepreduce`` stays light. A name listed with
+``None`` is part of the contract but not built yet: asking for it raises
+NotImplementedError; a name not listed at all raises ValueError with the valid names.
+"""
+import importlib
+
+COMPRESSORS = {
+    "none": "deepreduce.compressors.none:NoneCompressor",
+    "fp16": "deepreduce.compressors.fp16:FP16Compressor",
+    "topk": "deepreduce.compressors.topk:TopKCompressor",
+    "randomk": "deepreduce.compressors.randomk:RandomKCompressor",
+    "threshold": "deepreduce.compressors.threshold:ThresholdCompressor",
+    "qsgd": None,
+    "terngrad": None,
+    "onebit": None,
+    "signsgd": None,
+    "signum": None,
+    "efsignsgd": None,
+    "natural": None,
+    "dgc": None,
+    "powersgd": "deepreduce.compressors.powersgd:PowerSGDCompressor",
+    "adaq": None,
+    "inceptionn": None,
+    "sketch": None,
+    "8bit": None,
+}
+COMPRESSOR_ALIASES = {"u8bit": "8bit"}
+
+MEMORIES = {
+    "none": "deepreduce.memories.none:NoneMemory",
+    "residual": "deepreduce.memories.residual:ResidualMemory",
+    "dgc": "deepreduce.memories.dgc:DgcMemory",
+    "efsignsgd": "deepreduce.memories.efsignsgd:EFSignSGDMemory",
+    "powersgd": "deepreduce.memories.powersgd:PowerSGDMemory",
+}
+
+COMMUNICATORS = {
+    "allreduce": "deepreduce.communicators.allreduce:Allreduce",
+    "allgather": "deepreduce.communicators.allgather:Allgather",
+    "broadcast": "deepreduce.communicators.broadcast:Broadcast",
+    "alltoall": "deepreduce.communicators.alltoall:AllToAll",
+    "spardl": None,
+}
+
+
+def lookup(table, role, name, aliases=None):
+    """The class registered as ``name`` in ``table`` (role: 'compressor', ...)."""
+    key = (aliases or {}).get(name, name)
+    if key not in table:
+        valid = ", ".join(sorted(set(table) | set(aliases or {})))
+        raise ValueError(f"unknown {role} {name!r}; valid names: {valid}")
+    target = table[key]
+    if target is None:
+        raise NotImplementedError(f"{role} {name!r} is part of deepreduce's contract but not built yet")
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)

@@ -1,0 +1,148 @@
+"""What every transport offers the communicators: sum-allreduce, allgather and broadcast
+of variable-size payloads, and alltoall, on 1-D NumPy arrays.
+
+A transport subclass supplies a handful of byte-level primitives; this base class builds
+the collectives from them and adds the safety checks that make misuse fail loudly:
+payload sizes travel with a tag derived from the tensor name, so ranks that disagree on
+which tensor they are exchanging raise a CommunicationError naming the tensor and the
+rank instead of exchanging garbage or hanging on mismatched sizes.
+"""
+import contextlib
+import zlib
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from ..errors import CommunicationError
+
+
+def name_tag(name):
+    """A 31-bit tag of a tensor name, the same on every rank."""
+    return zlib.crc32(str(name).encode("utf-8")) & 0x7FFFFFFF
+
+
+class Transport(ABC):
+    kind = "abstract"
+
+    def __init__(self, rank, size):
+        self.rank = rank
+        self.size = size
+        self._agreed = set()  # names whose (tag, numel) every rank has confirmed
+
+    # -- primitives a transport implements --------------------------------------------
+    @abstractmethod
+    def _allgather_int64(self, values):
+        """Gather a small int64 vector from every rank: returns an array (size, len)."""
+
+    @abstractmethod
+    def _allgatherv_bytes(self, data, sizes):
+        """Gather uint8 arrays of the given per-rank sizes: returns a list of arrays."""
+
+    @abstractmethod
+    def _broadcast_bytes(self, data, nbytes, root):
+        """Broadcast nbytes from root: returns the uint8 array on every rank."""
+
+    @abstractmethod
+    def _alltoallv_bytes(self, sends, recv_sizes):
+        """Send sends[j] to rank j, receive recv_sizes[j] bytes from rank j."""
+
+    @abstractmethod
+    def _allreduce_sum_inplace(self, array):
+        """Sum a numeric array across ranks, in place."""
+
+    @contextlib.contextmanager
+    def _guard(self, op, name):
+        """Turn a failure of the underlying library into a CommunicationError that names
+        the operation, the tensor and this rank."""
+        try:
+            yield
+        except CommunicationError:
+            raise
+        except Exception as exc:  # the engines raise RuntimeError, MPI.Exception, ...
+            raise CommunicationError(
+                f"{op} of tensor {name!r} failed on rank {self.rank} of {self.size} "
+                f"({self.kind}): {exc}") from exc
+
+    # -- collectives --------------------------------------------------------------------
+    def _agree(self, name, value, what):
+        """Exchange (tag(name), value) and check every rank is at the same tensor.
+        Returns the per-rank values."""
+        rows = self._allgather_int64(np.array([name_tag(name), value], dtype=np.int64))
+        tags = rows[:, 0]
+        for r in range(self.size):
+            if tags[r] != tags[self.rank]:
+                raise CommunicationError(
+                    f"ranks disagree on the tensor sequence: rank {self.rank} sent tensor {name!r} "
+                    f"while rank {r} sent a different tensor; every rank must call step() for the "
+                    f"same tensors in the same order")
+        return rows[:, 1]
+
+    def allreduce(self, array, name):
+        """Sum ``array`` over ranks in place and return it. The first time a name is seen
+        its element count is checked to match on every rank."""
+        array = np.ascontiguousarray(array)
+        with self._guard("allreduce", name):
+            if name not in self._agreed:
+                counts = self._agree(name, array.size, "allreduce")
+                if np.any(counts != array.size):
+                    raise CommunicationError(
+                        f"allreduce of tensor {name!r}: element counts differ across ranks {counts.tolist()}")
+                self._agreed.add(name)
+            if self.size > 1:
+                self._allreduce_sum_inplace(array)
+        return array
+
+    def allgather(self, array, name):
+        """Every rank's ``array`` (any sizes, possibly empty, same dtype), in rank order."""
+        array = np.ascontiguousarray(array).reshape(-1)
+        data = array.view(np.uint8)
+        with self._guard("allgather", name):
+            sizes = self._agree(name, data.nbytes, "allgather")
+            if self.size == 1:
+                gathered = [data]
+            elif int(sizes.max()) == 0:
+                gathered = [data[:0] for _ in range(self.size)]  # nothing to move: skip the engine
+            else:
+                gathered = self._allgatherv_bytes(data, [int(s) for s in sizes])
+        return [self._as_dtype(g, array.dtype, name) for g in gathered]
+
+    def broadcast(self, array, root, name):
+        """Root's ``array`` on every rank (non-roots pass an array of the same dtype)."""
+        array = np.ascontiguousarray(array).reshape(-1)
+        with self._guard("broadcast", name):
+            nbytes = array.nbytes if self.rank == root else 0
+            sizes = self._agree(name, nbytes, "broadcast")
+            total = int(sizes[root])
+            if self.size == 1 or total == 0:
+                data = array.view(np.uint8)[:total]
+            else:
+                data = self._broadcast_bytes(array.view(np.uint8), total, root)
+        return self._as_dtype(data, array.dtype, name)
+
+    def alltoall(self, arrays, name):
+        """Send arrays[j] to rank j; return what every rank sent to this one, in rank order."""
+        if len(arrays) != self.size:
+            raise ValueError(f"alltoall of tensor {name!r}: expected {self.size} arrays (one per rank), got {len(arrays)}")
+        arrays = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+        dtype = arrays[0].dtype
+        sends = [a.view(np.uint8) for a in arrays]
+        with self._guard("alltoall", name):
+            rows = self._allgather_int64(np.array([name_tag(name)] + [s.nbytes for s in sends], dtype=np.int64))
+            if np.any(rows[:, 0] != rows[self.rank, 0]):
+                bad = int(np.nonzero(rows[:, 0] != rows[self.rank, 0])[0][0])
+                raise CommunicationError(
+                    f"ranks disagree on the tensor sequence: rank {self.rank} sent tensor {name!r} "
+                    f"while rank {bad} sent a different tensor")
+            recv_sizes = [int(rows[j, 1 + self.rank]) for j in range(self.size)]
+            received = sends if self.size == 1 else self._alltoallv_bytes(sends, recv_sizes)
+        return [self._as_dtype(r, dtype, name) for r in received]
+
+    @staticmethod
+    def _as_dtype(data, dtype, name):
+        if data.nbytes % np.dtype(dtype).itemsize:
+            raise CommunicationError(
+                f"tensor {name!r}: received {data.nbytes} bytes, not a whole number of {np.dtype(dtype).name}")
+        return data.view(dtype)
+
+    def barrier(self):
+        self._allgather_int64(np.zeros(1, dtype=np.int64))

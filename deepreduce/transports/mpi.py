@@ -1,0 +1,57 @@
+"""MPI as the engine, through mpi4py. Errors are made to return (not abort) so they
+surface as CommunicationError; MPI itself has no timeout, so a peer that hangs without
+dying hangs the collective (use torch.distributed's gloo when timeouts matter)."""
+import numpy as np
+
+from .base import Transport
+
+
+class MPITransport(Transport):
+    kind = "mpi"
+
+    def __init__(self, comm=None):
+        try:
+            from mpi4py import MPI
+        except ImportError as exc:
+            raise ImportError("the MPI transport needs mpi4py: pip install 'deepreduce[mpi]'") from exc
+        self._MPI = MPI
+        self._comm = comm if comm is not None else MPI.COMM_WORLD
+        self._comm.Set_errhandler(MPI.ERRORS_RETURN)
+        super().__init__(rank=self._comm.Get_rank(), size=self._comm.Get_size())
+
+    def _allgather_int64(self, values):
+        values = np.ascontiguousarray(values, dtype=np.int64)
+        out = np.empty((self.size, values.size), dtype=np.int64)
+        self._comm.Allgather(values, out)
+        return out
+
+    def _allgatherv_bytes(self, data, sizes):
+        displs = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        out = np.empty(int(sum(sizes)), dtype=np.uint8)
+        self._comm.Allgatherv(data, [out, sizes, displs.tolist(), self._MPI.BYTE])
+        return [out[d:d + s] for d, s in zip(displs, sizes)]
+
+    def _broadcast_bytes(self, data, nbytes, root):
+        buf = np.ascontiguousarray(data[:nbytes]) if self.rank == root else np.empty(nbytes, dtype=np.uint8)
+        self._comm.Bcast([buf, self._MPI.BYTE], root=root)
+        return buf
+
+    def _alltoallv_bytes(self, sends, recv_sizes):
+        send_sizes = [s.nbytes for s in sends]
+        send_displs = np.concatenate([[0], np.cumsum(send_sizes)[:-1]]).astype(np.int64).tolist()
+        recv_displs = np.concatenate([[0], np.cumsum(recv_sizes)[:-1]]).astype(np.int64).tolist()
+        sendbuf = np.concatenate(sends) if sends else np.empty(0, dtype=np.uint8)
+        recvbuf = np.empty(int(sum(recv_sizes)), dtype=np.uint8)
+        self._comm.Alltoallv([sendbuf, send_sizes, send_displs, self._MPI.BYTE],
+                             [recvbuf, recv_sizes, recv_displs, self._MPI.BYTE])
+        return [recvbuf[d:d + s] for d, s in zip(recv_displs, recv_sizes)]
+
+    def _allreduce_sum_inplace(self, array):
+        if array.dtype == np.float16:
+            # MPI has no half-precision sum: gather everyone's halves and add in float32.
+            parts = self._allgatherv_bytes(array.view(np.uint8), [array.nbytes] * self.size)
+            total = np.sum([p.view(np.float16).astype(np.float32) for p in parts], axis=0)
+            array[...] = total.astype(np.float16)
+        else:
+            self._comm.Allreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
+        return array

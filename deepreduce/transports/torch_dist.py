@@ -1,0 +1,87 @@
+"""torch.distributed as the engine: gloo on CPU (nccl tensors are moved to the GPU).
+
+Payloads stay NumPy arrays in deepreduce; they cross into torch with ``from_numpy`` (no
+copy) for gloo. Variable-size allgather pads to the largest payload, as gloo's
+all_gather needs equal sizes; alltoall uses point-to-point send/recv, which gloo has.
+Timeouts are the process group's (``init_process_group(timeout=...)``).
+"""
+import numpy as np
+
+from .base import Transport
+
+
+class TorchTransport(Transport):
+    kind = "torch.distributed"
+
+    def __init__(self, group=None):
+        import torch
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError(
+                "torch.distributed is not initialised: call torch.distributed.init_process_group("
+                "'gloo', ...) before the first step, or pass transport='local' for one process")
+        self._torch = torch
+        self._dist = dist
+        self._group = group
+        backend = dist.get_backend(group)
+        self._device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else None
+        super().__init__(rank=dist.get_rank(group), size=dist.get_world_size(group))
+
+    def _tensor(self, array):
+        t = self._torch.from_numpy(array)
+        return t.to(self._device) if self._device is not None else t
+
+    def _numpy(self, t):
+        return t.cpu().numpy() if self._device is not None else t.numpy()
+
+    def _allgather_int64(self, values):
+        local = self._tensor(np.ascontiguousarray(values, dtype=np.int64))
+        out = [self._torch.empty_like(local) for _ in range(self.size)]
+        self._dist.all_gather(out, local, group=self._group)
+        return np.stack([self._numpy(t) for t in out])
+
+    def _allgatherv_bytes(self, data, sizes):
+        longest = max(sizes)
+        padded = np.zeros(longest, dtype=np.uint8)
+        padded[:data.nbytes] = data
+        local = self._tensor(padded)
+        out = [self._torch.empty_like(local) for _ in range(self.size)]
+        self._dist.all_gather(out, local, group=self._group)
+        return [self._numpy(t)[:s] for t, s in zip(out, sizes)]
+
+    def _broadcast_bytes(self, data, nbytes, root):
+        buf = data[:nbytes].copy() if self.rank == root else np.empty(nbytes, dtype=np.uint8)
+        t = self._tensor(buf)
+        self._dist.broadcast(t, src=self._global_rank(root), group=self._group)
+        return self._numpy(t)
+
+    def _alltoallv_bytes(self, sends, recv_sizes):
+        received = [None] * self.size
+        requests = []
+        for peer in range(self.size):
+            if peer == self.rank:
+                received[peer] = sends[peer].copy()
+                continue
+            if sends[peer].nbytes:
+                requests.append(self._dist.isend(self._tensor(sends[peer].copy()), self._global_rank(peer), group=self._group))
+            if recv_sizes[peer]:
+                buf = self._tensor(np.empty(recv_sizes[peer], dtype=np.uint8))
+                requests.append(self._dist.irecv(buf, self._global_rank(peer), group=self._group))
+                received[peer] = buf
+            else:
+                received[peer] = np.empty(0, dtype=np.uint8)
+        for req in requests:
+            req.wait()
+        return [r if isinstance(r, np.ndarray) else self._numpy(r) for r in received]
+
+    def _allreduce_sum_inplace(self, array):
+        t = self._tensor(array)
+        self._dist.all_reduce(t, group=self._group)
+        if self._device is not None:
+            array[...] = t.cpu().numpy()
+        return array
+
+    def _global_rank(self, group_rank):
+        if self._group is None:
+            return group_rank
+        return self._dist.get_global_rank(self._group, group_rank)
