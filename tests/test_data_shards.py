@@ -1,7 +1,12 @@
 import pytest
 import torch
 
-from deepreduce.train.data import shard_batches, shard_indices
+from deepreduce.train.config import DATASET_DEFAULTS
+from deepreduce.train.data import DATASETS, shard_batches, shard_indices
+
+
+def test_every_data_set_has_cli_defaults():
+    assert set(DATASET_DEFAULTS) == set(DATASETS)
 
 
 @pytest.mark.parametrize("n,world", [(10, 1), (1437, 2), (1437, 3), (7, 4), (3, 5)])

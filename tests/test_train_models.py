@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from deepreduce.train.models import build_model, count_parameters
+from deepreduce.train.config import MODEL_NAMES
+from deepreduce.train.models import MODELS, build_model, count_parameters
 
 IMAGES = {"in_shape": (3, 32, 32), "num_classes": 10}
 DIGITS = {"in_shape": (1, 8, 8), "num_classes": 10}
@@ -39,3 +40,7 @@ def test_model_errors_name_the_problem():
         build_model("ncf", DIGITS)
     with pytest.raises(ValueError, match="image data set"):
         build_model("resnet20", {"num_users": 3, "num_items": 4})
+
+
+def test_cli_model_names_match_the_registry():
+    assert tuple(MODELS) == MODEL_NAMES

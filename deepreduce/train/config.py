@@ -9,6 +9,9 @@ DEFAULT_PARAMS = {"compressor": "topk", "memory": "residual", "communicator": "a
                   "compress_ratio": 0.01}
 DENSE_PARAMS = {"compressor": "none", "memory": "none", "communicator": "allreduce"}
 
+# The names deepreduce.train.models.MODELS builds; kept here so `--help` need not import torch.
+MODEL_NAMES = ("cnn", "mlp", "resnet20", "ncf")
+
 # Training defaults per data set (any flag given on the command line wins).
 DATASET_DEFAULTS = {
     "digits": dict(model="cnn", epochs=15, batch_size=32, lr=0.05, optimizer="sgd",

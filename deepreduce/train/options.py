@@ -4,9 +4,7 @@ import json
 import os
 import time
 
-from .config import DATASET_DEFAULTS, DEFAULT_PARAMS, DENSE_PARAMS, TrainConfig
-from .data import DATASETS
-from .models import MODELS
+from .config import DATASET_DEFAULTS, DEFAULT_PARAMS, DENSE_PARAMS, MODEL_NAMES, TrainConfig
 
 # Individual flags and the params keys they set.
 PARAM_FLAGS = {"compressor": "compressor", "memory": "memory", "communicator": "communicator",
@@ -94,13 +92,13 @@ def add_arguments(p):
                    help=f"skip the dense baseline run {json.dumps(DENSE_PARAMS)} (default: train it)")
 
     t = p.add_argument_group("training")
-    t.add_argument("--dataset", choices=DATASETS, default="digits",
+    t.add_argument("--dataset", choices=tuple(DATASET_DEFAULTS), default="digits",
                    help="digits is bundled with scikit-learn; the others are read from "
                         "--data-dir (default: digits)")
     t.add_argument("--data-dir", metavar="DIR",
                    help="folder with the CIFAR-10 python batches or MovieLens ratings.csv; "
                         "nothing is downloaded (default: none)")
-    t.add_argument("--model", choices=tuple(MODELS),
+    t.add_argument("--model", choices=MODEL_NAMES,
                    help="cnn/mlp for digits, resnet20 for cifar10, ncf for movielens "
                         "(default: per data set)")
     t.add_argument("--workers", type=int, default=2,
