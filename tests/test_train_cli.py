@@ -24,7 +24,7 @@ def test_help_explains_flags_defaults_and_examples():
 def test_defaults():
     cfg = config_from_args(parse(), "spawn")
     assert cfg.runs == [("compressed", DEFAULT_PARAMS), ("dense", DENSE_PARAMS)]
-    assert (cfg.dataset, cfg.model, cfg.epochs, cfg.batch_size) == ("digits", "cnn", 15, 32)
+    assert (cfg.dataset, cfg.model, cfg.epochs, cfg.batch_size) == ("digits", "cnn", 20, 32)
     assert cfg.out.startswith("runs")
     cifar = config_from_args(parse("--dataset", "cifar10", "--epochs", "3"), "spawn")
     assert (cifar.model, cifar.epochs, cifar.lr_decay) == ("resnet20", 3, "step")

@@ -14,8 +14,8 @@ MODEL_NAMES = ("cnn", "mlp", "resnet20", "ncf")
 
 # Training defaults per data set (any flag given on the command line wins).
 DATASET_DEFAULTS = {
-    "digits": dict(model="cnn", epochs=15, batch_size=32, lr=0.05, optimizer="sgd",
-                   weight_decay=0.0, lr_decay="none"),
+    "digits": dict(model="cnn", epochs=20, batch_size=32, lr=0.05, optimizer="sgd",
+                   weight_decay=0.0, lr_decay="step"),
     "cifar10": dict(model="resnet20", epochs=160, batch_size=64, lr=0.1, optimizer="sgd",
                     weight_decay=1e-4, lr_decay="step"),
     "movielens": dict(model="ncf", epochs=10, batch_size=256, lr=1e-3, optimizer="adam",

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from .accounting import read_totals
-from .data import generator, load_dataset, shard_batches
+from .data import generator, load_dataset, shard_batches, steps_per_epoch
 from .models import build_model, count_parameters
 from .tasks import TASKS
 
@@ -84,6 +84,55 @@ def _delta(after, before):
     return [after[k] - before[k] for k in COUNTERS]
 
 
+def train_epoch(model, optimizer, grc, task, dataset, cfg, epoch, rank, world_size, bar):
+    """One pass over this rank's shard. Returns the accounting deltas of every step (rows of
+    COUNTERS) and the summed training loss and sample count."""
+    model.train()
+    tensors = dataset.train_tensors(epoch - 1)
+    batches = shard_batches(len(tensors[0]), rank, world_size, cfg.batch_size, cfg.seed, epoch)
+    aug = generator(cfg.seed, epoch, rank)
+    loss_sum, seen, per_step = 0.0, 0, []
+    for idx in batches:
+        before = read_totals()
+        batch = tuple(t[idx] for t in tensors)
+        if dataset.augment is not None and len(idx):
+            batch = (dataset.augment(batch[0], aug),) + batch[1:]
+        optimizer.zero_grad(set_to_none=True)
+        if len(idx):
+            loss = task.loss(model, batch)
+            loss.backward()
+            loss_sum, seen = loss_sum + loss.item() * len(idx), seen + len(idx)
+        for name, p in model.named_parameters():
+            # A parameter a batch did not reach still takes part in every collective.
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            p.grad.copy_(grc.step(p.grad, name))
+        optimizer.step()
+        per_step.append(_delta(read_totals(), before))
+        if bar is not None:
+            bar.update(1)
+    return per_step, loss_sum, seen
+
+
+def _epoch_record(epoch, rows, loss_sum, seen, metric, test_loss, prev, world_size, wall_s):
+    sent, dense, enc, dec = (sum(col) for col in zip(*rows))
+    return dict(
+        epoch=epoch, metric=metric, test_loss=test_loss, train_loss=loss_sum / max(seen, 1),
+        bytes_sent=int(sent), dense_bytes=int(dense),
+        cum_bytes_sent=prev["cum_bytes_sent"] + int(sent),
+        cum_dense_bytes=prev["cum_dense_bytes"] + int(dense),
+        # Mean over ranks of the per-step codec time.
+        encode_s_per_step=enc / world_size / len(rows),
+        decode_s_per_step=dec / world_size / len(rows),
+        wall_s=wall_s)
+
+
+def _progress_bar(label, cfg, dataset, world_size):
+    from tqdm import tqdm
+    steps = steps_per_epoch(len(dataset.train_tensors(0)[0]), world_size, cfg.batch_size)
+    return tqdm(total=cfg.epochs * steps, desc=label, unit="step", dynamic_ncols=True)
+
+
 def train_run(label, params, cfg, dataset, rank, world_size):
     """Train one model with one params dict; returns its log (identical on every rank)."""
     task = TASKS[dataset.task]
@@ -93,6 +142,7 @@ def train_run(label, params, cfg, dataset, rank, world_size):
     optimizer = make_optimizer(cfg, model)
     schedule = make_schedule(cfg, optimizer)
     grc = make_communicator(params)
+    bar = _progress_bar(label, cfg, dataset, world_size) if rank == 0 and cfg.progress else None
 
     metric, test_loss = evaluate(model, task, dataset.test, rank, world_size)
     epochs = [dict(epoch=0, metric=metric, test_loss=test_loss, train_loss=None, bytes_sent=0,
@@ -100,61 +150,23 @@ def train_run(label, params, cfg, dataset, rank, world_size):
                    encode_s_per_step=0.0, decode_s_per_step=0.0, wall_s=0.0)]
     steps_log = []
     start = time.perf_counter()
-    bar = None
-    if rank == 0 and cfg.progress:
-        from tqdm import tqdm
-        bar = tqdm(total=cfg.epochs, desc=label, unit="epoch", dynamic_ncols=True)
-        bar.set_postfix({task.metric: f"{metric:.4f}"})
-
     for epoch in range(1, cfg.epochs + 1):
-        model.train()
-        tensors = dataset.train_tensors(epoch - 1)
-        batches = shard_batches(len(tensors[0]), rank, world_size, cfg.batch_size, cfg.seed, epoch)
-        aug = generator(cfg.seed, epoch, rank)
-        loss_sum, seen, per_step = 0.0, 0, []
-        for idx in batches:
-            before = read_totals()
-            batch = tuple(t[idx] for t in tensors)
-            if dataset.augment is not None and len(idx):
-                batch = (dataset.augment(batch[0], aug),) + batch[1:]
-            optimizer.zero_grad(set_to_none=True)
-            if len(idx):
-                loss = task.loss(model, batch)
-                loss.backward()
-                loss_sum, seen = loss_sum + loss.item() * len(idx), seen + len(idx)
-            for name, p in model.named_parameters():
-                # A parameter a batch did not reach still takes part in every collective.
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-                p.grad.copy_(grc.step(p.grad, name))
-            optimizer.step()
-            per_step.append(_delta(read_totals(), before))
+        if bar is not None:
+            bar.set_postfix({"epoch": epoch, task.metric: f"{metric:.4f}"})
+        per_step, loss_sum, seen = train_epoch(model, optimizer, grc, task, dataset, cfg, epoch,
+                                               rank, world_size, bar)
         schedule.step()
-
         # One all-reduce per epoch carries the per-step counters of all ranks.
         flat = _sum_across_ranks([v for row in per_step for v in row] + [loss_sum, seen])
-        loss_sum, seen = flat[-2:]
         rows = [flat[i:i + len(COUNTERS)] for i in range(0, len(flat) - 2, len(COUNTERS))]
-        for step, (sent, dense, _, _) in enumerate(rows):
-            steps_log.append(dict(epoch=epoch, step=step, bytes_sent=int(sent),
-                                  dense_bytes=int(dense)))
-        sent, dense, enc, dec = (sum(col) for col in zip(*rows))
+        steps_log += [dict(epoch=epoch, step=step, bytes_sent=int(row[0]),
+                           dense_bytes=int(row[1])) for step, row in enumerate(rows)]
         _average_buffers(model, world_size)
         metric, test_loss = evaluate(model, task, dataset.test, rank, world_size)
-        prev = epochs[-1]
-        epochs.append(dict(
-            epoch=epoch, metric=metric, test_loss=test_loss, train_loss=loss_sum / max(seen, 1),
-            bytes_sent=int(sent), dense_bytes=int(dense),
-            cum_bytes_sent=prev["cum_bytes_sent"] + int(sent),
-            cum_dense_bytes=prev["cum_dense_bytes"] + int(dense),
-            # Mean over ranks of the per-step codec time.
-            encode_s_per_step=enc / world_size / len(rows),
-            decode_s_per_step=dec / world_size / len(rows),
-            wall_s=time.perf_counter() - start))
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix({task.metric: f"{metric:.4f}", "loss": f"{loss_sum / max(seen, 1):.3f}"})
+        epochs.append(_epoch_record(epoch, rows, flat[-2], flat[-1], metric, test_loss,
+                                    epochs[-1], world_size, time.perf_counter() - start))
     if bar is not None:
+        bar.set_postfix({"epoch": cfg.epochs, task.metric: f"{metric:.4f}"})
         bar.close()
     last = epochs[-1]
     return dict(label=label, params=params, metric_name=task.metric,

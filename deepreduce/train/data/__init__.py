@@ -5,7 +5,7 @@ plus the facts a model needs (``meta``). Each worker then takes its own disjoint
 training set with ``shard_batches``.
 """
 from .base import Dataset, DataNotFoundError
-from .shard import generator, shard_batches, shard_indices
+from .shard import generator, shard_batches, shard_indices, steps_per_epoch
 
 DATASETS = ("digits", "cifar10", "movielens")
 
@@ -28,4 +28,4 @@ def load_dataset(name, data_dir=None, seed=0):
 
 
 __all__ = ["DATASETS", "Dataset", "DataNotFoundError", "generator", "load_dataset", "shard_batches",
-           "shard_indices"]
+           "shard_indices", "steps_per_epoch"]

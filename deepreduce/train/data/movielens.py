@@ -79,6 +79,9 @@ def load_movielens(data_dir, seed=0):
     last = np.r_[users[order][1:] != users[order][:-1], True]
     counts = np.bincount(users, minlength=num_users)
     test_rows = order[last & (counts[users[order]] > 1)]
+    if len(test_rows) == 0:
+        raise ValueError(f"no user in {FILE} has two interactions, so leave-one-out has "
+                         f"nothing to test")
     train_mask = np.ones(len(users), dtype=bool)
     train_mask[test_rows] = False
     train_users, train_items = users[train_mask], items[train_mask]

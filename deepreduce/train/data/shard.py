@@ -27,14 +27,18 @@ def shard_indices(n, rank, world_size, seed, epoch=0):
     return perm[rank::world_size]
 
 
+def steps_per_epoch(n, world_size, batch_size):
+    """Batches per rank per epoch: enough for the largest shard at batch_size."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size} must be >= 1")
+    return max(1, math.ceil(math.ceil(n / world_size) / batch_size))
+
+
 def shard_batches(n, rank, world_size, batch_size, seed, epoch=0):
-    """rank's shard split into ceil(ceil(n / world_size) / batch_size) batches of near-equal size.
+    """rank's shard split into steps_per_epoch() batches of near-equal size.
 
     Every rank gets the same number of batches; a batch is empty only when a rank has fewer
     samples than steps (batch_size 1 with n not a multiple of world_size)."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size={batch_size} must be >= 1")
-    idx = shard_indices(n, rank, world_size, seed, epoch)
-    steps = max(1, math.ceil(math.ceil(n / world_size) / batch_size))
-    return list(torch.tensor_split(idx, steps))
+    steps = steps_per_epoch(n, world_size, batch_size)
+    return list(torch.tensor_split(shard_indices(n, rank, world_size, seed, epoch), steps))
 
