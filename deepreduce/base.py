@@ -75,9 +75,10 @@ class Communicator(ABC):
     default the one the program has initialised is used.
     """
 
-    def __init__(self, compressor, memory, world_size=None, transport=None, stats=None):
+    def __init__(self, compressor, memory, world_size=None, transport=None, stats=None, auto_off=None):
         self.compressor = compressor
         self.memory = memory
+        self.auto_off = auto_off  # an AutoOff, or None to always compress
         self._world_size = world_size
         self._transport_choice = transport
         self._transport = None
@@ -121,7 +122,9 @@ class Communicator(ABC):
 
     def step(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
-        self.transport  # bind now: a missing process group fails before any state changes
+        transport = self.transport  # bind now: a missing process group fails before any state changes
+        if self.auto_off is not None and self.auto_off.wants_dense(name, transport, flat.size):
+            return restore(self._dense_step(flat.reshape(restore.shape), name))
         codec = self.codec()
         start = time.perf_counter()
         # Memories and compressors see a float32 NumPy view with the input's shape
@@ -132,14 +135,27 @@ class Communicator(ABC):
         encode_seconds = time.perf_counter() - start
         self._decode_seconds = 0.0
         result = self.send_receive(tensors, name, ctx)
-        self.stats.record(
-            name,
-            bytes_sent=codec.wire_bytes(tensors, ctx),
-            dense_bytes=4 * flat.size,
-            encode_seconds=encode_seconds,
-            decode_seconds=self._decode_seconds,
-        )
+        wire_bytes = codec.wire_bytes(tensors, ctx)
+        if self.auto_off is not None:
+            self.auto_off.observe_compressed(name, time.perf_counter() - start,
+                                             encode_seconds + self._decode_seconds, wire_bytes)
+        self.stats.record(name, bytes_sent=wire_bytes, dense_bytes=4 * flat.size,
+                          encode_seconds=encode_seconds, decode_seconds=self._decode_seconds)
         return restore(result)
+
+    def _dense_step(self, tensor, name):
+        """auto_off's path: the compensated tensor averaged by a plain allreduce. The
+        memory sees an exact 'compression', so its residual empties."""
+        from .compressors.none import NoneCompressor
+        identity = NoneCompressor()
+        compensated = self.memory.compensate(tensor, name)
+        flat, restore = edge.to_core(compensated, what=f"gradient {name!r}")
+        self.memory.update(compensated, name, identity, [flat], restore)
+        start = time.perf_counter()
+        summed = self.transport.allreduce(flat.copy(), f"{name}/dense")
+        self.auto_off.observe_dense(name, time.perf_counter() - start)
+        self.stats.record(name, bytes_sent=flat.nbytes, dense_bytes=flat.nbytes)
+        return restore(summed / self.transport.size)
 
     # -- helpers for send_receive implementations -----------------------------------
     def decompress(self, tensors, ctx):

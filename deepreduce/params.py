@@ -1,4 +1,5 @@
 """``grace_from_params``: GRACE's one-call factory, with its keys and defaults."""
+from .autooff import AutoOff
 from .registry import COMMUNICATORS, COMPRESSOR_ALIASES, COMPRESSORS, MEMORIES, lookup
 
 # Keys and defaults exactly as GRACE's torch.distributed helper reads them.
@@ -17,6 +18,8 @@ DEFAULTS = {
     "kernel": "torch",   # accepted and ignored: the kernel is always the C core
     "world_size": None,  # None: taken from the transport at the first step
     "transport": None,   # a Transport, 'torch', 'mpi', 'local', or None to detect
+    "auto_off": False,   # send a tensor dense when compressing it costs more than it saves
+    "bandwidth": None,   # link bytes/s for auto_off's cost model (None: measured)
 }
 
 
@@ -40,4 +43,5 @@ def grace_from_params(params):
     compressor = lookup(COMPRESSORS, "compressor", p["compressor"], COMPRESSOR_ALIASES).from_params(p)
     memory = lookup(MEMORIES, "memory", p["memory"]).from_params(p, compressor)
     communicator_cls = lookup(COMMUNICATORS, "communicator", p["communicator"])
-    return communicator_cls(compressor, memory, p["world_size"], transport=p["transport"])
+    return communicator_cls(compressor, memory, p["world_size"], transport=p["transport"],
+                            auto_off=AutoOff.from_params(p))

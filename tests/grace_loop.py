@@ -8,16 +8,16 @@ from grace_dl.dist.helper import grace_from_params
 
 
 def synthetic_task(seed=0, n=512, features=20, classes=4):
+    """Gaussian clusters around fixed centers; ``seed`` draws another sample of them."""
+    centers = torch.randn(classes, features, generator=torch.Generator().manual_seed(1234)) * 2
     gen = torch.Generator().manual_seed(seed)
-    centers = torch.randn(classes, features, generator=gen) * 2
     labels = torch.randint(0, classes, (n,), generator=gen)
     inputs = centers[labels] + torch.randn(n, features, generator=gen)
     return inputs, labels
 
 
 def train(rank, world_size, params, steps=30, batch=32):
-    torch.manual_seed(0)  # same initial model on every rank
-    model = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    model = make_model()  # same initial model on every rank
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     grc = grace_from_params(params)
     inputs, labels = synthetic_task()
@@ -34,4 +34,35 @@ def train(rank, world_size, params, steps=30, batch=32):
         with torch.no_grad():
             losses.append(F.cross_entropy(model(inputs), labels).item())
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    return flat.numpy(), losses
+    return flat.numpy(), losses, accuracy(model)
+
+
+def accuracy(model):
+    inputs, labels = synthetic_task(seed=1)  # held-out draw of the same task
+    with torch.no_grad():
+        return (model(inputs).argmax(1) == labels).float().mean().item()
+
+
+def make_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+
+
+def train_ddp_hook(rank, world_size, params, steps=30, batch=32):
+    """The same training as ``train`` but through DDP with deepreduce's comm hook
+    (``params=None``: DDP's own allreduce)."""
+    from torch.nn.parallel import DistributedDataParallel
+    from deepreduce.torch import DeepReduceHookState, ddp_hook
+    model = DistributedDataParallel(make_model(), bucket_cap_mb=0.001)  # several buckets
+    if params is not None:
+        model.register_comm_hook(DeepReduceHookState(params), ddp_hook)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    inputs, labels = synthetic_task()
+    shard = torch.arange(rank, inputs.shape[0], world_size)
+    for step in range(steps):
+        idx = shard[(step * batch) % shard.numel():][:batch]
+        optimizer.zero_grad()
+        F.cross_entropy(model(inputs[idx]), labels[idx]).backward()
+        optimizer.step()
+    flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
+    return flat.numpy(), accuracy(model.module)

@@ -3,6 +3,7 @@ float32 values in one framed buffer, built and checked by the C core."""
 import numpy as np
 
 from .. import edge
+from ..base import Compressor
 from .._native import as_frame_bytes, check, f32, ffi, lib, u8, u32
 
 
@@ -40,3 +41,24 @@ class SparseCtx:
         self.numel = numel
         self.indices = indices
         self.restore = restore
+
+
+class Sparsifier(Compressor):
+    """Base of the compressors that send a subset of entries (topk, threshold, dgc): a
+    subclass picks ascending uint32 indices in ``select``; the frame, the ctx and
+    decompression are shared. ``frame_kind`` names the enum dr_kind in the frame."""
+
+    frame_kind = None
+
+    def select(self, flat, name):
+        raise NotImplementedError
+
+    def compress(self, tensor, name):
+        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+        indices = self.select(flat, name)
+        frame = encode(getattr(lib, self.frame_kind), flat, indices, f"{type(self).__name__} of {name!r}")
+        return [frame], SparseCtx(flat.size, indices, restore)
+
+    def decompress(self, tensors, ctx):
+        frame, = tensors
+        return ctx.restore(decode(frame, ctx.numel, f"{type(self).__name__} payload"))

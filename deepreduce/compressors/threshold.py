@@ -1,14 +1,14 @@
 import numpy as np
 
-from .. import edge
 from .._native import check, f32, ffi, lib, u32
-from ..base import Compressor
-from . import _sparse
+from ._sparse import Sparsifier
 
 
-class ThresholdCompressor(Compressor):
+class ThresholdCompressor(Sparsifier):
     """Every entry with |g| >= threshold. The count varies by rank and step, and may be
     zero: an empty payload is a legal frame."""
+
+    frame_kind = "DR_KIND_THRESHOLD"
 
     def __init__(self, threshold):
         super().__init__(tensors_size_are_same=False)
@@ -27,13 +27,3 @@ class ThresholdCompressor(Compressor):
         check(lib.dr_threshold_select(f32(flat), flat.size, self.threshold, u32(indices), indices.size, count),
               f"threshold of {name!r}")
         return indices
-
-    def compress(self, tensor, name):
-        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        indices = self.select(flat, name)
-        frame = _sparse.encode(lib.DR_KIND_THRESHOLD, flat, indices, f"threshold of {name!r}")
-        return [frame], _sparse.SparseCtx(flat.size, indices, restore)
-
-    def decompress(self, tensors, ctx):
-        frame, = tensors
-        return ctx.restore(_sparse.decode(frame, ctx.numel, "threshold payload"))

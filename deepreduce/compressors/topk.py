@@ -1,20 +1,20 @@
 import numpy as np
 
-from .. import edge
-from .._native import check, f32, lib, u32
-from ..base import Compressor
-from . import _sparse
+from .._native import check, f32, ffi, lib, u32
+from ._sparse import Sparsifier
 
 
 def topk_count(numel, compress_ratio):
     return max(1, int(numel * compress_ratio))
 
 
-class TopKCompressor(Compressor):
+class TopKCompressor(Sparsifier):
     """The k = max(1, int(n·compress_ratio)) entries of largest |g|, exact (radix select
     in C), sent as one framed (indices, values) buffer. Use with allgather.
 
     ``kernel`` is accepted for GRACE compatibility and ignored: selection is always C."""
+
+    frame_kind = "DR_KIND_TOPK"
 
     def __init__(self, compress_ratio, kernel="torch"):
         super().__init__()
@@ -22,6 +22,7 @@ class TopKCompressor(Compressor):
             raise ValueError(f"compress_ratio must be in (0, 1], got {compress_ratio!r}")
         self.compress_ratio = compress_ratio
         self.kernel = kernel
+        self._work = np.empty(0, dtype=np.uint8)  # scratch of the fast select, grown once, reused
 
     @classmethod
     def from_params(cls, params):
@@ -31,15 +32,9 @@ class TopKCompressor(Compressor):
         """Ascending uint32 indices of the k largest magnitudes."""
         k = topk_count(flat.size, self.compress_ratio)
         indices = np.empty(k, dtype=np.uint32)
-        check(lib.dr_topk(f32(flat), flat.size, k, u32(indices)), f"top-k of {name!r}")
+        needed = lib.dr_topk_workspace_size(flat.size, k)
+        if self._work.nbytes < needed:
+            self._work = np.empty(needed, dtype=np.uint8)
+        check(lib.dr_topk_select(f32(flat), flat.size, k, u32(indices), ffi.from_buffer(self._work)),
+              f"top-k of {name!r}")
         return indices
-
-    def compress(self, tensor, name):
-        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        indices = self.select(flat, name)
-        frame = _sparse.encode(lib.DR_KIND_TOPK, flat, indices, f"top-k of {name!r}")
-        return [frame], _sparse.SparseCtx(flat.size, indices, restore)
-
-    def decompress(self, tensors, ctx):
-        frame, = tensors
-        return ctx.restore(_sparse.decode(frame, ctx.numel, "top-k payload"))

@@ -11,9 +11,10 @@ from ..errors import CommunicationError
 from .base import Transport, name_tag
 from .local import LocalTransport
 
-__all__ = ["Transport", "LocalTransport", "resolve", "detect_world_size", "name_tag"]
+__all__ = ["Transport", "LocalTransport", "resolve", "detect_world_size", "detect_rank", "name_tag"]
 
 _WORLD_SIZE_ENV = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+_RANK_ENV = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 
 
 def _torch_initialised():
@@ -43,6 +44,20 @@ def detect_world_size():
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
     return 1
+
+
+def detect_rank():
+    """This process's rank in whatever engine is running (0 when alone)."""
+    if _torch_initialised():
+        import torch.distributed as dist
+        return dist.get_rank()
+    world = _mpi_world()
+    if world is not None:
+        return world.Get_rank()
+    for var in _RANK_ENV:
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
 
 
 def resolve(choice=None, world_size=None):

@@ -90,6 +90,37 @@ static void test_topk_ties_take_lowest(void)
     CHECK_STATUS(dr_topk(x, 8, 9, idx), DR_E_ARG);
 }
 
+static void test_topk_select_equals_topk(void)
+{
+    /* Large enough for the sampled path; several distributions, ties and NaNs included. */
+    const size_t n = 200003;
+    size_t ks[] = {1, 17, 2000, 20000, 90000};
+    float *x = malloc(n * sizeof *x);
+    uint32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    void *work;
+    size_t t, i;
+    int shape;
+    for (shape = 0; shape < 4; shape++) {
+        for (i = 0; i < n; i++) {
+            float u = test_uniform(21 + (uint64_t)shape, i);
+            x[i] = shape == 0 ? u : shape == 1 ? u * u * u : shape == 2 ? (float)((int)(u * 8.0f)) : 0.0f;
+        }
+        if (shape == 3) /* mostly zeros with a few values and NaNs */
+            for (i = 0; i < n; i += 97)
+                x[i] = (i % 3 == 0) ? NAN : test_uniform(5, i);
+        for (t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+            work = malloc(dr_topk_workspace_size(n, ks[t]));
+            CHECK_OK(dr_topk(x, n, ks[t], a));
+            CHECK_OK(dr_topk_select(x, n, ks[t], b, work));
+            CHECK(memcmp(a, b, ks[t] * sizeof *a) == 0);
+            free(work);
+        }
+    }
+    free(x);
+    free(a);
+    free(b);
+}
+
 static void test_threshold(void)
 {
     float x[11] = {0.5f, -0.01f, 0.0099f, 2.0f, -3.0f, 0.01f, NAN, INFINITY, -0.0f, 0.02f, 0.001f};
@@ -217,6 +248,7 @@ int main(void)
     test_empty_frame();
     test_topk_matches_sort();
     test_topk_ties_take_lowest();
+    test_topk_select_equals_topk();
     test_threshold();
     test_threshold_long_matches_scalar_rule();
     test_randomk();

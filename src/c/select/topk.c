@@ -1,40 +1,47 @@
 /* Exact top-k by magnitude: radix select over the bits of |x|.
  *
  * For non-negative floats the IEEE bit pattern orders like the number, so |x| can be
- * ranked as a 31-bit unsigned key (NaN keys sort above infinity). Three histogram
+ * ranked as a 31-bit unsigned key. Three histogram
  * passes (10 + 11 + 10 bits) find the k-th largest key T and how many entries equal to
- * T belong in the answer; a fourth pass writes indices in ascending order. The
- * histograms live on the stack: no allocation, four streaming reads of x. */
+ * T belong in the answer; a last pass writes indices in ascending order, taking ties at
+ * T from the lowest index up. The histograms live on the stack: no allocation.
+ *
+ * dr_topk_select first narrows the input to candidates with a sampled threshold (one
+ * fast vectorised pass), then runs the same radix select on the candidates alone. Every
+ * entry at or above T is a candidate and candidates keep ascending index order, so the
+ * ties are broken identically and the answers agree bit for bit. */
 #include "deepreduce.h"
 
+#include <math.h>
 #include <string.h>
 
+#define SAMPLE_SIZE 16384u
+#define FAST_MIN_N 65536u
+#define SAMPLE_KEY 0x746f706b5f736d70ull /* "topk_smp": fixed, so runs are reproducible */
+
+/* NaN ranks as zero magnitude: a NaN is never preferred to a number, as in the
+ * threshold kernels, which never select one. */
 static uint32_t magnitude_key(float v)
 {
     uint32_t u;
     memcpy(&u, &v, sizeof u);
-    return u & 0x7fffffffu;
+    u &= 0x7fffffffu;
+    return u > 0x7f800000u ? 0u : u;
 }
 
-int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
+/* The k-th largest key of x[0..n) (1 <= k <= n) and how many entries equal to it are
+ * among the k largest. */
+static void kth_largest(const float *x, size_t n, size_t k, uint32_t *kth, size_t *ties)
 {
     static const unsigned shift[3] = {21u, 10u, 0u};
     static const uint32_t width[3] = {10u, 11u, 10u};
     uint32_t hist[2048];
     uint32_t prefix = 0, prefix_mask = 0;
-    size_t remaining = k, i, out = 0, ties_taken = 0;
+    size_t remaining = k, i;
     int pass;
-
-    if (k > n || n > (size_t)UINT32_MAX)
-        return DR_E_ARG;
-    if (k == 0)
-        return DR_OK;
-    if (x == NULL || idx_out == NULL)
-        return DR_E_ARG;
-
     for (pass = 0; pass < 3; pass++) {
         uint32_t bucket_mask = (1u << width[pass]) - 1u;
-        uint32_t nbuckets = bucket_mask + 1u, b;
+        uint32_t b = bucket_mask;
         size_t above = 0;
         memset(hist, 0, sizeof hist);
         if (pass == 0) {
@@ -48,7 +55,6 @@ int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
             }
         }
         /* Walk down from the largest bucket until it holds the remaining-th entry. */
-        b = nbuckets - 1u;
         while (above + hist[b] < remaining) {
             above += hist[b];
             b--;
@@ -57,12 +63,95 @@ int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
         prefix |= b << shift[pass];
         prefix_mask |= bucket_mask << shift[pass];
     }
+    *kth = prefix;
+    *ties = remaining;
+}
 
-    /* prefix is now the k-th largest key; `remaining` entries equal to it are taken. */
+int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
+{
+    uint32_t kth;
+    size_t ties, i, out = 0, ties_taken = 0;
+    if (k > n || n > (size_t)UINT32_MAX)
+        return DR_E_ARG;
+    if (k == 0)
+        return DR_OK;
+    if (x == NULL || idx_out == NULL)
+        return DR_E_ARG;
+    kth_largest(x, n, k, &kth, &ties);
     for (i = 0; i < n && out < k; i++) {
         uint32_t key = magnitude_key(x[i]);
-        if (key > prefix || (key == prefix && ties_taken++ < remaining))
+        if (key > kth || (key == kth && ties_taken++ < ties))
             idx_out[out++] = (uint32_t)i;
+    }
+    return DR_OK;
+}
+
+/* Room for candidates: enough slack over k that a sampled threshold rarely overflows it. */
+static size_t candidate_capacity(size_t n, size_t k)
+{
+    size_t cap = 2 * k + 4 * SAMPLE_SIZE;
+    return cap < n ? cap : n;
+}
+
+size_t dr_topk_workspace_size(size_t n, size_t k)
+{
+    /* candidate indices + candidate values + the sample */
+    return candidate_capacity(n, k) * (sizeof(uint32_t) + sizeof(float)) + SAMPLE_SIZE * sizeof(float);
+}
+
+/* A threshold that about `wanted` of n entries reach, biased low (by three standard
+ * deviations of the sample count) so that at least k pass with high probability. */
+static float sampled_threshold(const float *x, size_t n, size_t k, float *sample)
+{
+    double p = (double)k / (double)n, expected = p * SAMPLE_SIZE;
+    size_t rank, j;
+    uint32_t kth;
+    size_t ties;
+    float t;
+    for (j = 0; j < SAMPLE_SIZE; j++) {
+        size_t at = (size_t)(((dr_rng_u64(SAMPLE_KEY, j) >> 32) * (uint64_t)n) >> 32);
+        sample[j] = x[at];
+    }
+    rank = (size_t)(expected + 3.0 * sqrt(expected) + 8.0);
+    if (rank > SAMPLE_SIZE)
+        rank = SAMPLE_SIZE;
+    kth_largest(sample, SAMPLE_SIZE, rank, &kth, &ties);
+    memcpy(&t, &kth, sizeof t);
+    return t;
+}
+
+int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work)
+{
+    size_t cap, count = 0, i, out = 0, ties, ties_taken = 0;
+    uint32_t *cand_idx, kth;
+    float *cand_val, *sample, t;
+    if (k > n || n > (size_t)UINT32_MAX)
+        return DR_E_ARG;
+    if (k == 0)
+        return DR_OK;
+    if (x == NULL || idx_out == NULL || work == NULL)
+        return DR_E_ARG;
+    cap = candidate_capacity(n, k);
+    if (n < FAST_MIN_N || cap >= n)
+        return dr_topk(x, n, k, idx_out);
+    cand_idx = (uint32_t *)work;
+    cand_val = (float *)(cand_idx + cap);
+    sample = cand_val + cap;
+
+    t = sampled_threshold(x, n, k, sample);
+    /* A zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
+     * candidates; it and a missed estimate fall back to the full select. */
+    if (!(t > 0.0f) || dr_threshold_count(x, n, t, &count) != DR_OK || count < k || count > cap)
+        return dr_topk(x, n, k, idx_out);
+    if (dr_threshold_select(x, n, t, cand_idx, cap, &count) != DR_OK)
+        return dr_topk(x, n, k, idx_out);
+    if (dr_gather(x, n, cand_idx, count, cand_val) != DR_OK)
+        return DR_E_ARG;
+    kth_largest(cand_val, count, k, &kth, &ties);
+    for (i = 0; i < count && out < k; i++) {
+        uint32_t key = magnitude_key(cand_val[i]);
+        if (key > kth || (key == kth && ties_taken++ < ties))
+            idx_out[out++] = cand_idx[i];
     }
     return DR_OK;
 }

@@ -1,7 +1,219 @@
 /*
- * deepreduce/index.h - DeepReduce index codecs (bloom, rle, huffman, ef, rice, varint).
+ * deepreduce/index.h - DeepReduce index codecs: bit packing, and the codecs that replace
+ * the index list of a sparse tensor (bloom, rle, huffman, ef, rice, varint).
+ *
+ * Sections. Every codec here reads or writes one frame *section*. The frame header
+ * already carries d (numel) and r (count), so a section never repeats them: encoders
+ * and decoders are both handed d and r.
+ *
+ * Conventions shared by every function in this file:
+ *   - An index set is r strictly ascending uint32 values, each < d, with d <= 2^32.
+ *     An encoder handed anything else (unsorted, repeated, out of range, r > d) returns
+ *     DR_E_ARG. An encoder returns DR_E_DST_TOO_SMALL, writing nothing, when `cap` is
+ *     below the exact size it needs (never more than the codec's *_bound(d, r)), and
+ *     stores the section length in *written on success. *_bound(d, r) is 0 for r > d.
+ *   - A lossless decoder returns DR_OK only if the section decodes to exactly r strictly
+ *     ascending indices < d and uses exactly `len` bytes, padding bits zero; otherwise
+ *     DR_E_CORRUPT, with idx_out[0..r) unspecified. It never reads outside in[0..len)
+ *     nor writes outside idx_out[0..r), whatever the bytes. (A section carries no
+ *     checksum of its own: the frame CRC protects it. These checks are what keeps a
+ *     decoder safe on any input, and make each encoding canonical.)
+ *   - Bit streams are LSB-first: stream bit t is bit (t % 8) of byte t / 8, and a field
+ *     of w bits is stored least significant bit first. The last byte is zero-padded.
+ *   - Integers stored in a section are little-endian.
+ *   - No allocation: scratch space is the caller's (see *_workspace_size()).
  */
 #ifndef DEEPREDUCE_INDEX_H
 #define DEEPREDUCE_INDEX_H
+
+/* ---------------------------------------------------------------------- bit packing */
+
+/* Bits needed to store every value in 0..max_value: ceil(log2(max_value + 1)), so 0 for
+ * max_value == 0 (a run of zeros packs into no bytes at all), 1 for 1, 32 for
+ * UINT32_MAX. */
+unsigned dr_bits_for(uint32_t max_value);
+
+/* Bytes dr_bitpack writes for n values of `bits` bits: ceil(n * bits / 8). bits <= 32.
+ * Saturates at SIZE_MAX where the product does not fit a size_t. */
+size_t dr_bitpack_size(size_t n, unsigned bits);
+
+/* Pack v[0..n) at `bits` bits each (LSB-first, value j at stream bits [j*bits,
+ * (j+1)*bits)) into out[0..dr_bitpack_size(n, bits)); *written gets that size.
+ * DR_E_ARG if bits > 32 or a value does not fit in `bits` bits; DR_E_DST_TOO_SMALL if
+ * cap is short. Both are checked before anything is written. */
+int dr_bitpack(const uint32_t *v, size_t n, unsigned bits, uint8_t *out, size_t cap,
+               size_t *written);
+
+/* Unpack n values of `bits` bits from in[0..len) into out[0..n). `len` may exceed what
+ * the values take (the packed array can sit in front of other data); padding bits are
+ * not inspected. DR_E_ARG if bits > 32; DR_E_CORRUPT if len < dr_bitpack_size(n, bits). */
+int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_t *out);
+
+/* ------------------------------------------------------------------------------ rle */
+/* Section: u8 width w, u32 run count n, then n run lengths bit-packed at w bits.
+ * The runs are those of the 0/1 bitmap of length d, alternating zero-run, one-run, ...
+ * and starting with a zero-run, which is 0 when index 0 is selected; every later run is
+ * >= 1. w = dr_bits_for(longest run). r = 0 gives the single run [d]; r = d gives
+ * [0, d]. */
+
+/* Largest rle section for any r indices < d. */
+size_t dr_index_rle_bound(size_t d, size_t r);
+
+/* Also DR_E_ARG when a run would reach 2^32 (only d = 2^32 with r = 0 or r = d). */
+int dr_index_rle_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
+                        size_t *written);
+
+/* Refuses, besides the general checks, a width over 32, more than 2r + 1 runs, and an
+ * empty run after the first. */
+int dr_index_rle_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out);
+
+/* -------------------------------------------------------------------------- huffman */
+/* Section: the bit stream of the Huffman codes of the 4 little-endian bytes of every
+ * index, in index order, byte 0 first. No table is sent: both sides build the same code
+ * from (d) alone. The symbol weights are the byte frequencies over all four bytes of
+ * every integer 0..d-1 (computed in closed form, O(1) in d); bytes of weight 0 get no
+ * code. Code lengths come from the two-queue Huffman construction over the symbols
+ * sorted by (weight, byte value), taking the leaf on equal weights; codes are then
+ * assigned canonically in (length, byte value) order and stored bit-reversed, so the
+ * first code bit is the first stream bit. A lone symbol (d = 1) gets the 1-bit code 0.
+ * Every symbol weighs at least 1/2048 of the total, which bounds code lengths by 17;
+ * d = 36,864 costs 19.73 bits per index on average. Building the code takes a few
+ * microseconds and under 16 KB of stack, each call. */
+
+/* Largest huffman section for any r indices < d: ceil(4 * r * longest code / 8). */
+size_t dr_index_huffman_bound(size_t d, size_t r);
+
+int dr_index_huffman_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
+                            size_t *written);
+
+int dr_index_huffman_decode(const uint8_t *in, size_t len, size_t d, size_t r,
+                            uint32_t *idx_out);
+
+/* ------------------------------------------------------------------------------- ef */
+/* Elias-Fano. Section: u8 l; the low l bits of every index, bit-packed (byte-aligned
+ * block of dr_bitpack_size(r, l) bytes); then the upper bit vector: for the j-th index
+ * x_j (from 0) a one at bit (x_j >> l) + j, zeros elsewhere, ending with the byte that
+ * holds the last one (empty when r = 0). The encoder picks l = floor(log2(d / r)) (0 if
+ * r = 0), which minimises the size; the decoder accepts any l <= 32. About
+ * 2 + log2(d / r) bits per index: for densities r/d <= 0.1, within 0.6 bit of the
+ * floor log2 C(d, r) / r. Decoding is one pass over the upper vector's set bits. */
+
+size_t dr_index_ef_bound(size_t d, size_t r);
+
+int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
+                       size_t *written);
+
+int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out);
+
+/* ----------------------------------------------------------------------------- rice */
+/* Golomb-Rice on gaps. Gaps are g_0 = x_0 and g_j = x_j - x_(j-1) - 1 (all >= 0).
+ * Section: u8 k, then per gap: q = g >> k as q zero bits and a one bit, then the low k
+ * bits of g. The encoder picks the k in 0..31 that minimises the expected size for a
+ * uniform random r-subset of d (geometric gaps with ratio 1 - r/d): on such sets of
+ * density <= 0.1, within 0.1 bit of log2 C(d, r) / r. Every gap costs at least one
+ * bit, so very dense sets do better with rle or ef. The decoder accepts any k <= 31. */
+
+size_t dr_index_rice_bound(size_t d, size_t r);
+
+int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
+                         size_t *written);
+
+int dr_index_rice_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out);
+
+/* --------------------------------------------------------------------------- varint */
+/* The simple baseline. Section: the gaps (as for rice) in unsigned LEB128, 7 bits per
+ * byte, low group first, high bit set on every byte but a value's last. The decoder
+ * refuses values over 32 bits and overlong forms (a final byte of 0 after others). */
+
+size_t dr_index_varint_bound(size_t d, size_t r);
+
+int dr_index_varint_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
+                           size_t *written);
+
+int dr_index_varint_decode(const uint8_t *in, size_t len, size_t d, size_t r,
+                           uint32_t *idx_out);
+
+/* ---------------------------------------------------------------------------- bloom */
+/* A Bloom filter of the selected indices (lossy: the receiver learns a superset P of
+ * the true set, then a policy picks the indices both sides use).
+ * Hash j (0 <= j < k_hash) of index i is dr_murmur3_32(4-byte little-endian i, seed j)
+ * mod m_bits; filter bit b is bit (b % 8) of byte b / 8. Padding bits of the last byte
+ * are zero. Every index ever inserted is in P: no false negatives. */
+
+#define DR_BLOOM_MAX_HASHES 64 /* largest k_hash accepted (fpr >= 2^-64) */
+
+enum dr_bloom_policy {
+    DR_BLOOM_LEFTMOST = 0,      /* the first r of P                              */
+    DR_BLOOM_RANDOM = 1,        /* P1: r of P drawn by the keyed generator       */
+    DR_BLOOM_P0 = 2,            /* all of P                                      */
+    DR_BLOOM_CONFLICT_SETS = 3, /* P2: one member per conflict set, in rounds    */
+    DR_BLOOM_POLICY_COUNT_ = 4
+};
+
+/* MurmurHash3 x86_32 of key[0..len) (reads the key as little-endian 32-bit blocks, as
+ * the reference does on x86). */
+uint32_t dr_murmur3_32(const uint8_t *key, size_t len, uint32_t seed);
+
+/* Filter sizing for r indices at false-positive rate fpr (0 < fpr < 1):
+ * k_hash = ceil(log2(1/fpr)), m_bits = ceil(log2(1/fpr) * r / ln 2). r = 0 gives
+ * m_bits = 0 (an empty filter, whose positive set is empty). DR_E_ARG if fpr is outside
+ * (0, 1) or NaN, if k_hash would exceed DR_BLOOM_MAX_HASHES, or m_bits 2^32 - 1.
+ * Example: r = 368, fpr = 1e-3 gives k_hash = 10, m_bits = 5291 (662 bytes). */
+int dr_bloom_params(size_t r, double fpr, uint32_t *k_hash, uint32_t *m_bits);
+
+/* Bytes of a filter of m_bits bits: ceil(m_bits / 8). */
+size_t dr_bloom_size(uint32_t m_bits);
+
+/* Build the filter of idx[0..r) (any order, repeats allowed) in filter_out[0..
+ * dr_bloom_size(m_bits)), clearing it first. DR_E_ARG if k_hash is 0 or above
+ * DR_BLOOM_MAX_HASHES, or m_bits = 0 while r > 0; DR_E_DST_TOO_SMALL if cap is short. */
+int dr_bloom_encode(const uint32_t *idx, size_t r, uint32_t m_bits, uint32_t k_hash,
+                    uint8_t *filter_out, size_t cap);
+
+/* The positive set P of a filter over positions 0..d-1: every i whose k_hash bits are
+ * all set (testing stops at the first clear bit), ascending, written to pos_out[0..cap).
+ * *npos receives |P| in every case where the filter is valid; if |P| > cap the call
+ * returns DR_E_DST_TOO_SMALL after writing the first cap positives, so calling again
+ * with cap = *npos succeeds. An empty filter (m_bits = 0) has P empty.
+ * DR_E_ARG for k_hash 0 or above DR_BLOOM_MAX_HASHES or d > 2^32; DR_E_CORRUPT if
+ * len != dr_bloom_size(m_bits) or a padding bit is set. */
+int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint32_t k_hash,
+                       size_t d, uint32_t *pos_out, size_t cap, size_t *npos);
+
+/* Scratch bytes dr_bloom_select needs for this policy and |P| = npos (0 for leftmost
+ * and p0). The workspace must be aligned as malloc aligns. */
+size_t dr_bloom_select_workspace_size(int policy, size_t npos, uint32_t m_bits,
+                                      uint32_t k_hash);
+
+/* Pick the indices both sides use from P = positives[0..npos) (strictly ascending, as
+ * dr_bloom_positives gives them). Writes *r_out ascending indices to idx_out, which
+ * must not overlap `positives`: *r_out = npos for p0, min(r, npos) otherwise. The
+ * result is a pure function of (policy, P, r, m_bits, k_hash, key), so sender and
+ * receiver agree: the sender runs positives + select itself to learn the set the
+ * receiver will rebuild. `key` (see dr_rng_key) is only read by random and
+ * conflict_sets.
+ *   leftmost:      positives[0..r).
+ *   random (P1):   dr_randomk(key, npos, r) chooses which positions of P to keep.
+ *   p0:            all of P.
+ *   conflict_sets (P2): H(p) is the set of distinct filter bits of positive p, and the
+ *     conflict set of bit b is S_b = {p in P : b in H(p)}. Each bit set by the filter
+ *     was set by some true index, which is in P, so every S_b holds a true index.
+ *     Round t = 0, 1, ... runs while fewer than min(r, npos) are picked:
+ *       1. u_b = number of not-yet-picked members of S_b; bits with u_b = 0 drop out.
+ *       2. Visit the remaining bits by ascending u_b; equal u_b in the cyclic order of
+ *          bit numbers that starts at o_t = (hi32(dr_rng_u64(key, 2t)) * m_bits) >> 32
+ *          (a keyed rotation per round). No bit is marked "hit" at the round start.
+ *       3. At bit b: skip it if hit; otherwise pick the c-th (from 0, in ascending
+ *          order) unpicked member p of S_b, where
+ *          c = (hi32(dr_rng_u64(key, (2t + 1) * 2^32 + b)) * u_b) >> 32,
+ *          and mark every bit of H(p) hit. Stop at min(r, npos) picks.
+ *     Small sets first: a set of one is a sure true index; "hit" keeps a round from
+ *     picking two positives that explain the same bit. Each round picks at least one.
+ * DR_E_ARG for an unknown policy, k_hash 0 or above DR_BLOOM_MAX_HASHES, m_bits = 0
+ * with npos > 0, positives not strictly ascending, a missing workspace where one is
+ * needed, or (conflict_sets) npos * k_hash >= 2^32. */
+int dr_bloom_select(int policy, const uint32_t *positives, size_t npos, size_t r,
+                    uint32_t m_bits, uint32_t k_hash, uint64_t key, uint32_t *idx_out,
+                    size_t *r_out, void *work);
 
 #endif /* DEEPREDUCE_INDEX_H */

@@ -9,10 +9,20 @@
 #define DEEPREDUCE_SELECT_H
 
 /* The k entries of largest magnitude |x[i]|, as ascending indices in idx_out[0..k).
- * Ties at the k-th magnitude go to the lowest indices. NaN counts as larger than any
- * number. Exact; radix select over the float bits in four streaming passes, no
- * allocation. DR_E_ARG if k > n or n >= 2^32. k == 0 writes nothing. */
+ * Ties at the k-th magnitude go to the lowest indices. NaN counts as magnitude zero.
+ * Exact; radix select over the float bits in four streaming passes, no allocation. DR_E_ARG if k > n or n >= 2^32. k == 0 writes nothing. */
 int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out);
+
+/* Scratch bytes dr_topk_select needs for a tensor of n entries and k selected. */
+size_t dr_topk_workspace_size(size_t n, size_t k);
+
+/* Exactly dr_topk's answer (the same indices, bit for bit), faster on large tensors:
+ * a threshold estimated from a sample of |x| bounds the candidates, one vectorised pass
+ * collects them, and the radix select runs over the candidates only. Falls back to the
+ * full radix select when the estimate misses (too few or too many candidates), so the
+ * result never depends on the sample. `work` holds dr_topk_workspace_size(n, k) bytes,
+ * aligned as malloc aligns. */
+int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work);
 
 /* Number of entries with |x[i]| >= t (t >= 0; NaN entries never count). */
 int dr_threshold_count(const float *x, size_t n, float t, size_t *count);

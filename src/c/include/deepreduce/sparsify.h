@@ -1,8 +1,64 @@
 /*
- * deepreduce/sparsify.h - adaptive sparsifiers of the GRACE set: DGC threshold estimation from a sample,
- * AdaComp-style (adaq) selection.
+ * deepreduce/sparsify.h - adaptive sparsifiers of the GRACE set: DGC threshold estimation
+ * from a sample, AdaComp-style (adaq) selection.
+ *
+ * Both estimate a magnitude threshold from a 1% sample and then correct it against exact
+ * counts over the whole tensor, so their cost is a few streaming reads, never a sort.
+ * Samples are positions drawn with replacement from the counter stream `key` (see
+ * dr_rng_key): the same key gives the same selection on every rank and SIMD path.
  */
 #ifndef DEEPREDUCE_SPARSIFY_H
 #define DEEPREDUCE_SPARSIFY_H
+
+/* ---------------------------------------------------------------------------- dgc */
+/* Deep Gradient Compression's selection (Lin et al. 2018).
+ *  1. Sample S = max(1, n/100) positions; thr = the kk-th largest |x| among them,
+ *     kk = clamp(round(k*S/n), 1, S) (a NaN in the sample counts as 0).
+ *  2. c = #{|x| >= thr} over the whole tensor (dr_threshold_count). While c is outside
+ *     [lo, hi] = [k - floor(0.3k), k + floor(0.3k)] (that is [0.7k, 1.3k]), adjust thr at
+ *     most DR_DGC_MAX_ADJUST times: by x1.3 (too many) or x0.7 (too few) until the
+ *     target is bracketed, then by bisection of the bracket (GRACE only rescaled, which
+ *     can oscillate around the band).
+ *  3. If c is in [lo, hi]: the ascending indices with |x| >= thr (dr_threshold_select).
+ *     Otherwise (data with few distinct magnitudes, e.g. mostly zeros): the exact top-k
+ *     (dr_topk), so *count is always in [lo, hi] and never above dr_dgc_max_count(k).
+ * idx_out has room for `cap` indices; DR_E_DST_TOO_SMALL if the selection is larger
+ * (cap >= dr_dgc_max_count(k) always suffices). `work` holds dr_dgc_workspace_size(n)
+ * bytes, aligned for a uint32. DR_E_ARG if k > n or n >= 2^32. k == 0 selects nothing. */
+#define DR_DGC_MAX_ADJUST 10
+size_t dr_dgc_workspace_size(size_t n);
+size_t dr_dgc_max_count(size_t k);
+int dr_dgc_select(const float *x, size_t n, size_t k, uint64_t key, uint32_t *idx_out,
+                  size_t cap, size_t *count, void *work);
+
+/* --------------------------------------------------------------------------- adaq */
+/* AdaComp-style quantised sparsification (after Chen et al. 2018 and GRACE's adaq): the
+ * positive and the negative entries are treated apart. For the positives P (x > 0):
+ * target t = ceil(|P|*ratio); thr from the sampled positives as in dgc step 1 (the
+ * largest positive when none was sampled), corrected as in dgc step 2 against
+ * #{x >= thr} with the same band around t. The positives with x >= thr are sent as
+ * indices plus one value, their mean. Likewise for the negatives (x < 0, by |x|).
+ * Unlike dgc there is no exact fallback: a tensor whose magnitudes are few and
+ * repeated may select more than 1.3t (every entry sharing the threshold's magnitude).
+ *
+ * Frame: kind DR_KIND_ADAQ, raw codecs, numel = n, count = np + nn, params zero,
+ *   section 0: mean_pos, mean_neg as float32 (0 for an empty side);
+ *   section 1: np uint32 indices of the selected positives, strictly ascending;
+ *   section 2: nn uint32 indices of the selected negatives, strictly ascending.
+ * Size: 68 + 4(np + nn); empty selections are legal (a zero tensor gives 68 bytes).
+ *
+ * dr_adaq_encode: ratio in (0, 1]. `work` holds dr_adaq_workspace_size(n) bytes,
+ * aligned for a uint32. If cap is too small it returns DR_E_DST_TOO_SMALL with the
+ * frame size needed in *written (cap >= dr_adaq_bound(n) always suffices).
+ * DR_E_NUMERIC if x holds Inf/NaN.
+ * dr_adaq_decode: writes all of out[0..n): mean_pos at the positive indices, mean_neg at
+ * the negative ones, 0 elsewhere. Refuses (before writing) indices >= n, lists not
+ * strictly ascending, an index in both lists, mean_pos < 0, mean_neg > 0 or non-finite
+ * means, besides the frame checks every decoder makes (see quant.h). */
+size_t dr_adaq_workspace_size(size_t n);
+size_t dr_adaq_bound(size_t n);
+int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t dtype,
+                   void *work, uint8_t *buf, size_t cap, size_t *written);
+int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 
 #endif /* DEEPREDUCE_SPARSIFY_H */

@@ -1,7 +1,204 @@
 /*
  * deepreduce/value.h - DeepReduce value codecs (polyfit, dexp, deflate, qsgd, fp16, bf16).
+ *
+ * A value codec turns the r float32 values of a sparse tensor (in the order the sparsifier
+ * produced them, i.e. ascending index) into one frame section, and back. r travels in the
+ * frame header (field `count`), so decoders are handed r instead of reading it; codec
+ * parameters travel in the frame's params[] and are handed back the same way.
+ *
+ * Contract shared by every codec below:
+ *   - dr_value_X_bound(r, ...) is the largest section encode can write (0 when a parameter
+ *     is out of range). encode writes the section to out[0..*written) and returns
+ *     DR_E_DST_TOO_SMALL, writing nothing useful, when `cap` is less than it needs.
+ *   - Only finite numbers travel. Encoders return DR_E_NUMERIC when an input value is NaN
+ *     or infinite; decoders return DR_E_CORRUPT rather than produce a non-finite value.
+ *   - Decoders accept a section only if it has exactly the length its layout implies:
+ *     shorter gives DR_E_FRAME_SHORT, longer DR_E_FRAME_FIELD, and contents out of range
+ *     (a level above s, a padding bit set, a negative norm, ...) give DR_E_CORRUPT. Nothing
+ *     is read outside in[0..len) and nothing is written outside val_out[0..r). A decoder
+ *     that fails may have written part of val_out.
+ *   - r must be below 2^32 (indices and permutations are uint32): DR_E_ARG otherwise.
+ *   - Reordering codecs (polyfit, dexp) write perm_out[j] = the input position of the
+ *     j-th value in the codec's order, and their decoders return values in that order.
+ *     The caller sends the indices permuted by perm, so index j pairs with value j.
+ *   - Workspaces are caller-owned, `*_workspace_size()` bytes, aligned to 8 bytes (any
+ *     malloc result is); DR_E_ARG if misaligned. No function allocates or keeps state.
+ *   - Multi-byte fields are little-endian.
  */
 #ifndef DEEPREDUCE_VALUE_H
 #define DEEPREDUCE_VALUE_H
+
+/* ---------------------------------------------------------------------------- polyfit */
+/* Piecewise polynomial fit of the values sorted in descending order (SPEC §4).
+ *
+ * Order: a stable sort by value, largest first; zeros (either sign) come after every
+ * positive value and count as non-positive. npos = number of values > 0, nneg = r - npos.
+ *
+ * Segments (dr_value_polyfit_segments): for D in 5, 10, 30, 100, 300, 1000, 3000, 10000,
+ * 30000, 100000 the list pos holds npos / D whenever that exceeds 30 (exact integer
+ * division; the original's int(npos * (1/D)) agrees for every npos below 3e6, all we
+ * checked); neg likewise from nneg. The segments, in order, are reversed(pos),
+ * npos - sum(pos), nneg - sum(neg), neg: short segments at both extremes, where the
+ * sorted curve bends most. There are always len(pos) + len(neg) + 2 segments;
+ * the two middle ones may be empty.
+ *
+ * Fit: over a segment of n values at positions i = 0..n-1, mapped to t_i = (2i-(n-1))/(n-1)
+ * in [-1, 1], least squares on the Gram polynomials (the discrete Chebyshev polynomials,
+ * orthogonal on exactly those n points): g_0 = 1, g_1 = t,
+ *     g_{k+1}(t) = t*g_k(t) - k^2 (n^2 - k^2) / ((n-1)^2 (4k^2 - 1)) * g_{k-1}(t).
+ * Orthogonality makes the fit a projection, c_k = <y, g_k> / <g_k, g_k>, computed in
+ * double with no linear system to condition. A segment sends min(degree + 1, n)
+ * coefficients: n > degree gives the degree-`degree` least-squares fit, a short segment
+ * (n <= degree) the degree n-1 polynomial through its points, an empty one nothing.
+ *
+ * Section (w = 8 bytes, or 4 with DR_POLYFIT_COEF_F32):
+ *     npos          w bytes: uint64 (uint32 with DR_POLYFIT_COEF_F32)
+ *     coefficients  w bytes each: float64 (float32), c_0..c_{m-1} of each segment in order
+ * so a section takes w * (1 + sum over segments of min(degree + 1, n)) bytes.
+ * Fig. 8 check: r = 368, npos = 184, degree 5: segments 36, 148, 148, 36, (4*6 + 1)*8 = 200
+ * bytes (100 with DR_POLYFIT_COEF_F32). The decoder re-derives segments from (r, npos,
+ * degree); values whose fit exceeds the float32 range are refused as DR_E_CORRUPT.
+ */
+#define DR_POLYFIT_DEFAULT_DEGREE 5
+#define DR_POLYFIT_MAX_DEGREE 15
+#define DR_POLYFIT_MAX_SEGMENTS 22 /* 10 positive + 10 negative + 2 middle */
+#define DR_POLYFIT_COEF_F32 1      /* flag: float32 coefficients and a uint32 npos */
+
+/* Segment lengths for r values of which npos are positive, in section order, written to
+ * len_out[0..*nseg) (len_out holds DR_POLYFIT_MAX_SEGMENTS). DR_E_ARG if npos > r or
+ * r >= 2^32. */
+int dr_value_polyfit_segments(size_t r, size_t npos, uint32_t *len_out, size_t *nseg);
+
+/* Largest polyfit section for r values: at most 22 segments of degree+1 coefficients and
+ * never more coefficients than values. 0 if degree > DR_POLYFIT_MAX_DEGREE or flags has
+ * bits other than DR_POLYFIT_COEF_F32. */
+size_t dr_value_polyfit_bound(size_t r, uint32_t degree, uint32_t flags);
+
+/* Scratch bytes polyfit encode needs for r values (the radix sort's buffers: 12 r). */
+size_t dr_value_polyfit_workspace_size(size_t r);
+
+/* Sort, fit and write the section for val[0..r); perm_out[0..r) receives the descending
+ * order. DR_E_ARG for a bad degree/flags or a NULL buffer, DR_E_NUMERIC for a non-finite
+ * value or a coefficient that overflows float32. */
+int dr_value_polyfit_encode(const float *val, size_t r, uint32_t degree, uint32_t flags,
+                            uint32_t *perm_out, uint8_t *out, size_t cap, size_t *written,
+                            void *work);
+
+/* Evaluate a polyfit section back to r values in descending-sort order (val_out[0..r)).
+ * DR_E_CORRUPT if npos > r or a coefficient is not finite. */
+int dr_value_polyfit_decode(const uint8_t *in, size_t len, size_t r, uint32_t degree,
+                            uint32_t flags, float *val_out);
+
+/* ------------------------------------------------------------------------------- dexp */
+/* Double-exponential fit of the magnitudes sorted in ascending order.
+ *
+ * Order: by |value|, smallest first; equal magnitudes positive before negative, then in
+ * input order (a stable sort). Model: y(x) = a e^{p x} + b e^{q x} with x_j = j / (r - 1)
+ * in [0, 1], fitted by Jacquelin's regression on the integral equation: with trapezoid
+ * integrals S(x) = int y and SS(x) = int S, least squares of y ~ A SS + B S + C x + D
+ * (4 unknowns), p < q the roots of l^2 - B l - A = 0, then least squares of
+ * y ~ a e^{px} + b e^{qx} (2 unknowns), both by Householder QR in double.
+ * Fallback, never an error: when r < 4, the roots are not real and distinct, a system is
+ * rank-deficient (e.g. constant values) or anything turns non-finite, and also whenever
+ * the fit's squared error is above that of the mean, the section holds the constant mean
+ * magnitude (a = mean, b = p = q = 0). Evaluation, the same in encoder and decoder, calls
+ * exp() at every 64th x_j and steps by the constant factors e^{p/(r-1)}, e^{q/(r-1)} in
+ * between; decoded magnitudes below 0 are clamped to 0.
+ *
+ * Signs: SPEC §4 folds them into the index as (idx+1)*sign; our index codecs code
+ * unsigned sets, so the signs ride in this section as bits instead.
+ *
+ * Section: a, b, p, q as float64 (32 bytes), then ceil(r/8) sign bytes: bit j (byte j/8,
+ * mask 1 << (j%8)) is the sign bit of the j-th value in codec order (1 = negative, -0.0
+ * included); padding bits are 0. Total 32 + ceil(r/8) bytes (78 for r = 368).
+ */
+
+/* Section size for r values (exact). */
+size_t dr_value_dexp_bound(size_t r);
+
+/* Scratch bytes dexp encode needs for r values (12 r). */
+size_t dr_value_dexp_workspace_size(size_t r);
+
+/* Sort, fit and write the section; perm_out[0..r) receives the ascending-|value| order.
+ * DR_E_NUMERIC only for a non-finite input value. */
+int dr_value_dexp_encode(const float *val, size_t r, uint32_t *perm_out, uint8_t *out,
+                         size_t cap, size_t *written, void *work);
+
+/* Evaluate a dexp section back to r signed values in codec order. */
+int dr_value_dexp_decode(const uint8_t *in, size_t len, size_t r, float *val_out);
+
+/* ---------------------------------------------------------------------------- deflate */
+/* zlib (RFC 1950, windowBits 15, memLevel 8) stream of the r float32 values, little-endian.
+ * zlib allocates from the caller's workspace through custom zalloc/zfree, never the heap.
+ * zlib counts bytes in 32 bits, so r must be below 2^30 here (DR_E_ARG otherwise).
+ * The decoder requires the stream to be complete (else DR_E_FRAME_SHORT), to end exactly
+ * at len (else DR_E_FRAME_FIELD), and to pass zlib's checks, Adler-32 included, inflate
+ * to exactly 4 r bytes and hold only finite values (else DR_E_CORRUPT). It does not cap
+ * len at this zlib's compressBound: another zlib (zlib-ng) may expand more. */
+#define DR_DEFLATE_DEFAULT_LEVEL 6
+
+/* Largest section this zlib writes for r values (its compressBound of 4 r bytes); 0 if
+ * r >= 2^30. */
+size_t dr_value_deflate_bound(size_t r);
+
+/* Scratch bytes for encode at `level` and for decode: zlib's deflate state at windowBits 15
+ * and memLevel 8 (about 268 KiB in zlib 1.2/1.3) with a margin for zlib-ng, which also
+ * covers inflate's. zlib's needs depend on neither argument at these settings; they are
+ * taken so callers size for the call they make. If a zlib build wants more, encode and
+ * decode return DR_E_ZLIB. */
+size_t dr_value_deflate_workspace_size(size_t r, uint32_t level);
+
+/* Compress val[0..r) at level 0..9 (DR_E_ARG otherwise). */
+int dr_value_deflate_encode(const float *val, size_t r, uint32_t level, uint8_t *out,
+                            size_t cap, size_t *written, void *work);
+
+/* Inflate a section to val_out[0..r); `work` as for encode. */
+int dr_value_deflate_decode(const uint8_t *in, size_t len, size_t r, float *val_out,
+                            void *work);
+
+/* ------------------------------------------------------------------------------- qsgd */
+/* Bucketed stochastic quantisation (QSGD). Values are cut into buckets of bucket_size
+ * (the last may be shorter). Per bucket: norm = float32 of the L2 norm (computed in
+ * double); each value v gets level = sign(v) * (floor(x) + [u < x - floor(x)]) with
+ * x = s |v| / norm, s = quantum_num, and u = dr_rng_uniform(key, j) for the value's
+ * position j in the section, so every rank reproduces the draws: E[level] = s v / norm.
+ * An all-zero bucket has norm 0 and levels 0. Decoding gives norm * level / s.
+ *
+ * Section: ceil(r / bucket_size) float32 norms, then r levels, int8 when s < 128 else
+ * int16. Fig. 8 check: r = 368, s = 127, bucket 512: 4 + 368 = 372 bytes.
+ * The decoder refuses (DR_E_CORRUPT) a norm that is negative or not finite, a level with
+ * |level| > s, and a non-zero level in a bucket of norm 0. */
+#define DR_QSGD_DEFAULT_BUCKET 512
+#define DR_QSGD_DEFAULT_QUANTUM 127
+#define DR_QSGD_MAX_QUANTUM 32767
+
+/* Section size for r values (exact); 0 if bucket_size == 0, s is not in
+ * 1..DR_QSGD_MAX_QUANTUM, or r >= 2^32. */
+size_t dr_value_qsgd_bound(size_t r, uint32_t bucket_size, uint32_t s);
+
+/* Quantise val[0..r). DR_E_ARG for bad parameters, DR_E_NUMERIC for a non-finite value
+ * or a bucket whose norm overflows float32. */
+int dr_value_qsgd_encode(const float *val, size_t r, uint32_t bucket_size, uint32_t s,
+                         uint64_t key, uint8_t *out, size_t cap, size_t *written);
+
+int dr_value_qsgd_decode(const uint8_t *in, size_t len, size_t r, uint32_t bucket_size,
+                         uint32_t s, float *val_out);
+
+/* ------------------------------------------------------------------------- fp16, bf16 */
+/* Casts to IEEE binary16 / bfloat16 (round to nearest even, dr_f32_to_f16 and
+ * dr_f32_to_bf16), 2 bytes per value. Finite values beyond the target's range saturate
+ * to its largest finite number instead of becoming infinite; decoders refuse infinities
+ * and NaNs. Section: r uint16 little-endian, 2 r bytes. */
+
+/* Section size for r values: 2 r (0 if r >= 2^32). */
+size_t dr_value_fp16_bound(size_t r);
+int dr_value_fp16_encode(const float *val, size_t r, uint8_t *out, size_t cap,
+                         size_t *written);
+int dr_value_fp16_decode(const uint8_t *in, size_t len, size_t r, float *val_out);
+
+size_t dr_value_bf16_bound(size_t r);
+int dr_value_bf16_encode(const float *val, size_t r, uint8_t *out, size_t cap,
+                         size_t *written);
+int dr_value_bf16_decode(const uint8_t *in, size_t len, size_t r, float *val_out);
 
 #endif /* DEEPREDUCE_VALUE_H */

@@ -1,0 +1,94 @@
+"""``auto_off``: send a tensor dense when compressing it does not pay.
+
+Compression pays when the transfer time it saves exceeds its encode + decode time. On a
+fast link and a small tensor it often does not: then the tensor goes dense through an
+allreduce. Per tensor name the switch:
+
+1. runs ``warmup`` compressed steps, measuring the whole compressed exchange (codec time
+   plus transfer) and the bytes it sent;
+2. runs one dense step, measuring the allreduce, unless a link bandwidth is configured
+   (``params['bandwidth']``, bytes per second), in which case the dense and compressed
+   transfer times are modelled from it: ring allreduce 2(P−1)/P·bytes, allgather
+   (P−1)·bytes;
+3. decides, then re-measures every ``interval`` steps, since gradients and load change.
+
+Every rank must take the same path for a tensor (the collectives differ), so the two
+costs are averaged across ranks with one tiny allreduce before each decision.
+"""
+import numpy as np
+
+
+class _TensorCost:
+    __slots__ = ("steps", "compressed_seconds", "codec_seconds", "wire_bytes", "dense_seconds", "dense",
+                 "decided_cycle")
+
+    def __init__(self):
+        self.steps = 0
+        self.decided_cycle = -1
+        self.compressed_seconds = None
+        self.codec_seconds = None
+        self.wire_bytes = 0
+        self.dense_seconds = None
+        self.dense = False
+
+
+class AutoOff:
+    def __init__(self, bandwidth=None, warmup=2, interval=50):
+        if bandwidth is not None and not bandwidth > 0:
+            raise ValueError(f"bandwidth must be a positive number of bytes per second, got {bandwidth!r}")
+        if warmup < 1 or interval <= warmup + 1:
+            raise ValueError("auto_off needs warmup >= 1 and interval > warmup + 1")
+        self.bandwidth = bandwidth
+        self.warmup = warmup
+        self.interval = interval
+        self.costs = {}
+
+    @classmethod
+    def from_params(cls, params):
+        if not params.get("auto_off"):
+            return None
+        return cls(params.get("bandwidth"), params.get("auto_off_warmup", 2), params.get("auto_off_interval", 50))
+
+    def _phase(self, cost):
+        """Where in the measure/decide cycle this tensor's next step falls."""
+        position = cost.steps % self.interval
+        if position < self.warmup:
+            return "measure-compressed"
+        if position == self.warmup and self.bandwidth is None:
+            return "measure-dense"
+        return "decided"
+
+    def wants_dense(self, name, transport, numel):
+        """Whether this step of ``name`` goes dense. Call once per step, on every rank."""
+        cost = self.costs.setdefault(name, _TensorCost())
+        phase = self._phase(cost)
+        cycle = cost.steps // self.interval
+        cost.steps += 1
+        if phase == "measure-compressed":
+            return False
+        if phase == "measure-dense":
+            return True
+        if cost.decided_cycle != cycle:  # first decided step of this cycle
+            cost.dense = self._decide(cost, transport, name, numel)
+            cost.decided_cycle = cycle
+        return cost.dense
+
+    def _decide(self, cost, transport, name, numel):
+        size = transport.size
+        if self.bandwidth is None:
+            compressed, dense = cost.compressed_seconds, cost.dense_seconds
+        else:
+            dense_bytes = 4 * numel
+            compressed = cost.codec_seconds + (size - 1) * cost.wire_bytes / self.bandwidth
+            dense = 2 * (size - 1) / size * dense_bytes / self.bandwidth
+        agreed = transport.allreduce(np.array([compressed, dense], dtype=np.float64), f"{name}/auto_off")
+        return bool(agreed[1] < agreed[0])
+
+    def observe_compressed(self, name, seconds, codec_seconds, wire_bytes):
+        cost = self.costs[name]
+        cost.compressed_seconds = seconds
+        cost.codec_seconds = codec_seconds
+        cost.wire_bytes = wire_bytes
+
+    def observe_dense(self, name, seconds):
+        self.costs[name].dense_seconds = seconds

@@ -1,0 +1,68 @@
+"""The base of compressors whose whole payload is one frame made and checked by the C
+core (the quantizers). A subclass names its C decoder and implements ``encode``."""
+import numpy as np
+
+from .. import edge
+from .._native import as_frame_bytes, check, f32, ffi, lib, name_key, u8
+from ..base import Compressor
+
+
+def framed(capacity, encoder, what):
+    """Run ``encoder(buf, cap, written)`` into a fresh buffer; return the frame bytes."""
+    frame = np.empty(max(int(capacity), 1), dtype=np.uint8)
+    written = ffi.new("size_t *")
+    check(encoder(u8(frame), frame.nbytes, written), what)
+    return frame[:written[0]]
+
+
+class FrameCtx:
+    __slots__ = ("numel", "restore")
+
+    def __init__(self, numel, restore):
+        self.numel = numel
+        self.restore = restore
+
+
+class StepKeys:
+    """Keys for stochastic rounding: one stream per (tensor name, step, rank), so runs are
+    reproducible while ranks draw independent noise (their errors average out)."""
+
+    def __init__(self):
+        self.steps = {}
+
+    def next(self, name):
+        from ..transports import detect_rank
+        step = self.steps.get(name, 0)
+        self.steps[name] = step + 1
+        return name_key(f"{name}@rank{detect_rank()}", step)
+
+
+class FramedCompressor(Compressor):
+    decoder = None  # the C function name, e.g. "dr_qsgd_decode"
+
+    def __init__(self, average=True, tensors_size_are_same=True):
+        super().__init__(average, tensors_size_are_same)
+        self.keys = StepKeys()
+
+    def encode(self, flat, name):
+        """Return the frame (uint8 array) for the flat float32 tensor."""
+        raise NotImplementedError
+
+    def compress(self, tensor, name):
+        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+        return [self.encode(flat, name)], FrameCtx(flat.size, restore)
+
+    def decompress(self, tensors, ctx):
+        payload, = tensors
+        what = f"{type(self).__name__} payload"
+        frame = as_frame_bytes(payload, what)
+        out = np.empty(ctx.numel, dtype=np.float32)
+        check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
+        return ctx.restore(out)
+
+
+def sign_vote(tensors):
+    """Majority vote: +1 where the sum of the ranks' signs is >= 0, else -1."""
+    total, restore = edge.to_core(sum(tensors))
+    check(lib.dr_sign_vote(f32(total), total.size), "sign vote")
+    return restore(total)

@@ -1,0 +1,28 @@
+from .._native import f32, lib, workspace
+from ._framed import FramedCompressor, framed
+
+
+class AdaqCompressor(FramedCompressor):
+    """AdaComp-style adaptive quantization (Chen et al. 2018): the positive and negative
+    parts are each thresholded (from a sample) to about compress_ratio of the entries;
+    the selected indices travel with one mean per sign. Variable size, empty is legal."""
+
+    decoder = "dr_adaq_decode"
+
+    def __init__(self, compress_ratio=0.01):
+        super().__init__(tensors_size_are_same=False)
+        if not 0.0 < compress_ratio <= 1.0:
+            raise ValueError(f"compress_ratio must be in (0, 1], got {compress_ratio!r}")
+        self.compress_ratio = float(compress_ratio)
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params["compress_ratio"])
+
+    def encode(self, flat, name):
+        key = self.keys.next(name)
+        _, work = workspace(lib.dr_adaq_workspace_size(flat.size))
+        return framed(lib.dr_adaq_bound(flat.size),
+                      lambda buf, cap, w: lib.dr_adaq_encode(f32(flat), flat.size, self.compress_ratio, key,
+                                                             lib.DR_DTYPE_FLOAT32, work, buf, cap, w),
+                      f"adaq of {name!r}")

@@ -1,0 +1,29 @@
+from .._native import f32, ffi, check, lib
+from ._framed import FramedCompressor, framed
+
+
+class InceptionnCompressor(FramedCompressor):
+    """INCEPTIONN (Li et al. 2018): error-bounded re-encoding of each float by exponent
+    band: |x| >= 1 kept as float32, smaller bands in 16 or 8 bits, values below the error
+    bound 2^-bound_bits dropped. The size depends on the data."""
+
+    decoder = "dr_inceptionn_decode"
+
+    def __init__(self, bound_bits=None):
+        super().__init__(tensors_size_are_same=False)
+        bits = lib.DR_INCEPTIONN_DEFAULT_BITS if bound_bits is None else int(bound_bits)
+        if not 1 <= bits <= lib.DR_INCEPTIONN_MAX_BITS:
+            raise ValueError(f"inceptionn_bits must be in [1, {lib.DR_INCEPTIONN_MAX_BITS}], got {bound_bits!r}")
+        self.bound_bits = bits
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params.get("inceptionn_bits"))
+
+    def encode(self, flat, name):
+        size = ffi.new("size_t *")
+        check(lib.dr_inceptionn_size(f32(flat), flat.size, self.bound_bits, size), f"inceptionn of {name!r}")
+        return framed(size[0],
+                      lambda buf, cap, w: lib.dr_inceptionn_encode(f32(flat), flat.size, self.bound_bits,
+                                                                   lib.DR_DTYPE_FLOAT32, buf, cap, w),
+                      f"inceptionn of {name!r}")

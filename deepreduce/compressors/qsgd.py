@@ -1,0 +1,30 @@
+from .._native import f32, lib
+from ._framed import FramedCompressor, framed
+
+
+class QSGDCompressor(FramedCompressor):
+    """QSGD (Alistarh et al. 2017): per bucket of ``bucket_size`` values, the L2 norm and
+    levels in [-s, s] (s = quantum_num) by unbiased stochastic rounding; int8 levels when
+    s < 128, else int16. A zero bucket decodes to zeros (GRACE's gave NaN)."""
+
+    decoder = "dr_qsgd_decode"
+
+    def __init__(self, quantum_num=127, bucket_size=128):
+        super().__init__()
+        if not 1 <= int(quantum_num) <= lib.DR_QSGD_MAX_S:
+            raise ValueError(f"quantum_num must be in [1, {lib.DR_QSGD_MAX_S}], got {quantum_num!r}")
+        if int(bucket_size) < 1:
+            raise ValueError(f"bucket_size must be a positive integer, got {bucket_size!r}")
+        self.quantum_num = int(quantum_num)
+        self.bucket_size = int(bucket_size)
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params["quantum_num"], params["bucket_size"])
+
+    def encode(self, flat, name):
+        key = self.keys.next(name)
+        return framed(lib.dr_qsgd_size(flat.size, self.quantum_num, self.bucket_size),
+                      lambda buf, cap, w: lib.dr_qsgd_encode(f32(flat), flat.size, self.quantum_num, self.bucket_size,
+                                                             key, lib.DR_DTYPE_FLOAT32, buf, cap, w),
+                      f"qsgd of {name!r}")

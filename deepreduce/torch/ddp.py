@@ -1,0 +1,63 @@
+"""A DDP communication hook that sends gradient buckets through any deepreduce params
+dict, in the style of torch's ``powerSGD_hook``:
+
+    state = DeepReduceHookState({'compressor': 'topk', 'memory': 'residual',
+                                 'communicator': 'allgather', 'compress_ratio': 0.01})
+    model.register_comm_hook(state, ddp_hook)
+
+State and hook:
+- DDP hands the hook one *bucket* at a time: a flat buffer holding the gradients of
+  several parameters. The bucket's index is its stable name for the memory (residuals
+  are kept per bucket).
+- DDP builds provisional buckets for the first iteration and rebuilds them, in gradient
+  ready order, at the start of the second. Per-bucket state (residuals, momenta) made in
+  iteration 0 would then belong to buckets of another size. So iteration 0 is a plain
+  averaging allreduce, and compression starts once the buckets are final
+  (``start_iter``, default 1). Hence the hook is safe across the rebuild.
+- The hook runs synchronously in DDP's reducer (the exchange itself is a deepreduce
+  step) and returns an already completed Future holding the averaged bucket.
+"""
+import torch
+import torch.distributed as dist
+
+from ..params import grace_from_params
+
+
+class DeepReduceHookState:
+    """What the hook keeps between calls: the communicator built from ``params`` and the
+    iteration counter that tells provisional buckets from final ones."""
+
+    def __init__(self, params, process_group=None, start_iter=1):
+        if start_iter < 1:
+            raise ValueError("start_iter must be >= 1: DDP's first-iteration buckets are provisional")
+        params = dict(params)
+        params.setdefault("transport", None)
+        self.grc = grace_from_params(params)
+        self.process_group = process_group
+        self.start_iter = start_iter
+        self.iteration = 0
+
+    def advance(self, bucket):
+        # The last bucket of an iteration closes it.
+        if bucket.is_last():
+            self.iteration += 1
+
+
+def _plain_allreduce(state, bucket):
+    group = state.process_group if state.process_group is not None else dist.group.WORLD
+    world = dist.get_world_size(group)
+    work = dist.all_reduce(bucket.buffer().div_(world), group=group, async_op=True)
+    return work.get_future().then(lambda fut: fut.value()[0])
+
+
+def ddp_hook(state, bucket):
+    """Average the bucket across ranks through ``state.grc`` (see the module docstring)."""
+    if state.iteration < state.start_iter:
+        state.advance(bucket)
+        return _plain_allreduce(state, bucket)
+    buffer = bucket.buffer()
+    averaged = state.grc.step(buffer, f"ddp.bucket{bucket.index()}")
+    state.advance(bucket)
+    future = torch.futures.Future()
+    future.set_result(averaged.to(buffer.dtype))
+    return future

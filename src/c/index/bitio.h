@@ -1,0 +1,126 @@
+/* Internal: the LSB-first bit streams and index-set checks shared by the index codecs.
+ *
+ * Writers never check capacity: every encoder computes its exact output size first,
+ * compares it with the caller's cap, and only then writes. Readers never touch a byte
+ * outside [0, len): peek64 zero-fills past the end, and callers compare their bit
+ * position with 8 * len to notice a stream that ran out. */
+#ifndef DR_INDEX_BITIO_H
+#define DR_INDEX_BITIO_H
+
+#include "deepreduce.h"
+
+#include <string.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "deepreduce's wire format code assumes a little-endian host"
+#endif
+
+/* d may be as large as 2^32 (indices are uint32 < d). */
+#define DR_INDEX_D_LIMIT 4294967296ull
+
+static inline size_t dr_sat_size(uint64_t n)
+{
+    return n > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)n;
+}
+
+/* The common argument checks of an encoder, then the set itself: strictly ascending,
+ * every index < d. */
+static inline int dr_index_check_encode(const uint32_t *idx, size_t r, size_t d,
+                                        const uint8_t *out, const size_t *written)
+{
+    size_t j;
+    if ((uint64_t)d > DR_INDEX_D_LIMIT || r > d || (r > 0 && idx == NULL) || out == NULL ||
+        written == NULL)
+        return DR_E_ARG;
+    for (j = 1; j < r; j++)
+        if (idx[j] <= idx[j - 1])
+            return DR_E_ARG;
+    if (r > 0 && (uint64_t)idx[r - 1] >= (uint64_t)d)
+        return DR_E_ARG;
+    return DR_OK;
+}
+
+/* The common argument checks of a decoder. */
+static inline int dr_index_check_decode(const uint8_t *in, size_t len, size_t d, size_t r,
+                                        const uint32_t *idx_out)
+{
+    if ((uint64_t)d > DR_INDEX_D_LIMIT || r > d || (len > 0 && in == NULL) ||
+        (r > 0 && idx_out == NULL))
+        return DR_E_ARG;
+    return DR_OK;
+}
+
+/* The 64 stream bits from bit position bp on, of which at least 57 are real (the top
+ * bp % 8 are zero); bytes past `len` read as zero. */
+static inline uint64_t dr_peek64(const uint8_t *in, size_t len, uint64_t bp)
+{
+    uint64_t w = 0;
+    size_t off = (size_t)(bp >> 3);
+    if (off + 8u <= len)
+        memcpy(&w, in + off, 8);
+    else if (off < len)
+        memcpy(&w, in + off, len - off);
+    return w >> (bp & 7u);
+}
+
+/* A bit writer: `acc` holds `n` < 32 pending bits. */
+typedef struct {
+    uint8_t *out;
+    size_t pos;
+    uint64_t acc;
+    unsigned n;
+} dr_bitwriter;
+
+static inline void dr_bw_init(dr_bitwriter *w, uint8_t *out)
+{
+    w->out = out;
+    w->pos = 0;
+    w->acc = 0;
+    w->n = 0;
+}
+
+/* Append the low `bits` (<= 32) bits of v; v must have no higher bits set. */
+static inline void dr_bw_put(dr_bitwriter *w, uint32_t v, unsigned bits)
+{
+    w->acc |= (uint64_t)v << w->n;
+    w->n += bits;
+    if (w->n >= 32u) {
+        uint32_t lo = (uint32_t)w->acc;
+        memcpy(w->out + w->pos, &lo, 4);
+        w->pos += 4;
+        w->acc >>= 32;
+        w->n -= 32u;
+    }
+}
+
+/* Append q zero bits and a one: the unary code of q. */
+static inline void dr_bw_unary(dr_bitwriter *w, uint64_t q)
+{
+    while (q >= 31u) {
+        dr_bw_put(w, 0, 31u);
+        q -= 31u;
+    }
+    dr_bw_put(w, 1u << q, (unsigned)q + 1u);
+}
+
+/* Write the pending bits, zero-padded to a whole byte; returns the bytes written. */
+static inline size_t dr_bw_finish(dr_bitwriter *w)
+{
+    while (w->n > 0) {
+        w->out[w->pos++] = (uint8_t)w->acc;
+        w->acc >>= 8;
+        w->n = w->n > 8u ? w->n - 8u : 0u;
+    }
+    return w->pos;
+}
+
+/* Whether every bit from bit position `bits` to the end of in[0..len) is zero, and
+ * the stream ends in the byte holding bit bits - 1: len == ceil(bits / 8). */
+static inline int dr_stream_ends_at(const uint8_t *in, size_t len, uint64_t bits)
+{
+    if ((uint64_t)len != (bits + 7u) / 8u)
+        return 0;
+    return (bits & 7u) == 0 || (in[len - 1] >> (bits & 7u)) == 0;
+}
+
+#endif

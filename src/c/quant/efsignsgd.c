@@ -1,0 +1,52 @@
+/* EF-signSGD: the sign bitmap scaled by mean|x|, so the decoded tensor has the input's
+ * l1 norm; the caller's error-feedback memory absorbs the rest. */
+#include "qframe.h"
+
+#include <math.h>
+
+size_t dr_efsignsgd_size(size_t n)
+{
+    return dr_frame_header_size(2) + 4u + dr_sign_bytes(n) + DR_FRAME_TRAILER;
+}
+
+int dr_efsignsgd_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,
+                        size_t *written)
+{
+    dr_frame f;
+    double sum = 0.0;
+    float mean;
+    size_t i;
+    int st;
+    memset(&f, 0, sizeof f);
+    f.section_len[0] = 4;
+    f.section_len[1] = dr_sign_bytes(n);
+    st = dr_qf_prepare(&f, DR_KIND_EFSIGNSGD, dtype, x, n, 2, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+    for (i = 0; i < n; i++)
+        sum += fabsf(x[i]);
+    mean = n > 0 ? (float)(sum / (double)n) : 0.0f;
+    if (!isfinite(mean))
+        return DR_E_NUMERIC;
+    dr_qf_put_f32(buf + f.section_off[0], mean);
+    dr_pack_signs(x, n, buf + f.section_off[1]);
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+int dr_efsignsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    const uint8_t *bits;
+    float mean;
+    int st = dr_qf_open(buf, len, DR_KIND_EFSIGNSGD, n, 2, out, &f);
+    if (st != DR_OK)
+        return st;
+    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != 4 ||
+        f.section_len[1] != dr_sign_bytes(n))
+        return DR_E_FRAME_FIELD;
+    mean = dr_qf_get_f32(buf + f.section_off[0]);
+    bits = buf + f.section_off[1];
+    if (!(mean >= 0.0f && isfinite(mean)) || !dr_qf_padding_clear(bits, n, 1))
+        return DR_E_CORRUPT;
+    return dr_unpack_signs(bits, n, -mean, mean, out);
+}

@@ -1,0 +1,120 @@
+/* Dettmers' 8-bit approximation: sign + the nearest of 128 magnitudes of a dynamic tree
+ * (a decimal exponent in unary, then linear steps inside the decade), times max|x|.
+ * The table is a pure function of the code, built on the stack per call from exact
+ * double arithmetic, so every platform gets the same float32 values. */
+#include "qframe.h"
+
+#include <math.h>
+
+size_t dr_eightbit_size(size_t n)
+{
+    return dr_frame_header_size(2) + 4u + n + DR_FRAME_TRAILER;
+}
+
+static void build_table(float *table)
+{
+    static const double decade[7] = {1.0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6};
+    unsigned c;
+    table[0] = 0.0f;
+    for (c = 1; c < 128; c++) {
+        unsigned z = 0, f, j;
+        while (!(c & (0x40u >> z)))
+            z++;
+        f = 6u - z;
+        j = c & ((1u << f) - 1u);
+        table[c] = (float)(decade[z] * (0.1 + 0.9 * (double)(j + 1) / (double)(1u << f)));
+    }
+}
+
+int dr_eightbit_table(float *table)
+{
+    if (table == NULL)
+        return DR_E_ARG;
+    build_table(table);
+    return DR_OK;
+}
+
+/* The index of the table entry nearest to a in [0, 1], ties to the lower one.
+ * The decade z is the number of powers 10^-1..10^-6 at or above a (independent
+ * compares, no chain); inside it the entries are evenly spaced, so the code follows by
+ * inverting T[2^f + j] = 10^-z*(0.1 + 0.9(j + 1)/2^f), j = -1 being the decade below's
+ * top. Float rounding can put that estimate one step off, so the neighbours are
+ * compared against the exact table to settle it. */
+static unsigned nearest(const float *table, float a)
+{
+    static const float up[7] = {1.0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f};
+    unsigned z = (a <= 1e-1f) + (a <= 1e-2f) + (a <= 1e-3f) + (a <= 1e-4f) + (a <= 1e-5f) +
+                 (a <= 1e-6f);
+    unsigned f = 6u - z, c, best;
+    float t = (a * up[z] - 0.1f) * ((float)(1u << f) / 0.9f); /* j + 1, in (-0.12, 2^f] */
+    float d_best;
+    int j1 = (int)(t + 0.5f + 1.0f) - 1; /* round(t), t + 1.5 > 0 */
+    j1 = j1 < 0 ? 0 : (j1 > (1 << f) ? 1 << f : j1);
+    c = (1u << f) - 1u + (unsigned)j1;
+    best = c;
+    d_best = fabsf(a - table[c]);
+    if (c > 0 && fabsf(a - table[c - 1]) <= d_best) {
+        best = c - 1;
+        d_best = fabsf(a - table[c - 1]);
+    }
+    if (c < 127 && fabsf(table[c + 1] - a) < d_best)
+        best = c + 1;
+    return best;
+}
+
+int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,
+                       size_t *written)
+{
+    dr_frame f;
+    float table[128], scale = 0.0f;
+    uint8_t *codes;
+    size_t i;
+    int st;
+    memset(&f, 0, sizeof f);
+    f.section_len[0] = 4;
+    f.section_len[1] = n;
+    st = dr_qf_prepare(&f, DR_KIND_EIGHTBIT, dtype, x, n, 2, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+    for (i = 0; i < n; i++) {
+        float a = fabsf(x[i]);
+        if (!(a <= 3.402823466e38f)) /* Inf or NaN */
+            return DR_E_NUMERIC;
+        scale = a > scale ? a : scale;
+    }
+    build_table(table);
+    dr_qf_put_f32(buf + f.section_off[0], scale);
+    codes = buf + f.section_off[1];
+    for (i = 0; i < n; i++) {
+        unsigned c = scale > 0.0f ? nearest(table, fabsf(x[i]) / scale) : 0u;
+        codes[i] = (uint8_t)(c == 0 ? 0u : c | (x[i] < 0.0f ? 0x80u : 0u));
+    }
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    float table[128], scale;
+    const uint8_t *codes;
+    size_t i;
+    int st = dr_qf_open(buf, len, DR_KIND_EIGHTBIT, n, 2, out, &f);
+    if (st != DR_OK)
+        return st;
+    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != 4 ||
+        f.section_len[1] != n)
+        return DR_E_FRAME_FIELD;
+    scale = dr_qf_get_f32(buf + f.section_off[0]);
+    codes = buf + f.section_off[1];
+    if (!(scale >= 0.0f && isfinite(scale)))
+        return DR_E_CORRUPT;
+    for (i = 0; i < n; i++)
+        if (codes[i] == 0x80u) /* a signed zero the encoder never writes */
+            return DR_E_CORRUPT;
+    build_table(table);
+    for (i = 0; i < n; i++) {
+        float v = table[codes[i] & 0x7fu] * scale;
+        out[i] = codes[i] & 0x80u ? -v : v;
+    }
+    return DR_OK;
+}

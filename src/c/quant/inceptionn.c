@@ -1,0 +1,205 @@
+/* INCEPTIONN-style error-bounded re-encoding: a 2-bit tag per element says whether the
+ * value was dropped (below the bound), re-encoded as an 8-bit or 16-bit sign-magnitude
+ * fixed-point number, or kept as float32. Fixed point with round-to-nearest bounds the
+ * absolute error by half a step, and the steps are chosen so that half a step is at
+ * most eps = 2^-b (rules in quant.h). The encoder classifies twice, once to size the
+ * sections and once to fill them, so it needs no scratch. */
+#include "qframe.h"
+
+#include <math.h>
+
+enum { TAG_DROP = 0, TAG_8 = 1, TAG_16 = 2, TAG_32 = 3 };
+
+/* The two fixed-point steps 2^-k8 and 2^-k16, and their inverses for the encoder. */
+typedef struct {
+    int k8, k16;
+    double inv8, inv16; /* 2^k8, 2^k16: exact, so a*inv is exact in double */
+} bands;
+
+static bands bands_for(uint32_t b)
+{
+    bands s;
+    s.k8 = (int)b - 1;
+    s.k16 = (int)b - 1 > 15 ? (int)b - 1 : 15;
+    s.inv8 = ldexp(1.0, s.k8);
+    s.inv16 = ldexp(1.0, s.k16);
+    return s;
+}
+
+/* round(a*scale), half up; a < 1 and scale <= 2^23, so the double sum is exact. */
+static uint32_t fixed(float a, double scale)
+{
+    return (uint32_t)((double)a * scale + 0.5);
+}
+
+/* The tag of v and, for tags 1 and 2, its magnitude in fixed point. */
+static unsigned classify(float v, const bands *s, uint32_t *q)
+{
+    float a = fabsf(v);
+    if (a >= 1.0f)
+        return TAG_32;
+    *q = fixed(a, s->inv8);
+    if (*q == 0)
+        return TAG_DROP;
+    if (*q <= 127u)
+        return TAG_8;
+    *q = fixed(a, s->inv16);
+    return *q <= 32767u ? TAG_16 : TAG_32;
+}
+
+size_t dr_inceptionn_bound(size_t n)
+{
+    return dr_frame_header_size(4) + dr_qf_crumb_bytes(n) + 4u * n + DR_FRAME_TRAILER;
+}
+
+/* Tag counts of x, or DR_E_NUMERIC for Inf/NaN. */
+static int count_tags(const float *x, size_t n, const bands *s, size_t *count)
+{
+    size_t i;
+    count[0] = count[1] = count[2] = count[3] = 0;
+    for (i = 0; i < n; i++) {
+        uint32_t q;
+        if (!isfinite(x[i]))
+            return DR_E_NUMERIC;
+        count[classify(x[i], s, &q)]++;
+    }
+    return DR_OK;
+}
+
+static void section_lengths(dr_frame *f, size_t n, const size_t *count)
+{
+    f->section_len[0] = dr_qf_crumb_bytes(n);
+    f->section_len[1] = count[TAG_8];
+    f->section_len[2] = 2u * (uint64_t)count[TAG_16];
+    f->section_len[3] = 4u * (uint64_t)count[TAG_32];
+}
+
+int dr_inceptionn_size(const float *x, size_t n, uint32_t bound_bits, size_t *size)
+{
+    dr_frame f;
+    bands s;
+    size_t count[4];
+    int st;
+    if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || size == NULL ||
+        (n > 0 && x == NULL))
+        return DR_E_ARG;
+    s = bands_for(bound_bits);
+    st = count_tags(x, n, &s, count);
+    if (st != DR_OK)
+        return st;
+    memset(&f, 0, sizeof f);
+    f.nsections = 4;
+    section_lengths(&f, n, count);
+    return dr_frame_layout(&f, size);
+}
+
+int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t dtype,
+                         uint8_t *buf, size_t cap, size_t *written)
+{
+    dr_frame f;
+    bands s;
+    size_t count[4], i, n8 = 0, n16 = 0, n32 = 0;
+    uint8_t *tags, *p8, *p16, *p32;
+    int st;
+    if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || (n > 0 && x == NULL))
+        return DR_E_ARG;
+    s = bands_for(bound_bits);
+    st = count_tags(x, n, &s, count);
+    if (st != DR_OK)
+        return st;
+    memset(&f, 0, sizeof f);
+    f.params[0] = bound_bits;
+    section_lengths(&f, n, count);
+    st = dr_qf_prepare(&f, DR_KIND_INCEPTIONN, dtype, x, n, 4, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+    tags = buf + f.section_off[0];
+    p8 = buf + f.section_off[1];
+    p16 = buf + f.section_off[2];
+    p32 = buf + f.section_off[3];
+    memset(tags, 0, (size_t)f.section_len[0]);
+    for (i = 0; i < n; i++) {
+        uint32_t q = 0, sign = x[i] < 0.0f;
+        unsigned tag = classify(x[i], &s, &q);
+        uint16_t v16;
+        tags[i / 4] |= (uint8_t)(tag << (2 * (i % 4)));
+        switch (tag) {
+        case TAG_8:
+            p8[n8++] = (uint8_t)(sign << 7 | q);
+            break;
+        case TAG_16:
+            v16 = (uint16_t)(sign << 15 | q);
+            memcpy(p16 + 2 * n16++, &v16, 2);
+            break;
+        case TAG_32:
+            memcpy(p32 + 4 * n32++, &x[i], 4);
+            break;
+        default:
+            break;
+        }
+    }
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    bands s;
+    size_t count[4] = {0, 0, 0, 0}, i, n8 = 0, n16 = 0, n32 = 0;
+    const uint8_t *tags, *p8, *p16, *p32;
+    float step8, step16;
+    int st = dr_qf_open(buf, len, DR_KIND_INCEPTIONN, n, 4, out, &f);
+    if (st != DR_OK)
+        return st;
+    if (f.params[0] < 1 || f.params[0] > DR_INCEPTIONN_MAX_BITS || f.params[1] | f.params[2] | f.params[3] ||
+        f.section_len[0] != dr_qf_crumb_bytes(n) || f.section_len[2] % 2 || f.section_len[3] % 4)
+        return DR_E_FRAME_FIELD;
+    s = bands_for(f.params[0]);
+    tags = buf + f.section_off[0];
+    p8 = buf + f.section_off[1];
+    p16 = buf + f.section_off[2];
+    p32 = buf + f.section_off[3];
+    if (!dr_qf_padding_clear(tags, n, 2))
+        return DR_E_CORRUPT;
+    for (i = 0; i < n; i++)
+        count[(tags[i / 4] >> (2 * (i % 4))) & 3u]++;
+    if (count[TAG_8] != f.section_len[1] || 2u * (uint64_t)count[TAG_16] != f.section_len[2] ||
+        4u * (uint64_t)count[TAG_32] != f.section_len[3])
+        return DR_E_FRAME_FIELD;
+    for (i = 0; i < count[TAG_8]; i++)
+        if ((p8[i] & 0x7fu) == 0)
+            return DR_E_CORRUPT;
+    for (i = 0; i < count[TAG_16]; i++) {
+        uint16_t v;
+        memcpy(&v, p16 + 2 * i, 2);
+        if ((v & 0x7fffu) == 0)
+            return DR_E_CORRUPT;
+    }
+    for (i = 0; i < count[TAG_32]; i++)
+        if (!isfinite(dr_qf_get_f32(p32 + 4 * i)))
+            return DR_E_CORRUPT;
+    step8 = ldexpf(1.0f, -s.k8);
+    step16 = ldexpf(1.0f, -s.k16);
+    for (i = 0; i < n; i++) {
+        uint16_t v16;
+        float v;
+        switch ((tags[i / 4] >> (2 * (i % 4))) & 3u) {
+        case TAG_8:
+            v = (float)(p8[n8] & 0x7fu) * step8;
+            out[i] = p8[n8++] & 0x80u ? -v : v;
+            break;
+        case TAG_16:
+            memcpy(&v16, p16 + 2 * n16++, 2);
+            v = (float)(v16 & 0x7fffu) * step16;
+            out[i] = v16 & 0x8000u ? -v : v;
+            break;
+        case TAG_32:
+            out[i] = dr_qf_get_f32(p32 + 4 * n32++);
+            break;
+        default:
+            out[i] = 0.0f;
+            break;
+        }
+    }
+    return DR_OK;
+}

@@ -1,0 +1,81 @@
+/* Natural compression: stochastic rounding of each value to a signed power of two,
+ * done on the float bits so the rounding probability is exact (mantissa against 23
+ * random bits) and the code is just the biased exponent shifted down. */
+#include "qframe.h"
+
+#include <math.h>
+
+/* Float exponent field of code 1, i.e. of 2^(1 - DR_NATURAL_CODE_OFFSET). */
+#define NAT_EXP_MIN (127 + 1 - DR_NATURAL_CODE_OFFSET)
+/* Float exponent field of code 127. */
+#define NAT_EXP_MAX (127 + 127 - DR_NATURAL_CODE_OFFSET)
+
+size_t dr_natural_size(size_t n)
+{
+    return dr_frame_header_size(1) + n + DR_FRAME_TRAILER;
+}
+
+static uint8_t natural_code(float v, uint64_t r)
+{
+    uint32_t u, e, mant;
+    unsigned code;
+    memcpy(&u, &v, sizeof u);
+    e = (u >> 23) & 0xffu;
+    mant = u & 0x7fffffu;
+    if (e >= NAT_EXP_MIN) {
+        /* |v| = 2^e'(1 + mant/2^23): round up with probability mant/2^23 exactly. */
+        code = e - (NAT_EXP_MIN - 1) + ((uint32_t)(r >> 41) < mant);
+        if (code > 127u)
+            code = 127u; /* saturate at 2^63 */
+    } else {
+        /* Below the smallest power: 2^-63 with probability |v|/2^-63, else 0. The
+         * product is exact (a power-of-two scaling) and below 2^64; truncating it to an
+         * integer threshold costs at most 2^-64 of probability. */
+        float t = fabsf(v) * 0x1p127f;
+        code = r < (uint64_t)t ? 1u : 0u;
+    }
+    return (uint8_t)(code == 0 ? 0u : code | ((u >> 24) & 0x80u));
+}
+
+int dr_natural_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, uint8_t *buf,
+                      size_t cap, size_t *written)
+{
+    dr_frame f;
+    uint8_t *codes;
+    size_t i;
+    int st;
+    memset(&f, 0, sizeof f);
+    f.section_len[0] = n;
+    st = dr_qf_prepare(&f, DR_KIND_NATURAL, dtype, x, n, 1, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+    codes = buf + f.section_off[0];
+    for (i = 0; i < n; i++) {
+        if (!isfinite(x[i]))
+            return DR_E_NUMERIC;
+        codes[i] = natural_code(x[i], dr_rng_u64(key, i));
+    }
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+int dr_natural_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    const uint8_t *codes;
+    size_t i;
+    int st = dr_qf_open(buf, len, DR_KIND_NATURAL, n, 1, out, &f);
+    if (st != DR_OK)
+        return st;
+    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != n)
+        return DR_E_FRAME_FIELD;
+    codes = buf + f.section_off[0];
+    for (i = 0; i < n; i++)
+        if (codes[i] == 0x80u) /* a signed zero the encoder never writes */
+            return DR_E_CORRUPT;
+    for (i = 0; i < n; i++) {
+        uint32_t c = codes[i] & 0x7fu;
+        uint32_t u = c == 0 ? 0u : ((uint32_t)(codes[i] & 0x80u) << 24) | ((c + (NAT_EXP_MIN - 1)) << 23);
+        memcpy(&out[i], &u, sizeof u);
+    }
+    return DR_OK;
+}

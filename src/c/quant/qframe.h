@@ -1,0 +1,51 @@
+/* Internal to src/c/quant: the frame plumbing every quantiser shares, so each quantiser
+ * file holds only its own arithmetic. Not part of the public API. */
+#ifndef DR_QFRAME_H
+#define DR_QFRAME_H
+
+#include "deepreduce.h"
+
+#include <string.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "deepreduce's wire format code assumes a little-endian host"
+#endif
+
+/* Check the arguments every encoder shares (x may be NULL only when n == 0), then lay
+ * out a dense frame of `kind` with the section lengths already in f->section_len and
+ * params in f->params: fills the rest of *f and section_off. DR_E_ARG for a bad
+ * argument or a section over 4 GiB, DR_E_DST_TOO_SMALL if cap is short. */
+int dr_qf_prepare(dr_frame *f, uint8_t kind, uint8_t dtype, const float *x, size_t n,
+                  uint32_t nsections, const uint8_t *buf, size_t cap, const size_t *written);
+
+/* Parse buf[0..len) as a dense frame of `kind` for n elements with `nsections`
+ * sections (their lengths and the params are the caller's to check), with out usable
+ * for n floats. */
+int dr_qf_open(const uint8_t *buf, size_t len, uint8_t kind, size_t n, uint32_t nsections,
+               const float *out, dr_frame *f);
+
+/* The byte count of n 2-bit codes, ceil(n / 4). */
+size_t dr_qf_crumb_bytes(size_t n);
+
+/* Whether the bits of the last byte past n bits of a bitmap of `bits_per` bits per
+ * element are all zero (the encoders always clear them). */
+int dr_qf_padding_clear(const uint8_t *bytes, size_t n, unsigned bits_per);
+
+/* The sign-bitmap frame signsgd and signum share (kind tells them apart). */
+int dr_qf_sign_encode(uint8_t kind, const float *x, size_t n, uint8_t dtype, uint8_t *buf,
+                      size_t cap, size_t *written);
+int dr_qf_sign_decode(uint8_t kind, const uint8_t *buf, size_t len, float *out, size_t n);
+
+static inline float dr_qf_get_f32(const uint8_t *p)
+{
+    float v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void dr_qf_put_f32(uint8_t *p, float v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+#endif

@@ -1,0 +1,142 @@
+/* QSGD: bucketed stochastic quantisation to s levels of the bucket's l2 norm.
+ *
+ * The levels are computed against the float32 norm that goes on the wire, so the
+ * decoder's norm/s*level is an unbiased estimate of x itself, not of a rounded x.
+ * Norms accumulate in double: a float sum of squares overflows or loses the small
+ * entries long before the data does. */
+#include "qframe.h"
+
+#include <math.h>
+
+static size_t bucket_count(size_t n, uint32_t bucket_size)
+{
+    return n / bucket_size + (n % bucket_size != 0);
+}
+
+static size_t level_width(uint32_t s)
+{
+    return s < 128u ? 1u : 2u;
+}
+
+size_t dr_qsgd_size(size_t n, uint32_t quantum_num, uint32_t bucket_size)
+{
+    if (bucket_size == 0)
+        return 0;
+    return dr_frame_header_size(2) + 4u * bucket_count(n, bucket_size) +
+           n * level_width(quantum_num) + DR_FRAME_TRAILER;
+}
+
+/* Quantise one bucket b[0..m) whose first element is element `first` of the tensor. */
+static int quantise_bucket(const float *b, size_t m, uint32_t s, uint64_t key, size_t first,
+                           uint8_t *norm_out, uint8_t *levels, size_t width)
+{
+    double sq = 0.0;
+    double ratio;
+    float norm;
+    size_t i;
+    for (i = 0; i < m; i++)
+        sq += (double)b[i] * (double)b[i];
+    norm = (float)sqrt(sq);
+    if (!isfinite(norm))
+        return DR_E_NUMERIC;
+    dr_qf_put_f32(norm_out, norm);
+    /* A zero bucket sends zero levels; dividing by its norm is what gave GRACE NaNs.
+     * The ratio is a double so that a subnormal norm cannot overflow it. */
+    ratio = norm > 0.0f ? (double)s / (double)norm : 0.0;
+    for (i = 0; i < m; i++) {
+        double a = fabs((double)b[i]) * ratio;
+        int32_t level;
+        if (a >= (double)s) {
+            /* Only when |x| exceeds the rounded norm by an ulp: clamp to the range. */
+            level = (int32_t)s;
+        } else {
+            double floor_a = floor(a);
+            level = (int32_t)floor_a + ((double)dr_rng_uniform(key, first + i) < a - floor_a);
+        }
+        if (b[i] < 0.0f)
+            level = -level;
+        if (width == 1) {
+            levels[i] = (uint8_t)(int8_t)level;
+        } else {
+            int16_t v = (int16_t)level;
+            memcpy(levels + 2 * i, &v, 2);
+        }
+    }
+    return DR_OK;
+}
+
+int dr_qsgd_encode(const float *x, size_t n, uint32_t quantum_num, uint32_t bucket_size,
+                   uint64_t key, uint8_t dtype, uint8_t *buf, size_t cap, size_t *written)
+{
+    dr_frame f;
+    size_t nb, j, width;
+    int st;
+    if (quantum_num < 1 || quantum_num > DR_QSGD_MAX_S || bucket_size < 1)
+        return DR_E_ARG;
+    nb = bucket_count(n, bucket_size);
+    width = level_width(quantum_num);
+    memset(&f, 0, sizeof f);
+    f.params[0] = quantum_num;
+    f.params[1] = bucket_size;
+    f.section_len[0] = 4u * (uint64_t)nb;
+    f.section_len[1] = (uint64_t)n * width;
+    st = dr_qf_prepare(&f, DR_KIND_QSGD, dtype, x, n, 2, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+    for (j = 0; j < nb; j++) {
+        size_t first = j * bucket_size, m = n - first < bucket_size ? n - first : bucket_size;
+        st = quantise_bucket(x + first, m, quantum_num, key, first, buf + f.section_off[0] + 4 * j,
+                             buf + f.section_off[1] + first * width, width);
+        if (st != DR_OK)
+            return st;
+    }
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+static int32_t level_at(const uint8_t *levels, size_t i, size_t width)
+{
+    int16_t v;
+    if (width == 1)
+        return (int8_t)levels[i];
+    memcpy(&v, levels + 2 * i, 2);
+    return v;
+}
+
+int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    uint32_t s, bucket_size;
+    size_t nb, j, i, width;
+    const uint8_t *norms, *levels;
+    int st = dr_qf_open(buf, len, DR_KIND_QSGD, n, 2, out, &f);
+    if (st != DR_OK)
+        return st;
+    s = f.params[0];
+    bucket_size = f.params[1];
+    if (s < 1 || s > DR_QSGD_MAX_S || bucket_size < 1 || f.params[2] | f.params[3])
+        return DR_E_FRAME_FIELD;
+    nb = bucket_count(n, bucket_size);
+    width = level_width(s);
+    if (f.section_len[0] != 4u * (uint64_t)nb || f.section_len[1] != (uint64_t)n * width)
+        return DR_E_FRAME_FIELD;
+    norms = buf + f.section_off[0];
+    levels = buf + f.section_off[1];
+    /* Validate everything first so a refused frame leaves `out` untouched. */
+    for (j = 0; j < nb; j++) {
+        float norm = dr_qf_get_f32(norms + 4 * j);
+        if (!(norm >= 0.0f && isfinite(norm)))
+            return DR_E_CORRUPT;
+    }
+    for (i = 0; i < n; i++) {
+        int32_t level = level_at(levels, i, width);
+        if (level > (int32_t)s || level < -(int32_t)s)
+            return DR_E_CORRUPT;
+    }
+    for (j = 0; j < nb; j++) {
+        size_t first = j * bucket_size, m = n - first < bucket_size ? n - first : bucket_size;
+        float step = dr_qf_get_f32(norms + 4 * j) / (float)s;
+        for (i = first; i < first + m; i++)
+            out[i] = step * (float)level_at(levels, i, width);
+    }
+    return DR_OK;
+}

@@ -1,0 +1,191 @@
+/* Quantile sketch: bin edges at the quantiles of (a sample of) the data, one small bin
+ * index per element, and the mean of each bin.
+ *
+ * Floats are compared as order-preserving uint32 keys, so the sample is sorted by an
+ * LSD radix sort (four byte passes, linear time, no comparisons) and each element finds
+ * its bin by a branch-free binary search over integer edges, padded to a power of two.
+ * Workspace layout, doubles first for alignment: sums[Q] (double), counts[Q] (uint32),
+ * edges[P] (uint32, P = the power of two >= Q), sample[S] and scratch[S] (uint32),
+ * S = min(n, DR_SKETCH_SAMPLE). */
+#include "qframe.h"
+
+#include <math.h>
+
+static size_t sample_size(size_t n)
+{
+    return n < DR_SKETCH_SAMPLE ? n : DR_SKETCH_SAMPLE;
+}
+
+static size_t index_width(uint32_t bins)
+{
+    return bins <= 256u ? 1u : 2u;
+}
+
+/* The power of two >= bins. */
+static uint32_t padded(uint32_t bins)
+{
+    uint32_t p = 1;
+    while (p < bins)
+        p <<= 1;
+    return p;
+}
+
+size_t dr_sketch_workspace_size(size_t n, uint32_t bins)
+{
+    return (size_t)bins * (sizeof(double) + sizeof(uint32_t)) +
+           (size_t)padded(bins) * sizeof(uint32_t) + 2 * sample_size(n) * sizeof(uint32_t);
+}
+
+size_t dr_sketch_size(size_t n, uint32_t bins)
+{
+    return dr_frame_header_size(2) + 4u * (size_t)bins + n * index_width(bins) + DR_FRAME_TRAILER;
+}
+
+/* Order-preserving key: negative floats have all bits flipped, others the sign bit. */
+static uint32_t order_key(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+
+/* Sort keys[0..m) ascending using scratch[0..m); the result ends in keys. */
+static void radix_sort(uint32_t *keys, uint32_t *scratch, size_t m)
+{
+    unsigned shift;
+    for (shift = 0; shift < 32; shift += 8) {
+        size_t hist[256], i, sum = 0;
+        uint32_t *t;
+        memset(hist, 0, sizeof hist);
+        for (i = 0; i < m; i++)
+            hist[(keys[i] >> shift) & 0xffu]++;
+        for (i = 0; i < 256; i++) {
+            size_t c = hist[i];
+            hist[i] = sum;
+            sum += c;
+        }
+        for (i = 0; i < m; i++)
+            scratch[hist[(keys[i] >> shift) & 0xffu]++] = keys[i];
+        t = keys;
+        keys = scratch;
+        scratch = t;
+    }
+}
+
+/* The bin of key k: the number of edges[0..p-1) that are <= k (edges ascending, p a
+ * power of two), capped at last. Steps of halving powers of two keep edges[0..lo) <= k;
+ * the ternary compiles to a conditional move. The cap is for the padding edges
+ * (UINT32_MAX), which only a NaN's key can reach; NaN is refused afterwards. */
+static uint32_t find_bin(const uint32_t *edges, uint32_t p, uint32_t last, uint32_t k)
+{
+    uint32_t lo = 0, step;
+    for (step = p / 2; step > 0; step >>= 1)
+        lo += edges[lo + step - 1] <= k ? step : 0u;
+    return lo < last ? lo : last;
+}
+
+int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint8_t dtype,
+                     void *work, uint8_t *buf, size_t cap, size_t *written)
+{
+    dr_frame f;
+    double *sums;
+    uint32_t *counts, *edges, *sample, *scratch, j, p;
+    size_t m = sample_size(n), i, width;
+    uint8_t *means, *index;
+    int st;
+    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || work == NULL)
+        return DR_E_ARG;
+    width = index_width(bins);
+    memset(&f, 0, sizeof f);
+    f.params[0] = bins;
+    f.section_len[0] = 4u * (uint64_t)bins;
+    f.section_len[1] = (uint64_t)n * width;
+    st = dr_qf_prepare(&f, DR_KIND_SKETCH, dtype, x, n, 2, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+    sums = (double *)work;
+    counts = (uint32_t *)(sums + bins);
+    p = padded(bins);
+    edges = counts + bins;
+    sample = edges + p;
+    scratch = sample + m;
+
+    /* Sample (all of x when small enough: exact quantiles), sort, read the edges. */
+    for (i = 0; i < m; i++) {
+        size_t pos = i;
+        if (m < n)
+            pos = (size_t)(((dr_rng_u64(key, i) >> 32) * (uint64_t)n) >> 32);
+        sample[i] = order_key(x[pos]);
+    }
+    radix_sort(sample, scratch, m);
+    for (j = 1; j < bins; j++)
+        edges[j - 1] = m > 0 ? sample[(size_t)((uint64_t)j * m / bins)] : 0u;
+    for (j = bins - 1; j < p; j++)
+        edges[j] = UINT32_MAX;
+
+    memset(sums, 0, bins * sizeof *sums);
+    memset(counts, 0, bins * sizeof *counts);
+    index = buf + f.section_off[1];
+    for (i = 0; i < n; i++) {
+        uint32_t b = find_bin(edges, p, bins - 1, order_key(x[i]));
+        sums[b] += x[i];
+        counts[b]++;
+        if (width == 1) {
+            index[i] = (uint8_t)b;
+        } else {
+            uint16_t v = (uint16_t)b;
+            memcpy(index + 2 * i, &v, 2);
+        }
+    }
+    means = buf + f.section_off[0];
+    for (j = 0; j < bins; j++) {
+        float mean = counts[j] > 0 ? (float)(sums[j] / counts[j]) : 0.0f;
+        /* Inf/NaN in x end up in some bin's sum. */
+        if (!isfinite(mean))
+            return DR_E_NUMERIC;
+        dr_qf_put_f32(means + 4 * j, mean);
+    }
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+int dr_sketch_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    uint32_t bins, j;
+    size_t i, width;
+    const uint8_t *means, *index;
+    int st = dr_qf_open(buf, len, DR_KIND_SKETCH, n, 2, out, &f);
+    if (st != DR_OK)
+        return st;
+    bins = f.params[0];
+    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || f.params[1] | f.params[2] | f.params[3])
+        return DR_E_FRAME_FIELD;
+    width = index_width(bins);
+    if (f.section_len[0] != 4u * (uint64_t)bins || f.section_len[1] != (uint64_t)n * width)
+        return DR_E_FRAME_FIELD;
+    means = buf + f.section_off[0];
+    index = buf + f.section_off[1];
+    for (j = 0; j < bins; j++)
+        if (!isfinite(dr_qf_get_f32(means + 4 * j)))
+            return DR_E_CORRUPT;
+    if (width == 2) {
+        for (i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, index + 2 * i, 2);
+            if (v >= bins)
+                return DR_E_CORRUPT;
+        }
+        for (i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, index + 2 * i, 2);
+            out[i] = dr_qf_get_f32(means + 4 * v);
+        }
+    } else {
+        for (i = 0; i < n; i++)
+            if (index[i] >= bins)
+                return DR_E_CORRUPT;
+        for (i = 0; i < n; i++)
+            out[i] = dr_qf_get_f32(means + 4 * index[i]);
+    }
+    return DR_OK;
+}

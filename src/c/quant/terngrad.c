@@ -1,0 +1,94 @@
+/* TernGrad: clip at 2.5 standard deviations, then round each value stochastically to
+ * {-s, 0, +s} with s the largest clipped magnitude. Two bits per element. */
+#include "qframe.h"
+
+#include <math.h>
+
+enum { TERN_ZERO = 0, TERN_PLUS = 1, TERN_MINUS = 2 };
+
+size_t dr_terngrad_size(size_t n)
+{
+    return dr_frame_header_size(2) + 4u + dr_qf_crumb_bytes(n) + DR_FRAME_TRAILER;
+}
+
+/* The clip bound 2.5*sigma, sigma the population standard deviation, by two passes in
+ * double (the one-pass formula cancels badly when the mean dominates). */
+static float clip_bound(const float *x, size_t n)
+{
+    double mean = 0.0, var = 0.0;
+    size_t i;
+    if (n == 0)
+        return 0.0f;
+    for (i = 0; i < n; i++)
+        mean += x[i];
+    mean /= (double)n;
+    for (i = 0; i < n; i++)
+        var += ((double)x[i] - mean) * ((double)x[i] - mean);
+    return (float)(2.5 * sqrt(var / (double)n));
+}
+
+int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, uint8_t *buf,
+                       size_t cap, size_t *written)
+{
+    dr_frame f;
+    float c, s = 0.0f;
+    uint8_t *codes;
+    size_t i;
+    int st;
+    memset(&f, 0, sizeof f);
+    f.section_len[0] = 4;
+    f.section_len[1] = dr_qf_crumb_bytes(n);
+    st = dr_qf_prepare(&f, DR_KIND_TERNGRAD, dtype, x, n, 2, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+    c = clip_bound(x, n);
+    /* Inf/NaN in x make sigma NaN; a bound that merely overflows float means no clip. */
+    if (isnan(c))
+        return DR_E_NUMERIC;
+    for (i = 0; i < n; i++) {
+        float a = fminf(fabsf(x[i]), c);
+        s = a > s ? a : s;
+    }
+    dr_qf_put_f32(buf + f.section_off[0], s);
+    codes = buf + f.section_off[1];
+    memset(codes, 0, (size_t)f.section_len[1]);
+    if (s > 0.0f) {
+        for (i = 0; i < n; i++) {
+            /* P(nonzero) = |clip(x)|/s; u < 1 always, so |clip(x)| = s is always sent.
+             * The code is computed, not branched to: both tests are coin tosses. */
+            float p = fminf(fabsf(x[i]), c) / s;
+            unsigned sent = dr_rng_uniform(key, i) < p;
+            unsigned code = sent << (x[i] < 0.0f); /* TERN_PLUS or TERN_MINUS */
+            codes[i / 4] |= (uint8_t)(code << (2 * (i % 4)));
+        }
+    }
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+int dr_terngrad_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    const uint8_t *codes;
+    float s, value[3];
+    size_t i;
+    int st = dr_qf_open(buf, len, DR_KIND_TERNGRAD, n, 2, out, &f);
+    if (st != DR_OK)
+        return st;
+    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != 4 ||
+        f.section_len[1] != dr_qf_crumb_bytes(n))
+        return DR_E_FRAME_FIELD;
+    s = dr_qf_get_f32(buf + f.section_off[0]);
+    codes = buf + f.section_off[1];
+    if (!(s >= 0.0f && isfinite(s)) || !dr_qf_padding_clear(codes, n, 2))
+        return DR_E_CORRUPT;
+    /* Code 3 is unused: a byte holds it iff some pair of its bits is 11. */
+    for (i = 0; i < (size_t)f.section_len[1]; i++)
+        if (codes[i] & (codes[i] >> 1) & 0x55u)
+            return DR_E_CORRUPT;
+    value[TERN_ZERO] = 0.0f;
+    value[TERN_PLUS] = s;
+    value[TERN_MINUS] = -s;
+    for (i = 0; i < n; i++)
+        out[i] = value[(codes[i / 4] >> (2 * (i % 4))) & 3u];
+    return DR_OK;
+}

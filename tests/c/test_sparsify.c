@@ -1,0 +1,268 @@
+/* C-level tests of the adaptive sparsifiers: dgc's selection size stays in
+ * [0.7k, 1.3k] and is a magnitude threshold set, its exact fallback, and the adaq frame
+ * (selection per sign, means, empty frames, damage and content refusal). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static float test_gauss(uint64_t key, uint64_t i)
+{
+    double u1 = (dr_rng_u64(key, 2 * i) >> 11) * (1.0 / 9007199254740992.0);
+    double u2 = (dr_rng_u64(key, 2 * i + 1) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2));
+}
+
+static void reseal(uint8_t *buf, size_t len)
+{
+    uint32_t c = dr_crc32(0, buf, len - 4);
+    memcpy(buf + len - 4, &c, 4);
+}
+
+/* idx[0..c) ascending, and exactly the entries at or above some magnitude: the
+ * smallest selected |x| is at least the largest unselected one. */
+static int is_threshold_set(const float *x, size_t n, const uint32_t *idx, size_t c)
+{
+    size_t i, j = 0;
+    float least_in = INFINITY, most_out = 0.0f;
+    for (i = 0; i < n; i++) {
+        if (j < c && idx[j] == i) {
+            least_in = fminf(least_in, fabsf(x[i]));
+            j++;
+        } else {
+            most_out = fmaxf(most_out, fabsf(x[i]));
+        }
+    }
+    return j == c && least_in >= most_out;
+}
+
+static void test_dgc_band_on_gaussian(void)
+{
+    const size_t n = 300000;
+    const double ratios[5] = {0.0001, 0.001, 0.01, 0.1, 0.3};
+    float *x = malloc(n * sizeof *x);
+    uint32_t *idx = malloc(n * sizeof *idx);
+    void *work = malloc(dr_dgc_workspace_size(n));
+    size_t i, t;
+    for (i = 0; i < n; i++)
+        x[i] = 0.01f * test_gauss(1, i);
+    for (t = 0; t < 5; t++) {
+        size_t k = (size_t)(n * ratios[t]), c = 0, a;
+        uint64_t key;
+        for (key = 1; key <= 3; key++) {
+            CHECK_OK(dr_dgc_select(x, n, k, key, idx, dr_dgc_max_count(k), &c, work));
+            CHECK(c >= k - (3 * k) / 10 && c <= k + (3 * k) / 10);
+            CHECK(is_threshold_set(x, n, idx, c));
+        }
+        /* Same key: same selection. */
+        CHECK_OK(dr_dgc_select(x, n, k, 7, idx, n, &c, work));
+        CHECK_OK(dr_dgc_select(x, n, k, 7, idx + k + k, n - 2 * k, &a, work));
+        CHECK(a == c && memcmp(idx, idx + k + k, c * sizeof *idx) == 0);
+    }
+    CHECK(dr_dgc_max_count(1000) == 1300);
+    free(x);
+    free(idx);
+    free(work);
+}
+
+static void test_dgc_fallback_and_edges(void)
+{
+    const size_t n = 100000;
+    float *x = calloc(n, sizeof *x);
+    uint32_t idx[200], big[100];
+    void *work = malloc(dr_dgc_workspace_size(n));
+    size_t i, c = 99;
+    int ok = 1;
+    /* 150 equal nonzero values among zeros: no threshold gives 100 +- 30, so the exact
+     * top-k answers (the lowest indices among the ties). */
+    for (i = 0; i < 150; i++)
+        x[i * 613] = (i % 2 ? 1.0f : -1.0f);
+    CHECK_OK(dr_dgc_select(x, n, 100, 3, idx, 130, &c, work));
+    CHECK(c == 100);
+    for (i = 0; i < c; i++)
+        ok &= idx[i] == i * 613;
+    CHECK(ok);
+    /* The same with spread magnitudes: the search brackets and lands in the band. */
+    for (i = 0; i < 150; i++)
+        x[i * 613] = (float)(i + 1);
+    CHECK_OK(dr_dgc_select(x, n, 100, 3, idx, 130, &c, work));
+    CHECK(c >= 70 && c <= 130 && is_threshold_set(x, n, idx, c));
+    CHECK_OK(dr_dgc_select(x, n, 0, 3, idx, 0, &c, work));
+    CHECK(c == 0);
+    CHECK_STATUS(dr_dgc_select(x, n, n + 1, 3, idx, 0, &c, work), DR_E_ARG);
+    CHECK_STATUS(dr_dgc_select(x, n, 100, 3, idx, 10, &c, work), DR_E_DST_TOO_SMALL);
+    /* k = n takes everything. */
+    for (i = 0; i < 100; i++)
+        x[i] = (float)i - 50.0f;
+    CHECK_OK(dr_dgc_select(x, 100, 100, 1, big, 100, &c, work));
+    CHECK(c >= 70 && c <= 100 && is_threshold_set(x, 100, big, c));
+    CHECK_OK(dr_dgc_select(x, 1, 1, 1, big, 1, &c, work));
+    CHECK(c == 1 && big[0] == 0);
+    free(x);
+    free(work);
+}
+
+/* Decode an adaq frame and check it against x: each sign's selection is a threshold
+ * set of that sign, its size is in the band around ceil(count*ratio), and the value
+ * sent is the mean of the selected entries. */
+static void check_adaq(const float *x, size_t n, float ratio, const uint8_t *buf, size_t len)
+{
+    float *out = malloc((n + 1) * sizeof *out);
+    size_t i, npos = 0, nneg = 0, sp = 0, sn = 0;
+    double sum_p = 0.0, sum_n = 0.0;
+    float least_p = INFINITY, most_p_out = 0.0f, least_n = INFINITY, most_n_out = 0.0f;
+    float mean_p = 0.0f, mean_n = 0.0f;
+    int ok = 1;
+    CHECK_OK(dr_adaq_decode(buf, len, out, n));
+    for (i = 0; i < n; i++) {
+        npos += x[i] > 0.0f;
+        nneg += x[i] < 0.0f;
+        if (out[i] > 0.0f) {
+            ok &= x[i] > 0.0f;
+            sp++;
+            sum_p += x[i];
+            least_p = fminf(least_p, x[i]);
+            mean_p = out[i];
+        } else if (out[i] < 0.0f) {
+            ok &= x[i] < 0.0f;
+            sn++;
+            sum_n += x[i];
+            least_n = fminf(least_n, -x[i]);
+            mean_n = out[i];
+        } else if (x[i] > 0.0f) {
+            most_p_out = fmaxf(most_p_out, x[i]);
+        } else if (x[i] < 0.0f) {
+            most_n_out = fmaxf(most_n_out, -x[i]);
+        }
+    }
+    CHECK(ok);
+    CHECK(sp == 0 || least_p >= most_p_out);
+    CHECK(sn == 0 || least_n >= most_n_out);
+    if (npos > 0) {
+        size_t t = (size_t)ceil(npos * (double)ratio);
+        CHECK(sp >= t - (3 * t) / 10 && sp <= t + (3 * t) / 10);
+        CHECK(mean_p == (float)(sum_p / sp));
+    }
+    if (nneg > 0) {
+        size_t t = (size_t)ceil(nneg * (double)ratio);
+        CHECK(sn >= t - (3 * t) / 10 && sn <= t + (3 * t) / 10);
+        CHECK(mean_n == (float)(sum_n / sn));
+    }
+    CHECK(len == 68 + 4 * (sp + sn));
+    free(out);
+}
+
+static void test_adaq(void)
+{
+    const size_t n = 200000;
+    const float ratios[3] = {0.001f, 0.01f, 0.3f};
+    float *x = malloc(n * sizeof *x);
+    size_t cap = dr_adaq_bound(n), len = 0, i, t;
+    uint8_t *buf = malloc(cap);
+    void *work = malloc(dr_adaq_workspace_size(n));
+    for (i = 0; i < n; i++)
+        x[i] = test_gauss(4, i) + 0.3f; /* more positives than negatives */
+    for (t = 0; t < 3; t++) {
+        CHECK_OK(dr_adaq_encode(x, n, ratios[t], 11, DR_DTYPE_BFLOAT16, work, buf, cap, &len));
+        CHECK(buf[5] == DR_KIND_ADAQ && buf[8] == DR_DTYPE_BFLOAT16);
+        check_adaq(x, n, ratios[t], buf, len);
+    }
+    /* Too small a buffer: refused, with the size needed. */
+    {
+        size_t need = 0;
+        CHECK_STATUS(dr_adaq_encode(x, n, 0.01f, 11, 0, work, buf, 100, &need), DR_E_DST_TOO_SMALL);
+        CHECK_OK(dr_adaq_encode(x, n, 0.01f, 11, 0, work, buf, need, &len));
+        CHECK(len == need);
+    }
+    CHECK_STATUS(dr_adaq_encode(x, n, 0.0f, 11, 0, work, buf, cap, &len), DR_E_ARG);
+    CHECK_STATUS(dr_adaq_encode(x, n, 1.5f, 11, 0, work, buf, cap, &len), DR_E_ARG);
+    x[5] = NAN;
+    CHECK_STATUS(dr_adaq_encode(x, n, 0.01f, 11, 0, work, buf, cap, &len), DR_E_NUMERIC);
+    free(x);
+    free(buf);
+    free(work);
+}
+
+static void test_adaq_small_and_empty(void)
+{
+    float x[50], out[50];
+    uint8_t buf[512];
+    uint64_t work[8];
+    size_t len, i;
+    CHECK(dr_adaq_workspace_size(50) <= sizeof work);
+    /* A zero tensor: an empty, legal frame that decodes to zeros. */
+    memset(x, 0, sizeof x);
+    CHECK_OK(dr_adaq_encode(x, 50, 0.1f, 1, 0, work, buf, sizeof buf, &len));
+    CHECK(len == 68);
+    for (i = 0; i < 50; i++)
+        out[i] = 9.0f;
+    CHECK_OK(dr_adaq_decode(buf, len, out, 50));
+    CHECK(out[0] == 0.0f && out[49] == 0.0f);
+    /* Only negatives, and too few to be sampled: the largest is still found. */
+    x[7] = -2.0f;
+    x[30] = -1.0f;
+    CHECK_OK(dr_adaq_encode(x, 50, 0.5f, 1, 0, work, buf, sizeof buf, &len));
+    check_adaq(x, 50, 0.5f, buf, len);
+    CHECK_OK(dr_adaq_decode(buf, len, out, 50));
+    CHECK(out[7] == -2.0f && out[30] == 0.0f);
+    /* Empty tensor. */
+    CHECK_OK(dr_adaq_encode(NULL, 0, 0.5f, 1, 0, work, buf, sizeof buf, &len));
+    CHECK_OK(dr_adaq_decode(buf, len, NULL, 0));
+}
+
+static void test_adaq_refuses_damage(void)
+{
+    float x[64], out[64];
+    uint8_t buf[1024];
+    uint64_t work[8];
+    size_t len, pos, np;
+    uint32_t v;
+    int refused = 1;
+    for (pos = 0; pos < 64; pos++)
+        x[pos] = test_uniform(9, pos);
+    CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
+    check_adaq(x, 64, 0.2f, buf, len);
+    for (pos = 0; pos < len; pos++) {
+        buf[pos] ^= 0x21;
+        refused &= dr_adaq_decode(buf, len, out, 64) < 0;
+        buf[pos] ^= 0x21;
+    }
+    for (pos = 0; pos < len; pos++)
+        refused &= dr_adaq_decode(buf, pos, out, 64) < 0;
+    CHECK(refused);
+    CHECK_STATUS(dr_adaq_decode(buf, len, out, 63), DR_E_FRAME_FIELD);
+    CHECK_STATUS(dr_signsgd_decode(buf, len, out, 64), DR_E_FRAME_CODEC);
+
+    /* Contents with a valid CRC: index out of range, out of order, in both lists,
+     * a mean of the wrong sign. Sections start at 56: means, positives, negatives. */
+    memcpy(&v, buf + 48, 4);
+    np = v / 4;
+    CHECK(np >= 2);
+    v = 64;
+    memcpy(buf + 64, &v, 4);
+    reseal(buf, len);
+    CHECK_STATUS(dr_adaq_decode(buf, len, out, 64), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
+    memcpy(buf + 64, buf + 68, 4); /* first positive index = second */
+    reseal(buf, len);
+    CHECK_STATUS(dr_adaq_decode(buf, len, out, 64), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
+    memcpy(buf + 64 + 4 * np, buf + 64, 4); /* first negative index = first positive */
+    reseal(buf, len);
+    CHECK(dr_adaq_decode(buf, len, out, 64) < 0);
+    CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
+    buf[56 + 3] ^= 0x80; /* mean_pos negative */
+    reseal(buf, len);
+    CHECK_STATUS(dr_adaq_decode(buf, len, out, 64), DR_E_CORRUPT);
+}
+
+int main(void)
+{
+    test_dgc_band_on_gaussian();
+    test_dgc_fallback_and_edges();
+    test_adaq();
+    test_adaq_small_and_empty();
+    test_adaq_refuses_damage();
+    return check_summary("test_sparsify");
+}

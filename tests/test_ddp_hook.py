@@ -1,0 +1,27 @@
+"""The DDP communication hook on 2 real gloo ranks."""
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+import distributed
+import grace_loop
+
+TOPK = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.1}
+
+
+@pytest.mark.slow
+def test_ddp_hook_trains_to_the_accuracy_of_the_grace_loop():
+    hook_runs = distributed.run(grace_loop.train_ddp_hook, 2, TOPK)
+    loop_runs = distributed.run(grace_loop.train, 2, TOPK)
+    assert hook_runs[0][0].tobytes() == hook_runs[1][0].tobytes()  # ranks identical
+    hook_accuracy, loop_accuracy = hook_runs[0][1], loop_runs[0][2]
+    assert loop_accuracy > 0.85
+    assert abs(hook_accuracy - loop_accuracy) <= 0.05, (hook_accuracy, loop_accuracy)
+
+
+@pytest.mark.slow
+def test_ddp_hook_without_compression_equals_plain_ddp():
+    hooked = distributed.run(grace_loop.train_ddp_hook, 2, {"compressor": "none"})
+    plain = distributed.run(grace_loop.train_ddp_hook, 2, None)
+    np.testing.assert_allclose(hooked[0][0], plain[0][0], rtol=1e-5, atol=1e-6)
