@@ -30,6 +30,7 @@ def plot(results, path, title):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, (acc, vol) = plt.subplots(1, 2, figsize=(11, 4.2))
     for r in results:
@@ -45,6 +46,7 @@ def plot(results, path, title):
     vol.set(xlabel="epoch", ylabel="cumulative bytes sent (all workers)", yscale="log",
             title="Gradient bytes sent")
     for ax in (acc, vol):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
     fig.suptitle(title)
