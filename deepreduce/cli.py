@@ -1,0 +1,50 @@
+"""The ``deepreduce`` command: ``deepreduce train ...`` (also ``python -m deepreduce train``)."""
+import argparse
+import sys
+
+
+def _train(args):
+    from .train.launch import detect, launch
+    from .train.loop import make_communicator, run_worker
+    from .train.options import config_from_args
+
+    cfg = config_from_args(args, detect())
+    # Build each communicator once here so a bad params dict fails before any worker starts.
+    for label, params in cfg.runs:
+        make_communicator(params)
+    launch(run_worker, args.workers, cfg)
+
+
+def build_parser():
+    from .train.options import add_arguments
+
+    parser = argparse.ArgumentParser(prog="deepreduce",
+                                     description="Compressed gradient communication for "
+                                                 "distributed deep learning.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    train = sub.add_parser(
+        "train", help="data-parallel training with a params dict, compared with dense",
+        description="Train a model data-parallel on local workers with a GRACE/DeepReduce "
+                    "params dict and compare it with a dense baseline: accuracy, bytes sent, "
+                    "wall time. Writes log.json, epochs.csv, steps.csv and plot.png.")
+    add_arguments(train)
+    train.set_defaults(func=_train)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        args.func(args)
+    except ValueError as e:
+        # Bad arguments or params: one clear line, not a traceback.
+        parser.exit(2, f"deepreduce {args.command}: error: {e}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

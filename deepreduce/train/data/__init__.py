@@ -1,0 +1,31 @@
+"""Data sets for the main job, all read from real formats; nothing is ever downloaded.
+
+``load_dataset(name, data_dir, seed)`` returns a ``Dataset``: tensors for training and testing
+plus the facts a model needs (``meta``). Each worker then takes its own disjoint shard of the
+training set with ``shard_batches``.
+"""
+from .base import Dataset, DataNotFoundError
+from .shard import generator, shard_batches, shard_indices, steps_per_epoch
+
+DATASETS = ("digits", "cifar10", "movielens")
+
+
+def load_dataset(name, data_dir=None, seed=0):
+    """Load data set ``name`` (one of ``DATASETS``); ``data_dir`` is needed for all but digits."""
+    if name == "digits":
+        from .digits import load_digits_dataset
+        return load_digits_dataset()
+    if name not in DATASETS:
+        raise ValueError(f"dataset={name!r} is unknown; valid names: {', '.join(DATASETS)}")
+    if data_dir is None:
+        raise ValueError(f"dataset={name!r} is read from files: pass --data-dir "
+                         f"(the folder that holds them)")
+    if name == "cifar10":
+        from .cifar10 import load_cifar10
+        return load_cifar10(data_dir)
+    from .movielens import load_movielens
+    return load_movielens(data_dir, seed=seed)
+
+
+__all__ = ["DATASETS", "Dataset", "DataNotFoundError", "generator", "load_dataset", "shard_batches",
+           "shard_indices", "steps_per_epoch"]

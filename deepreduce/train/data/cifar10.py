@@ -1,0 +1,88 @@
+"""CIFAR-10, "python version": pickled batches data_batch_1..5 and test_batch, each a dict with
+b'data' (uint8, N x 3072, channel-major 3x32x32) and b'labels'; batches.meta names the classes."""
+import pickle
+from pathlib import Path
+
+import torch
+
+from .base import DataNotFoundError, Dataset
+
+TRAIN_FILES = tuple(f"data_batch_{i}" for i in range(1, 6))
+TEST_FILE = "test_batch"
+URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
+# The folder name inside the official cifar-10-python.tar.gz, also searched under --data-dir.
+ARCHIVE_DIR = "cifar-10-batches-py"
+# Per-channel statistics of the CIFAR-10 training set, for the usual input normalisation.
+MEAN = (0.4914, 0.4822, 0.4465)
+STD = (0.2470, 0.2435, 0.2616)
+
+
+def _find_dir(data_dir):
+    root = Path(data_dir)
+    for d in (root, root / ARCHIVE_DIR):
+        if all((d / f).is_file() for f in TRAIN_FILES + (TEST_FILE,)):
+            return d
+    missing = [f for f in TRAIN_FILES + (TEST_FILE,) if not (root / f).is_file()]
+    raise DataNotFoundError(
+        f"CIFAR-10 not found: expected the python-version batches {', '.join(missing)} in "
+        f"{root} (or in {root / ARCHIVE_DIR}). Download 'CIFAR-10 python version' "
+        f"(cifar-10-python.tar.gz) from {URL}, extract it, and pass "
+        f"--data-dir <folder>/{ARCHIVE_DIR}. Nothing is downloaded automatically.")
+
+
+def _read_batch(path):
+    with open(path, "rb") as f:
+        batch = pickle.load(f, encoding="bytes")
+    try:
+        data, labels = batch[b"data"], batch[b"labels"]
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a CIFAR-10 python batch (a dict with b'data' and "
+                         f"b'labels'); missing {e}") from None
+    x = torch.as_tensor(data, dtype=torch.uint8).reshape(-1, 3, 32, 32)
+    y = torch.as_tensor(labels, dtype=torch.long)
+    if len(x) != len(y):
+        raise ValueError(f"{path}: {len(x)} images but {len(y)} labels")
+    return x, y
+
+
+def _normalise(x):
+    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(STD).view(1, 3, 1, 1)
+    return (x.float() / 255.0 - mean) / std
+
+
+def _class_names(d):
+    meta = d / "batches.meta"
+    if not meta.is_file():
+        return [str(i) for i in range(10)]
+    with open(meta, "rb") as f:
+        names = pickle.load(f, encoding="bytes").get(b"label_names", [])
+    return [n.decode() if isinstance(n, bytes) else str(n) for n in names] or \
+        [str(i) for i in range(10)]
+
+
+def augment(x, gen):
+    """The standard CIFAR augmentation of He et al.: pad 4, random 32x32 crop, random flip."""
+    n, _, h, w = x.shape
+    padded = torch.nn.functional.pad(x, (4, 4, 4, 4))
+    dy = torch.randint(0, 9, (n,), generator=gen)
+    dx = torch.randint(0, 9, (n,), generator=gen)
+    flip = torch.rand(n, generator=gen) < 0.5
+    out = torch.empty_like(x)
+    for i in range(n):
+        crop = padded[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w]
+        out[i] = crop.flip(-1) if flip[i] else crop
+    return out
+
+
+def load_cifar10(data_dir):
+    d = _find_dir(data_dir)
+    parts = [_read_batch(d / f) for f in TRAIN_FILES]
+    x_train = torch.cat([p[0] for p in parts])
+    y_train = torch.cat([p[1] for p in parts])
+    x_test, y_test = _read_batch(d / TEST_FILE)
+    return Dataset(name="cifar10", task="classify",
+                   train=(_normalise(x_train), y_train), test=(_normalise(x_test), y_test),
+                   meta={"in_shape": (3, 32, 32), "num_classes": 10,
+                         "class_names": _class_names(d)},
+                   augment=augment)

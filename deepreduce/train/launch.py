@@ -1,0 +1,93 @@
+"""Start the workers and their gloo process group, under whichever launcher started us.
+
+- torchrun: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are set; each process is one worker.
+- mpirun (Open MPI's OMPI_COMM_WORLD_*, or PMI_RANK/PMI_SIZE for MPICH and Intel MPI): each
+  process is one worker; the gloo rendezvous address comes from MASTER_ADDR/MASTER_PORT when
+  set, otherwise rank 0 picks a free port and mpi4py broadcasts it.
+- neither (the embedded default): spawn ``workers`` local processes on gloo over loopback.
+All three call the same ``run_worker``, so the same seed gives the same results.
+"""
+import os
+import socket
+from datetime import timedelta
+
+import torch.distributed as dist
+
+# A rank that waits longer than this on a peer raises instead of hanging.
+TIMEOUT = timedelta(minutes=5)
+
+
+def detect():
+    """'torchrun', 'mpirun' or 'spawn', from the environment the launcher left."""
+    if all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR")):
+        return "torchrun"
+    if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
+        return "mpirun"
+    return "spawn"
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _mpi_rank_size():
+    env = os.environ
+    if "OMPI_COMM_WORLD_RANK" in env:
+        return int(env["OMPI_COMM_WORLD_RANK"]), int(env["OMPI_COMM_WORLD_SIZE"])
+    return int(env["PMI_RANK"]), int(env["PMI_SIZE"])
+
+
+def _mpi_rendezvous(rank):
+    """MASTER_ADDR/MASTER_PORT from the environment, or agreed on through mpi4py."""
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if addr and port:
+        return addr, int(port)
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise RuntimeError("under mpirun, set MASTER_ADDR and MASTER_PORT (e.g. mpirun -x "
+                           "MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 ...) or install mpi4py "
+                           "(pip install deepreduce[mpi]) so the ranks can agree on a port") \
+            from None
+    # Rank 0's hostname works on one host and on clusters with resolvable names.
+    mine = (socket.gethostname(), _free_port()) if rank == 0 else None
+    host, port = MPI.COMM_WORLD.bcast(mine, root=0)
+    return ("127.0.0.1" if host == socket.gethostname() else host), port
+
+
+def _run(fn, rank, world_size, init_method, args):
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world_size,
+                            timeout=TIMEOUT)
+    try:
+        fn(rank, world_size, *args)
+    finally:
+        dist.destroy_process_group()
+
+
+def _spawned(rank, world_size, port, fn, args):
+    _run(fn, rank, world_size, f"tcp://127.0.0.1:{port}", args)
+
+
+def launch(fn, workers, *args):
+    """Run fn(rank, world_size, *args) in every worker; returns the launcher's name.
+
+    ``workers`` counts only for the embedded launcher; under torchrun or mpirun the world is
+    the one they started."""
+    mode = detect()
+    if mode == "torchrun":
+        # env:// reuses the store torchrun's agent already serves on MASTER_PORT.
+        _run(fn, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), "env://", args)
+    elif mode == "mpirun":
+        rank, world_size = _mpi_rank_size()
+        addr, port = _mpi_rendezvous(rank)
+        _run(fn, rank, world_size, f"tcp://{addr}:{port}", args)
+    elif workers < 1:
+        raise ValueError(f"--workers={workers} must be >= 1")
+    elif workers == 1:
+        _spawned(0, 1, _free_port(), fn, args)
+    else:
+        import torch.multiprocessing as mp
+        mp.spawn(_spawned, args=(workers, _free_port(), fn, args), nprocs=workers, join=True)
+    return mode

@@ -1,0 +1,197 @@
+"""GRACE-style data-parallel SGD in one worker.
+
+Every rank holds a full model replica, trains on its own shard, and replaces each gradient by
+the aggregate ``grc.step`` returns before the optimizer step, exactly as GRACE's training
+scripts do. All ranks start from the same parameters (same seed, then a broadcast from rank 0)
+and apply the same aggregates, so they stay in step; evaluation is sharded and summed.
+"""
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+from .accounting import read_totals
+from .data import generator, load_dataset, shard_batches, steps_per_epoch
+from .models import build_model, count_parameters
+from .tasks import TASKS
+
+EVAL_BATCH = 512
+# Keys of the accounting counters, in the order they travel in one all-reduce.
+COUNTERS = ("bytes_sent", "dense_bytes", "encode_seconds", "decode_seconds")
+
+
+def make_communicator(params):
+    """grc for a params dict; a 'deepreduce' key wraps the sparsifier in a DeepReduce codec."""
+    import deepreduce
+    if not params.get("deepreduce"):
+        return deepreduce.grace_from_params(dict(params))
+    build = getattr(deepreduce, "deepreduce_from_params", None)
+    if build is None:
+        raise ValueError(f"params deepreduce={params['deepreduce']!r} needs the DeepReduce "
+                         f"codecs (deepreduce.deepreduce_from_params), which this build lacks")
+    return build(dict(params))
+
+
+def make_optimizer(cfg, model):
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
+                               weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    raise ValueError(f"optimizer={cfg.optimizer!r} is unknown; valid names: sgd, adam")
+
+
+def make_schedule(cfg, optimizer):
+    """Per-epoch lr schedule; 'step' is He et al.'s x0.1 at 50% and 75% of training."""
+    milestones = [cfg.epochs // 2, cfg.epochs * 3 // 4] if cfg.lr_decay == "step" else []
+    return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)
+
+
+def _sum_across_ranks(values):
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def _broadcast_state(model):
+    for t in list(model.parameters()) + list(model.buffers()):
+        dist.broadcast(t.data, src=0)
+
+
+def _average_buffers(model, world_size):
+    # BatchNorm running statistics are local (they never pass through grc); average them so
+    # every rank evaluates the same model.
+    for b in model.buffers():
+        if b.is_floating_point():
+            dist.all_reduce(b.data)
+            b.data /= world_size
+
+
+def evaluate(model, task, test, rank, world_size):
+    """Metric and mean loss over the whole test set, each rank scoring a contiguous slice."""
+    model.eval()
+    idx = torch.arange(len(test[0])).tensor_split(world_size)[rank]
+    score = loss = count = 0.0
+    for chunk in idx.split(EVAL_BATCH):
+        s, l, n = task.evaluate(model, tuple(t[chunk] for t in test))
+        score, loss, count = score + s, loss + l, count + n
+    score, loss, count = _sum_across_ranks([score, loss, count])
+    return score / count, loss / count
+
+
+def _delta(after, before):
+    return [after[k] - before[k] for k in COUNTERS]
+
+
+def train_epoch(model, optimizer, grc, task, dataset, cfg, epoch, rank, world_size, bar):
+    """One pass over this rank's shard. Returns the accounting deltas of every step (rows of
+    COUNTERS) and the summed training loss and sample count."""
+    model.train()
+    tensors = dataset.train_tensors(epoch - 1)
+    batches = shard_batches(len(tensors[0]), rank, world_size, cfg.batch_size, cfg.seed, epoch)
+    aug = generator(cfg.seed, epoch, rank)
+    loss_sum, seen, per_step = 0.0, 0, []
+    for idx in batches:
+        before = read_totals()
+        batch = tuple(t[idx] for t in tensors)
+        if dataset.augment is not None and len(idx):
+            batch = (dataset.augment(batch[0], aug),) + batch[1:]
+        optimizer.zero_grad(set_to_none=True)
+        if len(idx):
+            loss = task.loss(model, batch)
+            loss.backward()
+            loss_sum, seen = loss_sum + loss.item() * len(idx), seen + len(idx)
+        for name, p in model.named_parameters():
+            # A parameter a batch did not reach still takes part in every collective.
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            p.grad.copy_(grc.step(p.grad, name))
+        optimizer.step()
+        per_step.append(_delta(read_totals(), before))
+        if bar is not None:
+            bar.update(1)
+    return per_step, loss_sum, seen
+
+
+def _epoch_record(epoch, rows, loss_sum, seen, metric, test_loss, prev, world_size, wall_s):
+    sent, dense, enc, dec = (sum(col) for col in zip(*rows))
+    return dict(
+        epoch=epoch, metric=metric, test_loss=test_loss, train_loss=loss_sum / max(seen, 1),
+        bytes_sent=int(sent), dense_bytes=int(dense),
+        cum_bytes_sent=prev["cum_bytes_sent"] + int(sent),
+        cum_dense_bytes=prev["cum_dense_bytes"] + int(dense),
+        # Mean over ranks of the per-step codec time.
+        encode_s_per_step=enc / world_size / len(rows),
+        decode_s_per_step=dec / world_size / len(rows),
+        wall_s=wall_s)
+
+
+def _progress_bar(label, cfg, dataset, world_size):
+    from tqdm import tqdm
+    steps = steps_per_epoch(len(dataset.train_tensors(0)[0]), world_size, cfg.batch_size)
+    return tqdm(total=cfg.epochs * steps, desc=label, unit="step", dynamic_ncols=True)
+
+
+def train_run(label, params, cfg, dataset, rank, world_size):
+    """Train one model with one params dict; returns its log (identical on every rank)."""
+    task = TASKS[dataset.task]
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg.model, dataset.meta)
+    _broadcast_state(model)
+    optimizer = make_optimizer(cfg, model)
+    schedule = make_schedule(cfg, optimizer)
+    grc = make_communicator(params)
+    bar = _progress_bar(label, cfg, dataset, world_size) if rank == 0 and cfg.progress else None
+
+    metric, test_loss = evaluate(model, task, dataset.test, rank, world_size)
+    epochs = [dict(epoch=0, metric=metric, test_loss=test_loss, train_loss=None, bytes_sent=0,
+                   dense_bytes=0, cum_bytes_sent=0, cum_dense_bytes=0,
+                   encode_s_per_step=0.0, decode_s_per_step=0.0, wall_s=0.0)]
+    steps_log = []
+    start = time.perf_counter()
+    for epoch in range(1, cfg.epochs + 1):
+        if bar is not None:
+            bar.set_postfix({"epoch": epoch, task.metric: f"{metric:.4f}"})
+        per_step, loss_sum, seen = train_epoch(model, optimizer, grc, task, dataset, cfg, epoch,
+                                               rank, world_size, bar)
+        schedule.step()
+        # One all-reduce per epoch carries the per-step counters of all ranks.
+        flat = _sum_across_ranks([v for row in per_step for v in row] + [loss_sum, seen])
+        rows = [flat[i:i + len(COUNTERS)] for i in range(0, len(flat) - 2, len(COUNTERS))]
+        steps_log += [dict(epoch=epoch, step=step, bytes_sent=int(row[0]),
+                           dense_bytes=int(row[1])) for step, row in enumerate(rows)]
+        _average_buffers(model, world_size)
+        metric, test_loss = evaluate(model, task, dataset.test, rank, world_size)
+        epochs.append(_epoch_record(epoch, rows, flat[-2], flat[-1], metric, test_loss,
+                                    epochs[-1], world_size, time.perf_counter() - start))
+    if bar is not None:
+        bar.set_postfix({"epoch": cfg.epochs, task.metric: f"{metric:.4f}"})
+        bar.close()
+    last = epochs[-1]
+    return dict(label=label, params=params, metric_name=task.metric,
+                parameters=count_parameters(model), epochs=epochs, steps=steps_log,
+                final=dict(metric=last["metric"], test_loss=last["test_loss"],
+                           bytes_sent=last["cum_bytes_sent"], dense_bytes=last["cum_dense_bytes"],
+                           wall_s=last["wall_s"]))
+
+
+def _set_threads(world_size):
+    # Share the cores among the local workers; the same count under every launcher keeps
+    # results identical across them. torchrun tells us how many workers share this host.
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
+
+
+def run_worker(rank, world_size, cfg):
+    """Body of every worker (the process group is already initialised): train each run in
+    ``cfg.runs`` in turn; rank 0 writes the logs and plot and prints the summary."""
+    _set_threads(world_size)
+    dataset = load_dataset(cfg.dataset, cfg.data_dir, seed=cfg.seed)
+    results = [train_run(label, params, cfg, dataset, rank, world_size)
+               for label, params in cfg.runs]
+    if rank == 0:
+        from .report import write_outputs
+        write_outputs(cfg, world_size, results)
+    dist.barrier()
+    return results

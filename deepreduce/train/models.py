@@ -1,0 +1,141 @@
+"""Models for the main job: ResNet-20 (CIFAR-10), NeuMF (MovieLens), a small CNN and an MLP
+(digits). ``build_model(name, meta)`` builds one from a data set's ``meta``."""
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class SmallCNN(nn.Module):
+    """Two 3x3 conv layers and two linear layers (~38k parameters on 1x8x8 digits): big enough
+    that top-k has real tensors to sparsify, small enough for a 2-core run in seconds."""
+
+    def __init__(self, in_shape=(1, 8, 8), num_classes=10, width=16, hidden=64):
+        super().__init__()
+        c, h, w = in_shape
+        self.conv1 = nn.Conv2d(c, width, 3, padding=1)
+        self.conv2 = nn.Conv2d(width, 2 * width, 3, padding=1)
+        self.fc1 = nn.Linear(2 * width * (h // 2) * (w // 2), hidden)
+        self.fc2 = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+class MLP(nn.Module):
+    def __init__(self, in_shape=(1, 8, 8), num_classes=10, hidden=(128, 64)):
+        super().__init__()
+        sizes = [int(torch.tensor(in_shape).prod())] + list(hidden)
+        layers = [nn.Flatten()]
+        for a, b in zip(sizes, sizes[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        self.net = nn.Sequential(*layers, nn.Linear(sizes[-1], num_classes))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class BasicBlock(nn.Module):
+    """He et al. (2016) CIFAR block; the shortcut is option A (stride-2 subsampling and zero
+    channel padding, parameter-free), which gives the paper's 0.27M parameters for ResNet-20."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.stride, self.pad = stride, cout - cin
+
+    def shortcut(self, x):
+        if self.stride == 1 and self.pad == 0:
+            return x
+        x = x[:, :, ::self.stride, ::self.stride]
+        return F.pad(x, (0, 0, 0, 0, self.pad // 2, self.pad - self.pad // 2))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return F.relu(out + self.shortcut(x))
+
+
+class ResNetCifar(nn.Module):
+    """ResNet-(6n+2) for 32x32 inputs: 3 stages of n basic blocks at 16/32/64 channels."""
+
+    def __init__(self, blocks_per_stage=3, in_shape=(3, 32, 32), num_classes=10):
+        super().__init__()
+        self.conv = nn.Conv2d(in_shape[0], 16, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        layers, cin = [], 16
+        for stage, cout in enumerate((16, 32, 64)):
+            for b in range(blocks_per_stage):
+                layers.append(BasicBlock(cin, cout, 2 if stage > 0 and b == 0 else 1))
+                cin = cout
+        self.layers = nn.Sequential(*layers)
+        self.fc = nn.Linear(64, num_classes)
+        for m in self.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                nn.init.kaiming_normal_(m.weight)
+
+    def forward(self, x):
+        x = self.layers(F.relu(self.bn(self.conv(x))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class NeuMF(nn.Module):
+    """NCF's NeuMF (He et al. 2017): a GMF branch (element-wise product of embeddings) and an
+    MLP branch over concatenated embeddings, fused by one linear layer into a logit."""
+
+    def __init__(self, num_users, num_items, factors=8, mlp_layers=(32, 16, 8)):
+        super().__init__()
+        self.user_gmf = nn.Embedding(num_users, factors)
+        self.item_gmf = nn.Embedding(num_items, factors)
+        self.user_mlp = nn.Embedding(num_users, mlp_layers[0] // 2)
+        self.item_mlp = nn.Embedding(num_items, mlp_layers[0] // 2)
+        mlp = []
+        for a, b in zip(mlp_layers, mlp_layers[1:]):
+            mlp += [nn.Linear(a, b), nn.ReLU()]
+        self.mlp = nn.Sequential(*mlp)
+        self.out = nn.Linear(factors + mlp_layers[-1], 1)
+        for emb in (self.user_gmf, self.item_gmf, self.user_mlp, self.item_mlp):
+            nn.init.normal_(emb.weight, std=0.01)
+
+    def forward(self, users, items):
+        gmf = self.user_gmf(users) * self.item_gmf(items)
+        mlp = self.mlp(torch.cat([self.user_mlp(users), self.item_mlp(items)], dim=-1))
+        return self.out(torch.cat([gmf, mlp], dim=-1)).squeeze(-1)
+
+
+def _image_model(cls):
+    def build(meta):
+        if "in_shape" not in meta:
+            raise ValueError(f"model {cls.__name__} needs an image data set (digits, cifar10)")
+        return cls(in_shape=tuple(meta["in_shape"]), num_classes=meta["num_classes"])
+    return build
+
+
+def _ncf(meta):
+    if "num_users" not in meta:
+        raise ValueError("model ncf needs a user-item data set (movielens)")
+    return NeuMF(meta["num_users"], meta["num_items"])
+
+
+MODELS = {
+    "cnn": _image_model(SmallCNN),
+    "mlp": _image_model(MLP),
+    "resnet20": _image_model(ResNetCifar),
+    "ncf": _ncf,
+}
+
+
+def build_model(name, meta):
+    try:
+        build = MODELS[name]
+    except KeyError:
+        raise ValueError(f"model={name!r} is unknown; valid names: {', '.join(MODELS)}") from None
+    return build(meta)
+
+
+def count_parameters(model):
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,135 @@
+"""Loaders read tiny files written here in the real formats; missing data gives a clear error."""
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from deepreduce.train.data import DataNotFoundError, load_dataset
+from deepreduce.train.data import cifar10, movielens
+
+
+def write_cifar(folder, per_batch=4, test=3, meta=True):
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, n in [(f, per_batch) for f in cifar10.TRAIN_FILES] + [(cifar10.TEST_FILE, test)]:
+        batch = {b"batch_label": name.encode(),
+                 b"data": rng.integers(0, 256, size=(n, 3072), dtype=np.uint8),
+                 b"labels": [int(v) for v in rng.integers(0, 10, size=n)]}
+        with open(folder / name, "wb") as f:
+            pickle.dump(batch, f)
+    if meta:
+        with open(folder / "batches.meta", "wb") as f:
+            pickle.dump({b"label_names": [f"class{i}".encode() for i in range(10)]}, f)
+    return folder
+
+
+def test_cifar10_reads_python_batches(tmp_path):
+    write_cifar(tmp_path)
+    ds = load_dataset("cifar10", tmp_path)
+    assert ds.task == "classify"
+    assert ds.train[0].shape == (20, 3, 32, 32) and ds.train[0].dtype == torch.float32
+    assert ds.test[0].shape == (3, 3, 32, 32)
+    assert ds.train[1].dtype == torch.long and ds.train[1].max() < 10
+    assert ds.meta["class_names"][3] == "class3"
+    # Channel-major layout: pixel (c=1, y=0, x=0) is byte 1024 of the row.
+    with open(tmp_path / "data_batch_1", "rb") as f:
+        raw = pickle.load(f, encoding="bytes")[b"data"]
+    expected = (raw[0, 1024] / 255.0 - cifar10.MEAN[1]) / cifar10.STD[1]
+    assert ds.train[0][0, 1, 0, 0].item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_cifar10_found_in_archive_folder_and_without_meta(tmp_path):
+    write_cifar(tmp_path / cifar10.ARCHIVE_DIR, meta=False)
+    ds = load_dataset("cifar10", tmp_path)
+    assert ds.num_train == 20 and ds.meta["class_names"][0] == "0"
+
+
+def test_cifar10_augment_keeps_shape_and_is_seeded():
+    x = torch.randn(5, 3, 32, 32)
+    a = cifar10.augment(x, torch.Generator().manual_seed(1))
+    b = cifar10.augment(x, torch.Generator().manual_seed(1))
+    assert a.shape == x.shape and torch.equal(a, b)
+
+
+def test_cifar10_missing_names_files_and_download_page(tmp_path):
+    write_cifar(tmp_path)
+    (tmp_path / "data_batch_3").unlink()
+    with pytest.raises(DataNotFoundError) as e:
+        load_dataset("cifar10", tmp_path)
+    msg = str(e.value)
+    assert "data_batch_3" in msg and "data_batch_1" not in msg
+    assert str(tmp_path) in msg and cifar10.URL in msg and "--data-dir" in msg
+
+
+def test_dataset_needs_data_dir_and_known_name():
+    with pytest.raises(ValueError, match="--data-dir"):
+        load_dataset("cifar10")
+    with pytest.raises(ValueError, match="digits, cifar10, movielens"):
+        load_dataset("imagenet", "/tmp")
+
+
+RATINGS = """userId,movieId,rating,timestamp
+1,10,4.0,100
+1,20,3.5,300
+1,30,5.0,200
+2,10,2.0,50
+2,40,4.0,60
+3,50,1.0,10
+4,20,4.5,70
+4,30,4.0,80
+4,60,3.0,90
+"""
+
+
+def test_movielens_leave_one_out(tmp_path):
+    (tmp_path / "ratings.csv").write_text(RATINGS)
+    ds = load_dataset("movielens", tmp_path, seed=3)
+    assert ds.task == "rank"
+    assert ds.meta["num_users"] == 4 and ds.meta["num_items"] == 6
+    users, cands = ds.test
+    # User 3 has one rating: trained on, not tested. The others hold out their latest item.
+    assert users.tolist() == [0, 1, 3]
+    assert cands.shape == (3, 1 + movielens.TEST_NEGATIVES)
+    # Contiguous ids are ranks of the original ids: movie 20 -> 1, 40 -> 3, 60 -> 5.
+    assert cands[:, 0].tolist() == [1, 3, 5]
+    rated = {(0, 0), (0, 1), (0, 2), (1, 0), (1, 3), (2, 4), (3, 1), (3, 2), (3, 5)}
+    for u, row in zip(users.tolist(), cands[:, 1:].tolist()):
+        assert all((u, i) not in rated for i in row)
+
+    u, i, label = ds.train_tensors(0)
+    positives = {(a, b) for a, b, l in zip(u.tolist(), i.tolist(), label.tolist()) if l == 1}
+    assert positives == rated - {(0, 1), (1, 3), (3, 5)}
+    assert int((label == 0).sum()) == movielens.TRAIN_NEGATIVES * len(positives)
+    assert all((a, b) not in rated
+               for a, b, l in zip(u.tolist(), i.tolist(), label.tolist()) if l == 0)
+
+
+def test_movielens_negatives_are_seeded_per_epoch(tmp_path):
+    (tmp_path / "ratings.csv").write_text(RATINGS)
+    a = load_dataset("movielens", tmp_path, seed=1)
+    b = load_dataset("movielens", tmp_path, seed=1)
+    assert torch.equal(a.test[1], b.test[1])
+    assert all(torch.equal(x, y) for x, y in zip(a.train_tensors(2), b.train_tensors(2)))
+    assert not torch.equal(a.train_tensors(1)[1], a.train_tensors(2)[1])
+
+
+def test_movielens_missing_and_malformed(tmp_path):
+    with pytest.raises(DataNotFoundError) as e:
+        load_dataset("movielens", tmp_path)
+    msg = str(e.value)
+    assert str(tmp_path / "ratings.csv") in msg and movielens.URL in msg
+    assert "userId,movieId,rating,timestamp" in msg
+    (tmp_path / "ratings.csv").write_text("user,item\n1,2\n")
+    with pytest.raises(ValueError, match="expected header"):
+        load_dataset("movielens", tmp_path)
+
+
+def test_digits_split_is_fixed():
+    a, b = load_dataset("digits"), load_dataset("digits", seed=7)
+    assert a.num_train == 1438 and a.num_test == 359
+    assert a.train[0].shape[1:] == (1, 8, 8) and 0.0 <= a.train[0].min() <= a.train[0].max() <= 1.0
+    assert torch.equal(a.test[1], b.test[1])
+    # Stratified: each class contributes a fifth of its images to the test set.
+    per_class = torch.bincount(torch.cat([a.train[1], a.test[1]]))
+    assert torch.equal(torch.bincount(a.test[1]), (per_class * 0.2).round().long())

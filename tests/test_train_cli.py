@@ -1,0 +1,74 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from deepreduce.cli import build_parser, main
+from deepreduce.train.config import DEFAULT_PARAMS, DENSE_PARAMS
+from deepreduce.train.options import build_params, config_from_args
+
+
+def parse(*argv):
+    return build_parser().parse_args(["train", *argv])
+
+
+def test_help_explains_flags_defaults_and_examples():
+    out = subprocess.run([sys.executable, "-m", "deepreduce", "train", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    for text in ("--compress-ratio", "--no-baseline", "--data-dir", "--workers", "(default: 2)",
+                 '"compressor": "topk"', "examples:", "torchrun", "mpirun", "resnet20"):
+        assert text in out
+
+
+def test_defaults():
+    cfg = config_from_args(parse(), "spawn")
+    assert cfg.runs == [("compressed", DEFAULT_PARAMS), ("dense", DENSE_PARAMS)]
+    assert (cfg.dataset, cfg.model, cfg.epochs, cfg.batch_size) == ("digits", "cnn", 20, 32)
+    assert cfg.out.startswith("runs")
+    cifar = config_from_args(parse("--dataset", "cifar10", "--epochs", "3"), "spawn")
+    assert (cifar.model, cifar.epochs, cifar.lr_decay) == ("resnet20", 3, "step")
+
+
+def test_params_are_layered():
+    args = parse("--params", '{"compressor": "qsgd", "quantum_num": 64}', "--memory", "none",
+                 "--deepreduce", "index", "--param", "fpr=0.001", "--param", "policy=p0",
+                 "--param", "quantum_num=127", "--no-baseline")
+    assert build_params(args) == {"compressor": "qsgd", "quantum_num": 127, "memory": "none",
+                                  "deepreduce": "index", "fpr": 0.001, "policy": "p0"}
+    assert [label for label, _ in config_from_args(args, "spawn").runs] == ["compressed"]
+    # Flags alone refine the default dict rather than replacing it.
+    assert build_params(parse("--compress-ratio", "0.05")) == dict(DEFAULT_PARAMS,
+                                                                   compress_ratio=0.05)
+
+
+def test_params_from_file(tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"compressor": "fp16", "communicator": "allreduce"}))
+    assert build_params(parse("--params", str(path))) == {"compressor": "fp16",
+                                                         "communicator": "allreduce"}
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--params", "{not json"], "--params is neither"),
+    (["--params", "[1, 2]"], "--params must be a JSON object"),
+    (["--param", "novalue"], "--param expects key=value"),
+])
+def test_bad_params_are_argument_errors(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        parse(*argv)
+    assert message in capsys.readouterr().err
+
+
+def test_bad_values_exit_with_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--epochs", "0"])
+    assert e.value.code == 2 and "--epochs=0 must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "--compressor", "nosuch", "--no-progress"])
+    assert "nosuch" in capsys.readouterr().err
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    assert "train" in capsys.readouterr().out

@@ -1,0 +1,76 @@
+"""End to end: the default job on 2 workers for one epoch, then the same job under mpirun and
+torchrun, which must reproduce the spawned run exactly."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+TRAIN = ["-m", "deepreduce", "train", "--epochs", "1", "--no-progress"]
+# Fields that must agree across launchers (wall time and codec seconds naturally differ).
+SAME = ("metric", "test_loss", "train_loss", "bytes_sent", "dense_bytes")
+
+
+def run(cmd, env=None, timeout=120):
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def compressed_epochs(out):
+    log = json.loads((out / "log.json").read_text())
+    run0 = next(r for r in log["runs"] if r["label"] == "compressed")
+    return log, [{k: e[k] for k in SAME} for e in run0["epochs"]]
+
+
+@pytest.fixture(scope="module")
+def spawned(tmp_path_factory):
+    out = tmp_path_factory.mktemp("spawn")
+    stdout = run([sys.executable, *TRAIN, "--workers", "2", "--out", str(out)])
+    return out, stdout
+
+
+def test_default_run_writes_logs_plot_and_table(spawned):
+    out, stdout = spawned
+    assert "compressed" in stdout and "dense" in stdout and "vs dense" in stdout
+    log, _ = compressed_epochs(out)
+    assert log["world_size"] == 2 and log["config"]["launcher"] == "spawn"
+    summary = {row["run"]: row for row in log["summary"]}
+    assert summary["dense"]["relative_volume"] == pytest.approx(1.0)
+    assert 0 < summary["compressed"]["relative_volume"] < 0.05       # top-1%: values + indices
+    with open(out / "epochs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["run"], r["epoch"]) for r in rows] == [("compressed", "0"), ("compressed", "1"),
+                                                     ("dense", "0"), ("dense", "1")]
+    dense_epoch = next(r for r in rows if r["run"] == "dense" and r["epoch"] == "1")
+    assert int(dense_epoch["bytes_sent"]) == int(dense_epoch["dense_bytes"]) > 0
+    with open(out / "steps.csv") as f:
+        steps = list(csv.DictReader(f))
+    assert len(steps) == 2 * 23               # ceil(719 / 32) steps per epoch, two runs
+    assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs mpirun")
+def test_mpirun_reproduces_spawn(spawned, tmp_path):
+    pytest.importorskip("mpi4py")
+    root = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"} \
+        if os.geteuid() == 0 else {}
+    run(["mpirun", "-np", "2", "--oversubscribe", sys.executable, *TRAIN, "--no-baseline",
+         "--out", str(tmp_path)], env=root)
+    log, epochs = compressed_epochs(tmp_path)
+    assert log["config"]["launcher"] == "mpirun" and log["world_size"] == 2
+    assert epochs == compressed_epochs(spawned[0])[1]
+
+
+def test_torchrun_reproduces_spawn(spawned, tmp_path):
+    run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         *TRAIN, "--no-baseline", "--out", str(tmp_path)])
+    log, epochs = compressed_epochs(tmp_path)
+    assert log["config"]["launcher"] == "torchrun" and log["world_size"] == 2
+    assert epochs == compressed_epochs(spawned[0])[1]
