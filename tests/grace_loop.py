@@ -1,9 +1,11 @@
 """A training script written for GRACE, used by the tests as GRACE users write it: imports
 from grace_dl, a loop over named_parameters calling grc.step. It trains a small MLP on a
-fixed synthetic classification task with every rank on its own shard."""
+fixed synthetic classification task with every rank on its own shard. Params that name a
+``deepreduce`` mode get the compressor wrapped the way DeepReduce's README does it."""
 import torch
 import torch.nn.functional as F
 
+from grace_dl.dist.compressor.deepreduce import DeepReduce, IndexCompressor, ValueCompressor
 from grace_dl.dist.helper import grace_from_params
 
 
@@ -21,7 +23,7 @@ def train(rank, world_size, params, steps=30, batch=32, lr=0.1):
     every step, and the held-out accuracy."""
     model = make_model()  # same initial model on every rank
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    grc = grace_from_params(params)
+    grc = communicator(params)
     inputs, labels = synthetic_task()
     shard = torch.arange(rank, inputs.shape[0], world_size)
     with torch.no_grad():
@@ -38,6 +40,16 @@ def train(rank, world_size, params, steps=30, batch=32, lr=0.1):
             losses.append(F.cross_entropy(model(inputs), labels).item())
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     return flat.numpy(), losses, accuracy(model)
+
+
+def communicator(params):
+    """grace_from_params, then DeepReduce's README snippet when params['deepreduce'] is set."""
+    grc = grace_from_params(params)
+    if params.get('deepreduce'):
+        DReduce = {'value': ValueCompressor, 'index': IndexCompressor, 'both': DeepReduce}[params['deepreduce']](
+            grc.compressor, params)
+        grc.compressor = DReduce
+    return grc
 
 
 def accuracy(model):
