@@ -212,12 +212,16 @@ def format_table(result):
             reach, t, speed = "never", "—", "—"
         else:
             reach, t = f"epoch {row['target_epoch']}", f"{row['target_s']:.1f}"
+            if result["repeats"] > 1:            # the spread of the repeats
+                t += f" ({min(row['target_s_all']):.1f}–{max(row['target_s_all']):.1f})"
             speed = f"{dense_s / row['target_s']:.2f}×" if dense_s else "—"
         rows.append(f"| {name} | {reach} | {t} | {speed} | {row['final']:.4f} | "
                     f"{_fmt_bytes(row['bytes_sent'])} | {row['wall_s']:.1f} |")
     head = (f"{result['rate']}: probe {result['probe_bytes_s'] * 8 / 1e6:,.0f} Mbit/s; target "
             f"{result['target']:.4f} = {result['target_fraction']:.0%} of dense's best "
             f"{result['dense_best']:.4f}")
+    if result["repeats"] > 1:
+        head += f"; {result['repeats']} repeats per config, times are median (min–max)"
     return head + "\n\n" + "\n".join(rows)
 
 
@@ -277,7 +281,7 @@ def bench_rate(rate, configs, args, tag):
     rows = {name: dict(skipped=skipped[name]) if skipped[name] else
             summarize(name, runs[name], target) for name in configs}
     return dict(rate=rate, probe_bytes_s=probe, dense_best=dense_best, target=target,
-                target_fraction=args.target_fraction, rows=rows)
+                target_fraction=args.target_fraction, repeats=args.repeats, rows=rows)
 
 
 def parse_args(argv=None):

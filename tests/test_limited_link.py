@@ -79,11 +79,12 @@ def test_summary_takes_the_median_repeat():
 
 
 def _result(rate, **target_s):
-    rows = {name: dict(target_epoch=1, target_s=s, final=0.9, best=0.9, bytes_sent=10,
-                       wall_s=2 * s if s else 50.0) for name, s in target_s.items()}
+    rows = {name: dict(target_epoch=1, target_s=s, target_s_all=[s, 2 * s] if s else [],
+                       final=0.9, best=0.9, bytes_sent=10, wall_s=2 * s if s else 50.0)
+            for name, s in target_s.items()}
     rows["spardl"] = dict(skipped="not built")
     return dict(rate=rate, probe_bytes_s=1e7, dense_best=0.95, target=0.931,
-                target_fraction=0.98, rows=rows)
+                target_fraction=0.98, repeats=1, rows=rows)
 
 
 def test_done_when_lines_give_figures_and_verdicts():
@@ -95,3 +96,6 @@ def test_done_when_lines_give_figures_and_verdicts():
     table = limited_link.format_table(results["10gbit"])
     assert "| topk | never |" in table and "| auto_off | epoch 1 | 10.8 | 0.93× |" in table
     assert "| spardl | skipped: not built |" in table
+    results["10gbit"]["repeats"] = 2
+    table = limited_link.format_table(results["10gbit"])
+    assert "median (min–max)" in table and "| auto_off | epoch 1 | 10.8 (10.8–21.6) |" in table
