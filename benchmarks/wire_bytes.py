@@ -4,8 +4,8 @@
 
 For every compressor: the payload bytes one rank sends for one step, that volume relative
 to dense float32, encode and decode time (one core), and beside it the volume GRACE's
-own implementation sends for the same method (from its code: e.g. a uint8 per sign, int32
-indices) so the two can be compared. GRACE's published measurements are in docs/grace.md.
+own implementation sends for the same method, computed from its code (e.g. a uint8 per
+sign, int32 top-k indices), not measured, so the two can be compared. See docs/grace.md.
 """
 import argparse
 import time
@@ -15,24 +15,29 @@ import numpy as np
 from deepreduce import grace_from_params
 from deepreduce.registry import COMPRESSOR_ALIASES, COMPRESSORS
 
-# Bytes GRACE's torch.distributed implementation puts on the wire for n float32 values
-# (read off its compressors; r = k selected entries).
+# Bytes GRACE's torch.distributed implementation puts on the wire for one gradient g of
+# n float32 values, read off its compressors (k = max(1, int(n * ratio)); its payload
+# dtypes: uint8 per sign, int8 per level, int32 top-k indices, but int64 indices where
+# dgc takes them from torch.where). None: not in GRACE's torch.distributed flavour.
 GRACE_BYTES = {
-    "none": lambda n, k: 4 * n,
-    "fp16": lambda n, k: 2 * n,
-    "qsgd": lambda n, k: n + 4 * -(-n // 128),         # int8 levels + a norm per bucket
-    "terngrad": lambda n, k: n + 4,                    # uint8 per entry + scalar
-    "onebit": lambda n, k: n + 8,                      # uint8 mask + two means
-    "signsgd": lambda n, k: n,                         # uint8 per sign
-    "signum": lambda n, k: n,
-    "efsignsgd": lambda n, k: n + 4,
-    "natural": lambda n, k: n,                         # one byte per entry
-    "randomk": lambda n, k: 4 * k,                     # values only
-    "topk": lambda n, k: 8 * k,                        # float32 values + int32 indices
-    "threshold": None,
-    "dgc": lambda n, k: 8 * k,                         # ~k entries, values + int32 indices
-    "powersgd": None,
+    "none": lambda g, k, p: 4 * g.size,
+    "fp16": lambda g, k, p: 2 * g.size,
+    "qsgd": lambda g, k, p: g.size + 4 * -(-g.size // 128),    # int8 levels + a norm per bucket
+    "terngrad": lambda g, k, p: g.size + 4,                    # int8 per entry + the scalar
+    "onebit": lambda g, k, p: g.size + 8,                      # uint8 mask + two means
+    "signsgd": lambda g, k, p: g.size,                         # uint8 per sign
+    "signum": lambda g, k, p: g.size,
+    "efsignsgd": lambda g, k, p: g.size + 4,                   # uint8 per sign + the mean
+    "natural": lambda g, k, p: g.size,                         # one byte per entry
+    "randomk": lambda g, k, p: 4 * k,                          # values only
+    "topk": lambda g, k, p: 8 * k,                             # float32 values + int32 indices
+    # every |g| >= min(threshold, max(g)): float32 values + int32 indices
+    "threshold": lambda g, k, p: 8 * int(np.count_nonzero(np.abs(g) >= min(p["threshold"], g.max()))),
+    "dgc": lambda g, k, p: 12 * k,                             # ~k entries: float32 + int64 indices
+    # P (rows x r) and Q (cols x r) in float32, as ours
+    "powersgd": lambda g, k, p: 4 * p["compress_rank"] * (POWERSGD_ROWS + g.size // POWERSGD_ROWS),
 }
+POWERSGD_ROWS = 2048  # the gradient is measured as a 2048-row matrix for powersgd
 
 
 def gradient(numel, seed=0):
@@ -40,10 +45,14 @@ def gradient(numel, seed=0):
     return np.random.default_rng(seed).laplace(scale=1e-3, size=numel).astype(np.float32)
 
 
+def params_for(name, ratio):
+    return {"compressor": name, "compress_ratio": ratio, "threshold": 3e-3, "compress_rank": 1, "world_size": 1}
+
+
 def measure(name, grad, ratio):
-    params = {"compressor": name, "compress_ratio": ratio, "threshold": 3e-3, "world_size": 1}
+    params = params_for(name, ratio)
     if name == "powersgd":
-        grad = grad[: (grad.size // 2048) * 2048].reshape(2048, -1)
+        grad = grad[: (grad.size // POWERSGD_ROWS) * POWERSGD_ROWS].reshape(POWERSGD_ROWS, -1)
     grc = grace_from_params(params)
     codec = grc.compressor
     start = time.perf_counter()
@@ -70,7 +79,7 @@ def main(argv=None):
             continue
         nbytes, enc, dec = measure(name, grad, args.ratio)
         grace = GRACE_BYTES.get(name)
-        grace_mb = f"{grace(args.numel, k) / 1e6:9.2f}" if grace else f"{'-':>9}"
+        grace_mb = f"{grace(grad, k, params_for(name, args.ratio)) / 1e6:9.3f}" if grace else f"{'-':>9}"
         print(f"{name:<11} {nbytes:>14,} {nbytes / 1e6:9.3f} {nbytes / dense:9.2%} {grace_mb} {enc:9.3f} {dec:9.3f}")
 
 

@@ -9,10 +9,11 @@ from . import stats
 from .base import Communicator, Compressor, Memory
 from .errors import CommunicationError, DeepReduceError, FrameError
 from .params import DEFAULTS, grace_from_params
+from .wrappers import DeepReduce, IndexCompressor, ValueCompressor, deepreduce_from_params
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "grace_from_params", "DEFAULTS", "Compressor", "Memory", "Communicator", "stats",
+    "grace_from_params", "deepreduce_from_params", "ValueCompressor", "IndexCompressor", "DeepReduce", "DEFAULTS", "Compressor", "Memory", "Communicator", "stats",
     "DeepReduceError", "FrameError", "CommunicationError", "__version__",
 ]

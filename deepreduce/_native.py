@@ -26,6 +26,13 @@ def check(status, what):
         raise cls(f"{what}: {status_message(status)}")
 
 
+def check_frame(status, what):
+    """Raise FrameError if a C call on a received payload failed: whatever the status,
+    the payload is to blame (its bytes chose every argument the call was given)."""
+    if status != lib.DR_OK:
+        raise FrameError(f"{what}: {status_message(status)}")
+
+
 def f32(array):
     """A ``float *`` into a C-contiguous float32 array (no copy)."""
     return ffi.from_buffer("float[]", array)

@@ -23,12 +23,14 @@ class Stats:
     per_name: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def record(self, name, *, bytes_sent=0, dense_bytes=0, encode_seconds=0.0, decode_seconds=0.0):
+    def record(self, name, *, bytes_sent=0, dense_bytes=0, encode_seconds=0.0, decode_seconds=0.0, calls=1):
+        """Add to ``name``'s totals. ``calls=0`` adds without counting a call (a timer
+        adding seconds to a step the communicator counts)."""
         with self._lock:
             s = self.per_name.get(name)
             if s is None:
                 s = self.per_name[name] = TensorStats()
-            s.calls += 1
+            s.calls += calls
             s.bytes_sent += int(bytes_sent)
             s.dense_bytes += int(dense_bytes)
             s.encode_seconds += encode_seconds

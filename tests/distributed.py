@@ -1,12 +1,19 @@
 """Run a function on N real processes joined by torch.distributed (gloo over loopback).
 
-``run(fn, world_size, *args)`` spawns the workers, each initialising a gloo process group
-on a free port, calls ``fn(rank, world_size, *args)`` in each, and returns the list of
-results in rank order. A worker's exception is re-raised in the test with its traceback;
-the whole run is bounded by ``timeout`` seconds so a hang fails instead of blocking CI.
+``run(fn, world_size, *args)`` calls ``fn(rank, world_size, *args)`` on ranks 0..N-1 and
+returns the results in rank order. A worker's exception is re-raised in the test with its
+traceback; every run is bounded by ``timeout`` seconds so a hang fails instead of blocking.
+
+The worker processes are real and separate, but they are kept for the whole test session:
+each job initialises a fresh gloo process group on a new port and destroys it afterwards.
+Starting Python and importing torch costs seconds per process on a small machine, far more
+than most jobs. A worker that dies or hangs takes the pool down; the next job starts a new
+one. ``spawn_fresh`` runs a job in new processes, for tests that kill a rank on purpose.
 """
+import atexit
 import multiprocessing as mp
 import os
+import queue as queue_module
 import socket
 import traceback
 from datetime import timedelta
@@ -18,43 +25,101 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _worker(fn, rank, world_size, port, pg_timeout, args, queue):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+def _run_job(fn, rank, world_size, port, pg_timeout, args):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world_size, timeout=timedelta(seconds=pg_timeout))
     try:
-        import torch
-        import torch.distributed as dist
-        torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                                world_size=world_size, timeout=timedelta(seconds=pg_timeout))
-        try:
-            queue.put((rank, "ok", fn(rank, world_size, *args)))
-        finally:
-            dist.destroy_process_group()
+        return fn(rank, world_size, *args)
+    finally:
+        dist.destroy_process_group()
+
+
+def _setup_worker():
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+    torch.set_num_threads(1)
+
+
+def _worker(fn, rank, world_size, port, pg_timeout, args, results):
+    """A one-job worker in a process of its own."""
+    try:
+        _setup_worker()
+        results.put((rank, "ok", _run_job(fn, rank, world_size, port, pg_timeout, args)))
     except BaseException:  # report everything, including SystemExit from the function
-        queue.put((rank, "error", traceback.format_exc()))
+        results.put((rank, "error", traceback.format_exc()))
+
+
+def _pool_worker(jobs, results):
+    _setup_worker()
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        fn, rank, world_size, port, pg_timeout, args = job
+        try:
+            results.put((rank, "ok", _run_job(fn, rank, world_size, port, pg_timeout, args)))
+        except BaseException:
+            results.put((rank, "error", traceback.format_exc()))
+
+
+class _Pool:
+    def __init__(self):
+        self.ctx = mp.get_context("spawn")
+        self.workers = []  # (process, job queue)
+        self.results = self.ctx.Queue()
+
+    def ensure(self, size):
+        while len(self.workers) < size:
+            jobs = self.ctx.Queue()
+            proc = self.ctx.Process(target=_pool_worker, args=(jobs, self.results), daemon=True)
+            proc.start()
+            self.workers.append((proc, jobs))
+
+    def shutdown(self):
+        for proc, jobs in self.workers:
+            if proc.is_alive():
+                jobs.put(None)
+        for proc, _ in self.workers:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+        self.workers = []
+
+
+_pool = None
+
+
+def _collect(results, world_size, timeout, alive):
+    values, errors = {}, []
+    for _ in range(world_size):
+        try:
+            rank, status, value = results.get(timeout=timeout)
+        except queue_module.Empty:
+            dead = [r for r, ok in enumerate(alive()) if not ok]
+            raise AssertionError(f"distributed job timed out after {timeout}s (dead ranks: {dead})") from None
+        if status == "ok":
+            values[rank] = value
+        else:
+            errors.append(f"rank {rank}:\n{value}")
+    if errors:
+        raise AssertionError("worker failed:\n" + "\n".join(errors))
+    return [values[r] for r in range(world_size)]
 
 
 def run(fn, world_size, *args, timeout=120, pg_timeout=30):
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
+    global _pool
+    if _pool is None:
+        _pool = _Pool()
+        atexit.register(lambda: _pool.shutdown() if _pool is not None else None)
+    _pool.ensure(world_size)
     port = free_port()
-    procs = [ctx.Process(target=_worker, args=(fn, r, world_size, port, pg_timeout, args, queue))
-             for r in range(world_size)]
-    for p in procs:
-        p.start()
-    results, errors = {}, []
+    for rank in range(world_size):
+        _pool.workers[rank][1].put((fn, rank, world_size, port, pg_timeout, args))
     try:
-        for _ in range(world_size):
-            rank, status, value = queue.get(timeout=timeout)
-            if status == "ok":
-                results[rank] = value
-            else:
-                errors.append(f"rank {rank}:\n{value}")
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
-    if errors:
-        raise AssertionError("worker failed:\n" + "\n".join(errors))
-    return [results[r] for r in range(world_size)]
+        return _collect(_pool.results, world_size, timeout,
+                        lambda: [p.is_alive() for p, _ in _pool.workers[:world_size]])
+    except BaseException:
+        _pool.shutdown()  # a failed or hung job may leave workers mid-collective
+        _pool = None
+        raise

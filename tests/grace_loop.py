@@ -1,9 +1,11 @@
 """A training script written for GRACE, used by the tests as GRACE users write it: imports
 from grace_dl, a loop over named_parameters calling grc.step. It trains a small MLP on a
-fixed synthetic classification task with every rank on its own shard."""
+fixed synthetic classification task with every rank on its own shard. Params that name a
+``deepreduce`` mode get the compressor wrapped the way DeepReduce's README does it."""
 import torch
 import torch.nn.functional as F
 
+from grace_dl.dist.compressor.deepreduce import DeepReduce, IndexCompressor, ValueCompressor
 from grace_dl.dist.helper import grace_from_params
 
 
@@ -16,13 +18,16 @@ def synthetic_task(seed=0, n=512, features=20, classes=4):
     return inputs, labels
 
 
-def train(rank, world_size, params, steps=30, batch=32):
+def train(rank, world_size, params, steps=30, batch=32, lr=0.1):
+    """Returns the final parameters (flat), the full-data loss before training and after
+    every step, and the held-out accuracy."""
     model = make_model()  # same initial model on every rank
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    grc = grace_from_params(params)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    grc = communicator(params)
     inputs, labels = synthetic_task()
     shard = torch.arange(rank, inputs.shape[0], world_size)
-    losses = []
+    with torch.no_grad():
+        losses = [F.cross_entropy(model(inputs), labels).item()]
     for step in range(steps):
         idx = shard[(step * batch) % shard.numel():][:batch]
         optimizer.zero_grad()
@@ -35,6 +40,16 @@ def train(rank, world_size, params, steps=30, batch=32):
             losses.append(F.cross_entropy(model(inputs), labels).item())
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     return flat.numpy(), losses, accuracy(model)
+
+
+def communicator(params):
+    """grace_from_params, then DeepReduce's README snippet when params['deepreduce'] is set."""
+    grc = grace_from_params(params)
+    if params.get('deepreduce'):
+        DReduce = {'value': ValueCompressor, 'index': IndexCompressor, 'both': DeepReduce}[params['deepreduce']](
+            grc.compressor, params)
+        grc.compressor = DReduce
+    return grc
 
 
 def accuracy(model):

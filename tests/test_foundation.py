@@ -246,7 +246,7 @@ def test_dead_peer_raises_within_the_timeout():
     procs = [ctx.Process(target=distributed._worker, args=(_dead_peer, r, 2, port, 5, (), queue)) for r in range(2)]
     for p in procs:
         p.start()
-    rank, status, value = queue.get(timeout=60)
+    rank, status, value = queue.get(timeout=60)  # only rank 0 can report: rank 1 died
     for p in procs:
         p.join(timeout=10)
     assert rank == 0 and status == "ok", value

@@ -10,21 +10,8 @@
 #include <time.h>
 
 #include "deepreduce.h"
-
-typedef struct {
-    const char *name;
-    size_t (*bound)(size_t, size_t);
-    int (*encode)(const uint32_t *, size_t, size_t, uint8_t *, size_t, size_t *);
-    int (*decode)(const uint8_t *, size_t, size_t, size_t, uint32_t *);
-} codec;
-
-static const codec codecs[] = {
-    {"rle", dr_index_rle_bound, dr_index_rle_encode, dr_index_rle_decode},
-    {"huffman", dr_index_huffman_bound, dr_index_huffman_encode, dr_index_huffman_decode},
-    {"ef", dr_index_ef_bound, dr_index_ef_encode, dr_index_ef_decode},
-    {"rice", dr_index_rice_bound, dr_index_rice_encode, dr_index_rice_decode},
-    {"varint", dr_index_varint_bound, dr_index_varint_encode, dr_index_varint_decode},
-};
+/* The codec table the index tests use (a relative include: no -I needed). */
+#include "../../tests/c/index_codecs.h"
 
 static double now(void)
 {
@@ -63,7 +50,7 @@ int main(void)
     for (b = 0; b < 3; b++) {
         size_t r = (size_t)(dens[b] * (double)d);
         dr_randomk(12345 + b, d, r, idx, work);
-        for (c = 0; c < sizeof codecs / sizeof codecs[0]; c++) {
+        for (c = 0; c < NCODECS; c++) {
             size_t len = 0, cap = codecs[c].bound(d, r);
             double te, td;
             TIME_BEST(codecs[c].encode(idx, r, d, buf, cap, &len), te);

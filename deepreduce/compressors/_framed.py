@@ -1,9 +1,11 @@
 """The base of compressors whose whole payload is one frame made and checked by the C
-core (the quantizers). A subclass names its C decoder and implements ``encode``."""
+core (the quantizers). A subclass names its C functions and the attributes that hold
+the encoder's parameters; one whose encoding does not fit that shape overrides
+``encode``."""
 import numpy as np
 
 from .. import edge
-from .._native import as_frame_bytes, check, f32, ffi, lib, name_key, u8
+from .._native import as_frame_bytes, check, f32, ffi, lib, name_key, u8, workspace
 from ..base import Compressor
 
 
@@ -38,15 +40,34 @@ class StepKeys:
 
 
 class FramedCompressor(Compressor):
-    decoder = None  # the C function name, e.g. "dr_qsgd_decode"
+    # The C functions, by name: e.g. "dr_qsgd_decode", "dr_qsgd_encode", "dr_qsgd_size".
+    decoder = None
+    encoder = None
+    size = None
+    label = None  # names the encoding in error messages: "qsgd of 'layer.weight'"
+    params = ()  # attributes holding the encoder's parameters, in the C order
+    stochastic = False  # the encoder takes a per-step key (StepKeys) after the parameters
+    scratch = None  # the C name of the size of the scratch the encoder takes, if any
 
     def __init__(self, average=True, tensors_size_are_same=True):
         super().__init__(average, tensors_size_are_same)
         self.keys = StepKeys()
 
     def encode(self, flat, name):
-        """Return the frame (uint8 array) for the flat float32 tensor."""
-        raise NotImplementedError
+        """Return the frame (uint8 array) for the flat float32 tensor: the encoder is
+        called as ``encoder(x, n, *params[, key], dtype[, work], buf, cap, written)``
+        into ``size(n, *params)`` bytes, with ``scratch(n, *params)`` bytes of work."""
+        params = [getattr(self, p) for p in self.params]
+        args = [f32(flat), flat.size, *params]
+        if self.stochastic:
+            args.append(self.keys.next(name))
+        args.append(lib.DR_DTYPE_FLOAT32)
+        if self.scratch is not None:
+            _, work = workspace(getattr(lib, self.scratch)(flat.size, *params))
+            args.append(work)
+        encoder = getattr(lib, self.encoder)
+        return framed(getattr(lib, self.size)(flat.size, *params),
+                      lambda buf, cap, w: encoder(*args, buf, cap, w), f"{self.label} of {name!r}")
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")

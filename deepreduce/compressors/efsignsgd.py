@@ -1,5 +1,4 @@
-from .._native import f32, lib
-from ._framed import FramedCompressor, framed
+from ._framed import FramedCompressor
 
 
 class EFSignSGDCompressor(FramedCompressor):
@@ -7,7 +6,8 @@ class EFSignSGDCompressor(FramedCompressor):
     already carries the learning rate and the error feedback (pair with the efsignsgd
     memory). The aggregate is the sum divided by lr, not averaged."""
 
-    decoder = "dr_efsignsgd_decode"
+    encoder, size, decoder = "dr_efsignsgd_encode", "dr_efsignsgd_size", "dr_efsignsgd_decode"
+    label = "efsignsgd"
 
     def __init__(self, lr=0.1):
         super().__init__(average=False)
@@ -18,11 +18,6 @@ class EFSignSGDCompressor(FramedCompressor):
     @classmethod
     def from_params(cls, params):
         return cls(params["lr"])
-
-    def encode(self, flat, name):
-        return framed(lib.dr_efsignsgd_size(flat.size),
-                      lambda buf, cap, w: lib.dr_efsignsgd_encode(f32(flat), flat.size, lib.DR_DTYPE_FLOAT32, buf, cap, w),
-                      f"efsignsgd of {name!r}")
 
     def aggregate(self, tensors):
         return sum(tensors) / self.learning_rate

@@ -1,5 +1,5 @@
-from .._native import f32, lib
-from ._framed import FramedCompressor, framed
+from .._native import lib
+from ._framed import FramedCompressor
 
 
 class QSGDCompressor(FramedCompressor):
@@ -7,7 +7,10 @@ class QSGDCompressor(FramedCompressor):
     levels in [-s, s] (s = quantum_num) by unbiased stochastic rounding; int8 levels when
     s < 128, else int16. A zero bucket decodes to zeros (GRACE's gave NaN)."""
 
-    decoder = "dr_qsgd_decode"
+    encoder, size, decoder = "dr_qsgd_encode", "dr_qsgd_size", "dr_qsgd_decode"
+    label = "qsgd"
+    params = ("quantum_num", "bucket_size")
+    stochastic = True
 
     def __init__(self, quantum_num=127, bucket_size=128):
         super().__init__()
@@ -21,10 +24,3 @@ class QSGDCompressor(FramedCompressor):
     @classmethod
     def from_params(cls, params):
         return cls(params["quantum_num"], params["bucket_size"])
-
-    def encode(self, flat, name):
-        key = self.keys.next(name)
-        return framed(lib.dr_qsgd_size(flat.size, self.quantum_num, self.bucket_size),
-                      lambda buf, cap, w: lib.dr_qsgd_encode(f32(flat), flat.size, self.quantum_num, self.bucket_size,
-                                                             key, lib.DR_DTYPE_FLOAT32, buf, cap, w),
-                      f"qsgd of {name!r}")

@@ -3,16 +3,8 @@ import numpy as np
 from .. import edge
 from .._native import check, f32, lib, name_key, u32, workspace
 from ..base import Compressor
+from ._sparse import SparseCtx
 from .topk import topk_count
-
-
-class RandomKCtx:
-    __slots__ = ("indices", "numel", "restore")
-
-    def __init__(self, indices, numel, restore):
-        self.indices = indices
-        self.numel = numel
-        self.restore = restore
 
 
 class RandomKCompressor(Compressor):
@@ -43,7 +35,7 @@ class RandomKCompressor(Compressor):
         check(lib.dr_randomk(name_key(name, step), flat.size, k, u32(indices), work), f"random-k of {name!r}")
         values = np.empty(k, dtype=np.float32)
         check(lib.dr_gather(f32(flat), flat.size, u32(indices), k, f32(values)), f"random-k of {name!r}")
-        return [values], RandomKCtx(indices, flat.size, restore)
+        return [values], SparseCtx(flat.size, indices, restore)
 
     def decompress(self, tensors, ctx):
         values, = tensors

@@ -1,12 +1,16 @@
-from .._native import f32, lib, workspace
-from ._framed import FramedCompressor, framed
+from .._native import lib
+from ._framed import FramedCompressor
 
 
 class SketchCompressor(FramedCompressor):
     """Quantile sketch: ``quantum_num`` bins with edges at quantiles of the values; each
     entry sends its bin index, and decodes to its bin's mean."""
 
-    decoder = "dr_sketch_decode"
+    encoder, size, decoder = "dr_sketch_encode", "dr_sketch_size", "dr_sketch_decode"
+    label = "sketch"
+    params = ("bins",)
+    stochastic = True
+    scratch = "dr_sketch_workspace_size"
 
     def __init__(self, bins=127):
         super().__init__()
@@ -17,11 +21,3 @@ class SketchCompressor(FramedCompressor):
     @classmethod
     def from_params(cls, params):
         return cls(params["quantum_num"])
-
-    def encode(self, flat, name):
-        key = self.keys.next(name)
-        _, work = workspace(lib.dr_sketch_workspace_size(flat.size, self.bins))
-        return framed(lib.dr_sketch_size(flat.size, self.bins),
-                      lambda buf, cap, w: lib.dr_sketch_encode(f32(flat), flat.size, self.bins, key,
-                                                               lib.DR_DTYPE_FLOAT32, work, buf, cap, w),
-                      f"sketch of {name!r}")

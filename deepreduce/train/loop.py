@@ -24,13 +24,7 @@ COUNTERS = ("bytes_sent", "dense_bytes", "encode_seconds", "decode_seconds")
 def make_communicator(params):
     """grc for a params dict; a 'deepreduce' key wraps the sparsifier in a DeepReduce codec."""
     import deepreduce
-    if not params.get("deepreduce"):
-        return deepreduce.grace_from_params(dict(params))
-    build = getattr(deepreduce, "deepreduce_from_params", None)
-    if build is None:
-        raise ValueError(f"params deepreduce={params['deepreduce']!r} needs the DeepReduce "
-                         f"codecs (deepreduce.deepreduce_from_params), which this build lacks")
-    return build(dict(params))
+    return deepreduce.deepreduce_from_params(dict(params))
 
 
 def make_optimizer(cfg, model):

@@ -32,32 +32,29 @@ def _mpi_world():
     return mpi.COMM_WORLD if mpi.COMM_WORLD.Get_size() > 1 else None
 
 
-def detect_world_size():
-    """The world size of whatever engine is running, without binding to it."""
+def _detect(torch_method, mpi_method, env_vars, alone):
+    """Ask torch.distributed, then MPI (by the named methods), then the launcher's
+    environment variables; ``alone`` when none of them answers."""
     if _torch_initialised():
         import torch.distributed as dist
-        return dist.get_world_size()
+        return getattr(dist, torch_method)()
     world = _mpi_world()
     if world is not None:
-        return world.Get_size()
-    for var in _WORLD_SIZE_ENV:
+        return getattr(world, mpi_method)()
+    for var in env_vars:
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
-    return 1
+    return alone
+
+
+def detect_world_size():
+    """The world size of whatever engine is running, without binding to it."""
+    return _detect("get_world_size", "Get_size", _WORLD_SIZE_ENV, 1)
 
 
 def detect_rank():
     """This process's rank in whatever engine is running (0 when alone)."""
-    if _torch_initialised():
-        import torch.distributed as dist
-        return dist.get_rank()
-    world = _mpi_world()
-    if world is not None:
-        return world.Get_rank()
-    for var in _RANK_ENV:
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 0
+    return _detect("get_rank", "Get_rank", _RANK_ENV, 0)
 
 
 def resolve(choice=None, world_size=None):

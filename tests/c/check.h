@@ -4,6 +4,7 @@
 #ifndef DR_TEST_CHECK_H
 #define DR_TEST_CHECK_H
 
+#include <math.h>
 #include <stdio.h>
 
 #include "deepreduce.h"
@@ -45,6 +46,16 @@ static int check_summary(const char *suite)
 static float test_uniform(uint64_t key, uint64_t i)
 {
     return 2.0f * dr_rng_uniform(key, i) - 1.0f;
+}
+
+/* 1 when every x[0..n) is finite (static inline: not every test uses it). */
+static inline int test_all_finite(const float *x, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
 }
 
 #endif

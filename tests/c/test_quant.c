@@ -25,15 +25,6 @@ static void fill_gauss(float *x, size_t n, uint64_t key, float scale)
         x[i] = scale * test_gauss(key, i);
 }
 
-static int all_finite(const float *x, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return 0;
-    return 1;
-}
-
 /* Recompute the CRC after a deliberate edit, so only the decoder's own checks remain. */
 static void reseal(uint8_t *buf, size_t len)
 {
@@ -264,7 +255,7 @@ static void test_zero_tensor(void)
         x[i] = test_uniform(2, i);
     CHECK_OK(dr_qsgd_encode(x, N, 127, 128, 1, 0, buf, sizeof buf, &len));
     CHECK_OK(dr_qsgd_decode(buf, len, out, N));
-    ok = all_finite(out, N);
+    ok = test_all_finite(out, N);
     for (i = 0; i < 128; i++)
         ok &= out[i] == 0.0f;
     CHECK(ok);
@@ -329,7 +320,7 @@ static void test_onebit_mask_direction(void)
     x[0] = x[1] = 1.0f;
     CHECK_OK(dr_onebit_encode(x, 6, 0, buf, sizeof buf, &len));
     CHECK_OK(dr_onebit_decode(buf, len, out, 6));
-    CHECK(all_finite(out, 6) && out[0] == (float)(10.0 / 6.0));
+    CHECK(test_all_finite(out, 6) && out[0] == (float)(10.0 / 6.0));
 }
 
 static void test_efsignsgd_and_vote(void)
@@ -438,7 +429,7 @@ static void test_qsgd_unbiased_and_variance_bound(void)
     CHECK(fabs(emp_err - exact_err) <= 0.05 * exact_err);
     CHECK(emp_err <= bound);
     /* Levels stay in [-s, s]: every decoded value is within one norm of zero. */
-    CHECK(all_finite(out, N));
+    CHECK(test_all_finite(out, N));
 }
 
 static void test_qsgd_exact_levels(void)
@@ -671,7 +662,7 @@ static void test_sketch(void)
     }
     CHECK(ok);
     CHECK(fabs(sx - so) < 1e-3 * BIG);
-    CHECK(all_finite(out, BIG));
+    CHECK(test_all_finite(out, BIG));
 }
 
 /* ------------------------------------------------------- decoders refuse contents */

@@ -206,6 +206,15 @@ static void test_adaq_small_and_empty(void)
     check_adaq(x, 50, 0.5f, buf, len);
     CHECK_OK(dr_adaq_decode(buf, len, out, 50));
     CHECK(out[7] == -2.0f && out[30] == 0.0f);
+    /* Every positive equal: no threshold lands in the band (all or none are taken),
+     * and the side must send all of them rather than nothing. */
+    for (i = 0; i < 50; i++)
+        x[i] = 5.0f;
+    CHECK_OK(dr_adaq_encode(x, 50, 0.3f, 1, 0, work, buf, sizeof buf, &len));
+    CHECK(len == 68 + 4 * 50);
+    CHECK_OK(dr_adaq_decode(buf, len, out, 50));
+    for (i = 0; i < 50; i++)
+        CHECK(out[i] == 5.0f);
     /* Empty tensor. */
     CHECK_OK(dr_adaq_encode(NULL, 0, 0.5f, 1, 0, work, buf, sizeof buf, &len));
     CHECK_OK(dr_adaq_decode(buf, len, NULL, 0));

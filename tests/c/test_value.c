@@ -36,15 +36,6 @@ static int decode_any(const dec_ctx *c, const uint8_t *in, size_t len, float *ou
     }
 }
 
-static int all_finite(const float *x, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return 0;
-    return 1;
-}
-
 /* Every truncation and one extra byte are refused; every single-byte change (three
  * patterns per position) is refused or decodes to r finite values. Buffers are
  * allocated at their exact sizes so that ASan catches any overrun. */
@@ -79,7 +70,7 @@ static void sweep(const dec_ctx *c, const uint8_t *sec, size_t len)
             memcpy(buf, sec, len);
             buf[pos] ^= pattern[t];
             st = decode_any(c, buf, len, out);
-            if (!(st < 0 || (st == DR_OK && all_finite(out, c->r)))) {
+            if (!(st < 0 || (st == DR_OK && test_all_finite(out, c->r)))) {
                 if (flip_ok)
                     fprintf(stderr, "codec %d: flip %02x at %zu gave st %d\n", c->codec, pattern[t], pos, st);
                 flip_ok = 0;
@@ -607,7 +598,7 @@ static void test_qsgd(void)
         CHECK_OK(dr_value_qsgd_encode(v, 40, 10, 127, 1, s8, sizeof s8, &written));
         CHECK(written == 4 * 4 + 40);
         CHECK_OK(dr_value_qsgd_decode(s8, written, 40, 10, 127, out));
-        CHECK(out[3] == -2.5f && out[35] == 1.0f && out[15] == 0.0f && all_finite(out, 40));
+        CHECK(out[3] == -2.5f && out[35] == 1.0f && out[15] == 0.0f && test_all_finite(out, 40));
         memcpy(&v[0], s8 + 4, 4);
         CHECK(v[0] == 0.0f); /* second bucket's norm */
         /* Decoder refusals: |level| > s, a negative or NaN norm, a level under a zero norm. */

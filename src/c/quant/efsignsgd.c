@@ -16,11 +16,8 @@ int dr_efsignsgd_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, s
     double sum = 0.0;
     float mean;
     size_t i;
-    int st;
-    memset(&f, 0, sizeof f);
-    f.section_len[0] = 4;
-    f.section_len[1] = dr_sign_bytes(n);
-    st = dr_qf_prepare(&f, DR_KIND_EFSIGNSGD, dtype, x, n, 2, buf, cap, written);
+    const uint64_t len[2] = {4, dr_sign_bytes(n)};
+    int st = dr_qf_prepare(&f, DR_KIND_EFSIGNSGD, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     for (i = 0; i < n; i++)
@@ -35,18 +32,11 @@ int dr_efsignsgd_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, s
 
 int dr_efsignsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
-    dr_frame f;
     const uint8_t *bits;
     float mean;
-    int st = dr_qf_open(buf, len, DR_KIND_EFSIGNSGD, n, 2, out, &f);
+    int st = dr_qf_open_scaled(buf, len, DR_KIND_EFSIGNSGD, n, dr_sign_bytes(n), 1, out,
+                               &mean, &bits);
     if (st != DR_OK)
         return st;
-    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != 4 ||
-        f.section_len[1] != dr_sign_bytes(n))
-        return DR_E_FRAME_FIELD;
-    mean = dr_qf_get_f32(buf + f.section_off[0]);
-    bits = buf + f.section_off[1];
-    if (!(mean >= 0.0f && isfinite(mean)) || !dr_qf_padding_clear(bits, n, 1))
-        return DR_E_CORRUPT;
     return dr_unpack_signs(bits, n, -mean, mean, out);
 }

@@ -69,11 +69,8 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
     float table[128], scale = 0.0f;
     uint8_t *codes;
     size_t i;
-    int st;
-    memset(&f, 0, sizeof f);
-    f.section_len[0] = 4;
-    f.section_len[1] = n;
-    st = dr_qf_prepare(&f, DR_KIND_EIGHTBIT, dtype, x, n, 2, buf, cap, written);
+    const uint64_t len[2] = {4, n};
+    int st = dr_qf_prepare(&f, DR_KIND_EIGHTBIT, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     for (i = 0; i < n; i++) {
@@ -94,20 +91,13 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
 
 int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
-    dr_frame f;
     float table[128], scale;
     const uint8_t *codes;
     size_t i;
-    int st = dr_qf_open(buf, len, DR_KIND_EIGHTBIT, n, 2, out, &f);
+    /* Byte codes have no padding bits to check. */
+    int st = dr_qf_open_scaled(buf, len, DR_KIND_EIGHTBIT, n, n, 8, out, &scale, &codes);
     if (st != DR_OK)
         return st;
-    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != 4 ||
-        f.section_len[1] != n)
-        return DR_E_FRAME_FIELD;
-    scale = dr_qf_get_f32(buf + f.section_off[0]);
-    codes = buf + f.section_off[1];
-    if (!(scale >= 0.0f && isfinite(scale)))
-        return DR_E_CORRUPT;
     for (i = 0; i < n; i++)
         if (codes[i] == 0x80u) /* a signed zero the encoder never writes */
             return DR_E_CORRUPT;

@@ -52,44 +52,39 @@ size_t dr_inceptionn_bound(size_t n)
     return dr_frame_header_size(4) + dr_qf_crumb_bytes(n) + 4u * n + DR_FRAME_TRAILER;
 }
 
-/* Tag counts of x, or DR_E_NUMERIC for Inf/NaN. */
-static int count_tags(const float *x, size_t n, const bands *s, size_t *count)
+/* What dr_inceptionn_size and _encode share: check the arguments, then classify x (Inf
+ * or NaN: DR_E_NUMERIC) into the four section lengths of its frame. */
+static int plan(const float *x, size_t n, uint32_t bound_bits, bands *s, uint64_t *len)
 {
-    size_t i;
-    count[0] = count[1] = count[2] = count[3] = 0;
+    size_t count[4] = {0, 0, 0, 0}, i;
+    if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || (n > 0 && x == NULL))
+        return DR_E_ARG;
+    *s = bands_for(bound_bits);
     for (i = 0; i < n; i++) {
         uint32_t q;
         if (!isfinite(x[i]))
             return DR_E_NUMERIC;
         count[classify(x[i], s, &q)]++;
     }
+    len[0] = dr_qf_crumb_bytes(n);
+    len[1] = count[TAG_8];
+    len[2] = 2u * (uint64_t)count[TAG_16];
+    len[3] = 4u * (uint64_t)count[TAG_32];
     return DR_OK;
-}
-
-static void section_lengths(dr_frame *f, size_t n, const size_t *count)
-{
-    f->section_len[0] = dr_qf_crumb_bytes(n);
-    f->section_len[1] = count[TAG_8];
-    f->section_len[2] = 2u * (uint64_t)count[TAG_16];
-    f->section_len[3] = 4u * (uint64_t)count[TAG_32];
 }
 
 int dr_inceptionn_size(const float *x, size_t n, uint32_t bound_bits, size_t *size)
 {
     dr_frame f;
     bands s;
-    size_t count[4];
     int st;
-    if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || size == NULL ||
-        (n > 0 && x == NULL))
+    if (size == NULL)
         return DR_E_ARG;
-    s = bands_for(bound_bits);
-    st = count_tags(x, n, &s, count);
-    if (st != DR_OK)
-        return st;
     memset(&f, 0, sizeof f);
     f.nsections = 4;
-    section_lengths(&f, n, count);
+    st = plan(x, n, bound_bits, &s, f.section_len);
+    if (st != DR_OK)
+        return st;
     return dr_frame_layout(&f, size);
 }
 
@@ -98,21 +93,16 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
 {
     dr_frame f;
     bands s;
-    size_t count[4], i, n8 = 0, n16 = 0, n32 = 0;
+    uint64_t len[4];
+    size_t i, n8 = 0, n16 = 0, n32 = 0;
     uint8_t *tags, *p8, *p16, *p32;
-    int st;
-    if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || (n > 0 && x == NULL))
-        return DR_E_ARG;
-    s = bands_for(bound_bits);
-    st = count_tags(x, n, &s, count);
+    int st = plan(x, n, bound_bits, &s, len);
     if (st != DR_OK)
         return st;
-    memset(&f, 0, sizeof f);
+    st = dr_qf_prepare(&f, DR_KIND_INCEPTIONN, dtype, x, n, 4, len, buf, cap, written);
+    if (st != DR_OK)
+        return st;
     f.params[0] = bound_bits;
-    section_lengths(&f, n, count);
-    st = dr_qf_prepare(&f, DR_KIND_INCEPTIONN, dtype, x, n, 4, buf, cap, written);
-    if (st != DR_OK)
-        return st;
     tags = buf + f.section_off[0];
     p8 = buf + f.section_off[1];
     p16 = buf + f.section_off[2];

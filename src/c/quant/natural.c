@@ -44,10 +44,8 @@ int dr_natural_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, uin
     dr_frame f;
     uint8_t *codes;
     size_t i;
-    int st;
-    memset(&f, 0, sizeof f);
-    f.section_len[0] = n;
-    st = dr_qf_prepare(&f, DR_KIND_NATURAL, dtype, x, n, 1, buf, cap, written);
+    const uint64_t len[1] = {n};
+    int st = dr_qf_prepare(&f, DR_KIND_NATURAL, dtype, x, n, 1, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     codes = buf + f.section_off[0];
@@ -64,11 +62,10 @@ int dr_natural_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     dr_frame f;
     const uint8_t *codes;
     size_t i;
-    int st = dr_qf_open(buf, len, DR_KIND_NATURAL, n, 1, out, &f);
+    const uint64_t sections[1] = {n};
+    int st = dr_qf_open_plain(buf, len, DR_KIND_NATURAL, n, 1, sections, out, &f);
     if (st != DR_OK)
         return st;
-    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != n)
-        return DR_E_FRAME_FIELD;
     codes = buf + f.section_off[0];
     for (i = 0; i < n; i++)
         if (codes[i] == 0x80u) /* a signed zero the encoder never writes */

@@ -16,11 +16,8 @@ int dr_onebit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size
     double sum_neg = 0.0, sum_nonneg = 0.0;
     size_t i, count_neg = 0;
     float mean_neg, mean_nonneg;
-    int st;
-    memset(&f, 0, sizeof f);
-    f.section_len[0] = 8;
-    f.section_len[1] = dr_sign_bytes(n);
-    st = dr_qf_prepare(&f, DR_KIND_ONEBIT, dtype, x, n, 2, buf, cap, written);
+    const uint64_t len[2] = {8, dr_sign_bytes(n)};
+    int st = dr_qf_prepare(&f, DR_KIND_ONEBIT, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     /* The split is the packing rule (x >= 0 sets the bit), so a NaN falls on the
@@ -47,12 +44,10 @@ int dr_onebit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     dr_frame f;
     const uint8_t *bits;
     float mean_neg, mean_nonneg;
-    int st = dr_qf_open(buf, len, DR_KIND_ONEBIT, n, 2, out, &f);
+    const uint64_t sections[2] = {8, dr_sign_bytes(n)};
+    int st = dr_qf_open_plain(buf, len, DR_KIND_ONEBIT, n, 2, sections, out, &f);
     if (st != DR_OK)
         return st;
-    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != 8 ||
-        f.section_len[1] != dr_sign_bytes(n))
-        return DR_E_FRAME_FIELD;
     mean_neg = dr_qf_get_f32(buf + f.section_off[0]);
     mean_nonneg = dr_qf_get_f32(buf + f.section_off[0] + 4);
     bits = buf + f.section_off[1];

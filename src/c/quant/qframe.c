@@ -1,13 +1,20 @@
 /* Frame plumbing shared by the quantisers (see qframe.h). */
 #include "qframe.h"
 
+#include <math.h>
+
 int dr_qf_prepare(dr_frame *f, uint8_t kind, uint8_t dtype, const float *x, size_t n,
-                  uint32_t nsections, const uint8_t *buf, size_t cap, const size_t *written)
+                  uint32_t nsections, const uint64_t *section_len, const uint8_t *buf,
+                  size_t cap, const size_t *written)
 {
     size_t total;
+    uint32_t i;
     int st;
+    memset(f, 0, sizeof *f);
     if (buf == NULL || written == NULL || (n > 0 && x == NULL) || dtype > DR_DTYPE_FLOAT64)
         return DR_E_ARG;
+    for (i = 0; i < nsections; i++)
+        f->section_len[i] = section_len[i];
     f->kind = kind;
     f->index_codec = DR_INDEX_RAW;
     f->value_codec = DR_VALUE_RAW;
@@ -33,6 +40,38 @@ int dr_qf_open(const uint8_t *buf, size_t len, uint8_t kind, size_t n, uint32_t 
         return DR_E_FRAME_FIELD;
     if (n > 0 && out == NULL)
         return DR_E_ARG;
+    return DR_OK;
+}
+
+int dr_qf_open_plain(const uint8_t *buf, size_t len, uint8_t kind, size_t n,
+                     uint32_t nsections, const uint64_t *section_len, const float *out,
+                     dr_frame *f)
+{
+    uint32_t i;
+    int st = dr_qf_open(buf, len, kind, n, nsections, out, f);
+    if (st != DR_OK)
+        return st;
+    if (f->params[0] | f->params[1] | f->params[2] | f->params[3])
+        return DR_E_FRAME_FIELD;
+    for (i = 0; i < nsections; i++)
+        if (f->section_len[i] != section_len[i])
+            return DR_E_FRAME_FIELD;
+    return DR_OK;
+}
+
+int dr_qf_open_scaled(const uint8_t *buf, size_t len, uint8_t kind, size_t n,
+                      uint64_t code_bytes, unsigned bits_per, const float *out, float *scale,
+                      const uint8_t **codes)
+{
+    dr_frame f;
+    const uint64_t sections[2] = {4, code_bytes};
+    int st = dr_qf_open_plain(buf, len, kind, n, 2, sections, out, &f);
+    if (st != DR_OK)
+        return st;
+    *scale = dr_qf_get_f32(buf + f.section_off[0]);
+    *codes = buf + f.section_off[1];
+    if (!(*scale >= 0.0f && isfinite(*scale)) || !dr_qf_padding_clear(*codes, n, bits_per))
+        return DR_E_CORRUPT;
     return DR_OK;
 }
 

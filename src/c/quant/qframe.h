@@ -12,17 +12,33 @@
 #endif
 
 /* Check the arguments every encoder shares (x may be NULL only when n == 0), then lay
- * out a dense frame of `kind` with the section lengths already in f->section_len and
- * params in f->params: fills the rest of *f and section_off. DR_E_ARG for a bad
- * argument or a section over 4 GiB, DR_E_DST_TOO_SMALL if cap is short. */
+ * out a dense frame of `kind` in *f, zeroed first, with `nsections` sections of the
+ * lengths section_len[]: fills *f (params left zero for the caller to set before
+ * sealing) and section_off. DR_E_ARG for a bad argument or a section over 4 GiB,
+ * DR_E_DST_TOO_SMALL if cap is short. */
 int dr_qf_prepare(dr_frame *f, uint8_t kind, uint8_t dtype, const float *x, size_t n,
-                  uint32_t nsections, const uint8_t *buf, size_t cap, const size_t *written);
+                  uint32_t nsections, const uint64_t *section_len, const uint8_t *buf,
+                  size_t cap, const size_t *written);
 
 /* Parse buf[0..len) as a dense frame of `kind` for n elements with `nsections`
  * sections (their lengths and the params are the caller's to check), with out usable
  * for n floats. */
 int dr_qf_open(const uint8_t *buf, size_t len, uint8_t kind, size_t n, uint32_t nsections,
                const float *out, dr_frame *f);
+
+/* dr_qf_open for a kind without params: also DR_E_FRAME_FIELD unless every param is
+ * zero and the sections have exactly the lengths section_len[0..nsections). */
+int dr_qf_open_plain(const uint8_t *buf, size_t len, uint8_t kind, size_t n,
+                     uint32_t nsections, const uint64_t *section_len, const float *out,
+                     dr_frame *f);
+
+/* dr_qf_open_plain for the layout efsignsgd, terngrad and eightbit share: section 0 one
+ * float32 scale, section 1 code_bytes bytes of n codes of bits_per bits each. Then
+ * DR_E_CORRUPT unless the scale is finite and >= 0 and the codes' padding bits are
+ * clear; else *scale and *codes are set. */
+int dr_qf_open_scaled(const uint8_t *buf, size_t len, uint8_t kind, size_t n,
+                      uint64_t code_bytes, unsigned bits_per, const float *out, float *scale,
+                      const uint8_t **codes);
 
 /* The byte count of n 2-bit codes, ceil(n / 4). */
 size_t dr_qf_crumb_bytes(size_t n);

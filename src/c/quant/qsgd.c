@@ -71,19 +71,19 @@ int dr_qsgd_encode(const float *x, size_t n, uint32_t quantum_num, uint32_t buck
 {
     dr_frame f;
     size_t nb, j, width;
+    uint64_t len[2];
     int st;
     if (quantum_num < 1 || quantum_num > DR_QSGD_MAX_S || bucket_size < 1)
         return DR_E_ARG;
     nb = bucket_count(n, bucket_size);
     width = level_width(quantum_num);
-    memset(&f, 0, sizeof f);
-    f.params[0] = quantum_num;
-    f.params[1] = bucket_size;
-    f.section_len[0] = 4u * (uint64_t)nb;
-    f.section_len[1] = (uint64_t)n * width;
-    st = dr_qf_prepare(&f, DR_KIND_QSGD, dtype, x, n, 2, buf, cap, written);
+    len[0] = 4u * (uint64_t)nb;
+    len[1] = (uint64_t)n * width;
+    st = dr_qf_prepare(&f, DR_KIND_QSGD, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
+    f.params[0] = quantum_num;
+    f.params[1] = bucket_size;
     for (j = 0; j < nb; j++) {
         size_t first = j * bucket_size, m = n - first < bucket_size ? n - first : bucket_size;
         st = quantise_bucket(x + first, m, quantum_num, key, first, buf + f.section_off[0] + 4 * j,

@@ -6,10 +6,8 @@ int dr_qf_sign_encode(uint8_t kind, const float *x, size_t n, uint8_t dtype, uin
                       size_t cap, size_t *written)
 {
     dr_frame f;
-    int st;
-    memset(&f, 0, sizeof f);
-    f.section_len[0] = dr_sign_bytes(n);
-    st = dr_qf_prepare(&f, kind, dtype, x, n, 1, buf, cap, written);
+    const uint64_t len[1] = {dr_sign_bytes(n)};
+    int st = dr_qf_prepare(&f, kind, dtype, x, n, 1, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     dr_pack_signs(x, n, buf + f.section_off[0]);
@@ -20,12 +18,10 @@ int dr_qf_sign_decode(uint8_t kind, const uint8_t *buf, size_t len, float *out, 
 {
     dr_frame f;
     const uint8_t *bits;
-    int st = dr_qf_open(buf, len, kind, n, 1, out, &f);
+    const uint64_t sections[1] = {dr_sign_bytes(n)};
+    int st = dr_qf_open_plain(buf, len, kind, n, 1, sections, out, &f);
     if (st != DR_OK)
         return st;
-    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] ||
-        f.section_len[0] != dr_sign_bytes(n))
-        return DR_E_FRAME_FIELD;
     bits = buf + f.section_off[0];
     if (!dr_qf_padding_clear(bits, n, 1))
         return DR_E_CORRUPT;

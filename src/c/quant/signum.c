@@ -4,7 +4,7 @@
 
 size_t dr_signum_size(size_t n)
 {
-    return dr_frame_header_size(1) + dr_sign_bytes(n) + DR_FRAME_TRAILER;
+    return dr_signsgd_size(n);
 }
 
 int dr_signum_encode(const float *m, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,

@@ -93,17 +93,17 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
     uint32_t *counts, *edges, *sample, *scratch, j, p;
     size_t m = sample_size(n), i, width;
     uint8_t *means, *index;
+    uint64_t len[2];
     int st;
     if (bins < 1 || bins > DR_SKETCH_MAX_BINS || work == NULL)
         return DR_E_ARG;
     width = index_width(bins);
-    memset(&f, 0, sizeof f);
-    f.params[0] = bins;
-    f.section_len[0] = 4u * (uint64_t)bins;
-    f.section_len[1] = (uint64_t)n * width;
-    st = dr_qf_prepare(&f, DR_KIND_SKETCH, dtype, x, n, 2, buf, cap, written);
+    len[0] = 4u * (uint64_t)bins;
+    len[1] = (uint64_t)n * width;
+    st = dr_qf_prepare(&f, DR_KIND_SKETCH, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
+    f.params[0] = bins;
     sums = (double *)work;
     counts = (uint32_t *)(sums + bins);
     p = padded(bins);

@@ -35,11 +35,8 @@ int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, ui
     float c, s = 0.0f;
     uint8_t *codes;
     size_t i;
-    int st;
-    memset(&f, 0, sizeof f);
-    f.section_len[0] = 4;
-    f.section_len[1] = dr_qf_crumb_bytes(n);
-    st = dr_qf_prepare(&f, DR_KIND_TERNGRAD, dtype, x, n, 2, buf, cap, written);
+    const uint64_t len[2] = {4, dr_qf_crumb_bytes(n)};
+    int st = dr_qf_prepare(&f, DR_KIND_TERNGRAD, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     c = clip_bound(x, n);
@@ -68,22 +65,14 @@ int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, ui
 
 int dr_terngrad_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
-    dr_frame f;
     const uint8_t *codes;
     float s, value[3];
-    size_t i;
-    int st = dr_qf_open(buf, len, DR_KIND_TERNGRAD, n, 2, out, &f);
+    size_t i, nbytes = dr_qf_crumb_bytes(n);
+    int st = dr_qf_open_scaled(buf, len, DR_KIND_TERNGRAD, n, nbytes, 2, out, &s, &codes);
     if (st != DR_OK)
         return st;
-    if (f.params[0] | f.params[1] | f.params[2] | f.params[3] || f.section_len[0] != 4 ||
-        f.section_len[1] != dr_qf_crumb_bytes(n))
-        return DR_E_FRAME_FIELD;
-    s = dr_qf_get_f32(buf + f.section_off[0]);
-    codes = buf + f.section_off[1];
-    if (!(s >= 0.0f && isfinite(s)) || !dr_qf_padding_clear(codes, n, 2))
-        return DR_E_CORRUPT;
     /* Code 3 is unused: a byte holds it iff some pair of its bits is 11. */
-    for (i = 0; i < (size_t)f.section_len[1]; i++)
+    for (i = 0; i < nbytes; i++)
         if (codes[i] & (codes[i] >> 1) & 0x55u)
             return DR_E_CORRUPT;
     value[TERN_ZERO] = 0.0f;

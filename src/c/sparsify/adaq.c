@@ -67,6 +67,14 @@ static int side_threshold(const float *x, size_t n, const side *s, float ratio,
             break;
         thr = dr_sp_search_next(&search, thr, c, hi);
     }
+    /* Still short of the band: ties move together (e.g. every entry of the side equal),
+     * so no threshold reaches it and the search can end selecting nothing. A side that
+     * never sends starves its error feedback forever, so fall back to the highest
+     * threshold seen that selected too many. */
+    if (c < lo && search.have_below) {
+        thr = search.below;
+        c = count_side(x, n, s->sign, thr);
+    }
     *thr_out = thr;
     *selected = c;
     return DR_OK;

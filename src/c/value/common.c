@@ -62,14 +62,18 @@ size_t dr_value_sort_scratch_size(size_t n)
     return n > SIZE_MAX / 12u ? SIZE_MAX : 12u * n;
 }
 
-int dr_value_sort_scratch(void *work, size_t n, uint32_t **keys, uint32_t **tmp_keys,
-                          uint32_t **tmp_perm)
+int dr_value_sort_begin(const float *val, size_t r, const uint32_t *perm_out,
+                        const uint8_t *out, size_t cap, const size_t *written, void *work,
+                        uint32_t **keys, uint32_t **tmp_keys, uint32_t **tmp_perm)
 {
     uint32_t *w = (uint32_t *)work;
-    if (n > 0 && (work == NULL || ((uintptr_t)work & 7u) != 0))
+    if (r > (size_t)UINT32_MAX || written == NULL || (r > 0 && (val == NULL || perm_out == NULL)) ||
+        (out == NULL && cap > 0))
+        return DR_E_ARG;
+    if (r > 0 && (work == NULL || ((uintptr_t)work & 7u) != 0))
         return DR_E_ARG;
     *keys = w;
-    *tmp_keys = n > 0 ? w + n : w;
-    *tmp_perm = n > 0 ? w + 2u * n : w;
-    return DR_OK;
+    *tmp_keys = r > 0 ? w + r : w;
+    *tmp_perm = r > 0 ? w + 2u * r : w;
+    return dr_value_all_finite(val, r) ? DR_OK : DR_E_NUMERIC;
 }

@@ -273,14 +273,10 @@ int dr_value_dexp_encode(const float *val, size_t r, uint32_t *perm_out, uint8_t
     uint8_t *signs;
     int st;
 
-    if (r > (size_t)UINT32_MAX || written == NULL || (r > 0 && (val == NULL || perm_out == NULL)) ||
-        (out == NULL && cap > 0))
-        return DR_E_ARG;
-    st = dr_value_sort_scratch(work, r, &keys, &tmp_keys, &tmp_perm);
+    st = dr_value_sort_begin(val, r, perm_out, out, cap, written, work, &keys, &tmp_keys,
+                             &tmp_perm);
     if (st != DR_OK)
         return st;
-    if (!dr_value_all_finite(val, r))
-        return DR_E_NUMERIC;
     need = dr_value_dexp_bound(r);
     if (cap < need)
         return DR_E_DST_TOO_SMALL;

@@ -175,14 +175,12 @@ int dr_value_polyfit_encode(const float *val, size_t r, uint32_t degree, uint32_
     uint8_t *p;
     int st;
 
-    if (!params_ok(degree, flags) || r > (size_t)UINT32_MAX || written == NULL ||
-        (r > 0 && (val == NULL || perm_out == NULL)) || (out == NULL && cap > 0))
+    if (!params_ok(degree, flags))
         return DR_E_ARG;
-    st = dr_value_sort_scratch(work, r, &keys, &tmp_keys, &tmp_perm);
+    st = dr_value_sort_begin(val, r, perm_out, out, cap, written, work, &keys, &tmp_keys,
+                             &tmp_perm);
     if (st != DR_OK)
         return st;
-    if (!dr_value_all_finite(val, r))
-        return DR_E_NUMERIC;
 
     /* Keys whose ascending order is descending value order: the usual order-preserving
      * map of float bits (flip all bits of negatives, set the sign of the rest), inverted. */

@@ -19,10 +19,14 @@
 void dr_value_radix_sort(uint32_t *keys, uint32_t *perm, uint32_t *tmp_keys, uint32_t *tmp_perm,
                          size_t n);
 
-/* The 12 n scratch bytes dr_value_radix_sort takes, split into its three arrays (keys,
- * tmp_keys, tmp_perm). Returns DR_E_ARG if work is NULL (n > 0) or not 8-byte aligned. */
-int dr_value_sort_scratch(void *work, size_t n, uint32_t **keys, uint32_t **tmp_keys,
-                          uint32_t **tmp_perm);
+/* How the sorting encoders (dexp, polyfit) start: check their arguments (DR_E_ARG if
+ * r >= 2^32, written is NULL, val or perm_out is NULL with r > 0, out is NULL with
+ * cap > 0, or work is NULL with r > 0 or not 8-byte aligned), split work's 12 r bytes
+ * into dr_value_radix_sort's three arrays (keys, tmp_keys, tmp_perm), and refuse values
+ * that are not all finite (DR_E_NUMERIC). */
+int dr_value_sort_begin(const float *val, size_t r, const uint32_t *perm_out,
+                        const uint8_t *out, size_t cap, const size_t *written, void *work,
+                        uint32_t **keys, uint32_t **tmp_keys, uint32_t **tmp_perm);
 
 /* Bytes of sort scratch for n values, saturating instead of wrapping. */
 size_t dr_value_sort_scratch_size(size_t n);

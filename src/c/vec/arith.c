@@ -46,38 +46,46 @@ int dr_gather(const float *dense, size_t n, const uint32_t *idx, size_t r, float
     return DR_OK;
 }
 
-int dr_scatter(const uint32_t *idx, const float *val, size_t r, float *dense, size_t n)
+enum scatter_op { SCATTER_SET, SCATTER_ADD, SCATTER_ZERO };
+
+/* The scatters' one body: check the pointers (val is unused by SCATTER_ZERO) and every
+ * index, then dense[idx[j]] = val[j], += val[j] or = 0. */
+static int scatter(enum scatter_op op, const uint32_t *idx, const float *val, size_t r,
+                   float *dense, size_t n)
 {
     size_t j;
-    if (r > 0 && (dense == NULL || idx == NULL || val == NULL))
+    if (r > 0 && (dense == NULL || idx == NULL || (op != SCATTER_ZERO && val == NULL)))
         return DR_E_ARG;
     if (!indices_in_range(idx, r, n))
         return DR_E_CORRUPT;
-    for (j = 0; j < r; j++)
-        dense[idx[j]] = val[j];
+    switch (op) {
+    case SCATTER_SET:
+        for (j = 0; j < r; j++)
+            dense[idx[j]] = val[j];
+        break;
+    case SCATTER_ADD:
+        for (j = 0; j < r; j++)
+            dense[idx[j]] += val[j];
+        break;
+    case SCATTER_ZERO:
+        for (j = 0; j < r; j++)
+            dense[idx[j]] = 0.0f;
+        break;
+    }
     return DR_OK;
+}
+
+int dr_scatter(const uint32_t *idx, const float *val, size_t r, float *dense, size_t n)
+{
+    return scatter(SCATTER_SET, idx, val, r, dense, n);
 }
 
 int dr_scatter_add(const uint32_t *idx, const float *val, size_t r, float *dense, size_t n)
 {
-    size_t j;
-    if (r > 0 && (dense == NULL || idx == NULL || val == NULL))
-        return DR_E_ARG;
-    if (!indices_in_range(idx, r, n))
-        return DR_E_CORRUPT;
-    for (j = 0; j < r; j++)
-        dense[idx[j]] += val[j];
-    return DR_OK;
+    return scatter(SCATTER_ADD, idx, val, r, dense, n);
 }
 
 int dr_zero_at(const uint32_t *idx, size_t r, float *dense, size_t n)
 {
-    size_t j;
-    if (r > 0 && (dense == NULL || idx == NULL))
-        return DR_E_ARG;
-    if (!indices_in_range(idx, r, n))
-        return DR_E_CORRUPT;
-    for (j = 0; j < r; j++)
-        dense[idx[j]] = 0.0f;
-    return DR_OK;
+    return scatter(SCATTER_ZERO, idx, NULL, r, dense, n);
 }

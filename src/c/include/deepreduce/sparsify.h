@@ -40,6 +40,9 @@ int dr_dgc_select(const float *x, size_t n, size_t k, uint64_t key, uint32_t *id
  * indices plus one value, their mean. Likewise for the negatives (x < 0, by |x|).
  * Unlike dgc there is no exact fallback: a tensor whose magnitudes are few and
  * repeated may select more than 1.3t (every entry sharing the threshold's magnitude).
+ * When the adjustments end below the band, the highest threshold tried that selected
+ * more than 1.3t is used instead, so a side with entries always sends some (a side of
+ * equal magnitudes sends all of them, never none).
  *
  * Frame: kind DR_KIND_ADAQ, raw codecs, numel = n, count = np + nn, params zero,
  *   section 0: mean_pos, mean_neg as float32 (0 for an empty side);

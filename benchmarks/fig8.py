@@ -1,0 +1,122 @@
+"""DeepReduce Fig. 8 through the public API: one d = 36,864 gradient (a ResNet-20 layer,
+3x3x64x64; Laplace values, seed 0), top-1% (r = 368). For every index codec x value codec:
+bytes of each section, the codec total relative to dense float32, the frame's own
+overhead (header + CRC, which the paper's figures leave out), and encode / decode time
+(encode includes the top-k selection; best of --repeat).
+
+    python benchmarks/fig8.py               # Fig. 8 and the full codec grid
+    python benchmarks/fig8.py --fpr-sweep   # bloom policies across false-positive rates (Fig. 15)
+"""
+import argparse
+import time
+
+import numpy as np
+
+from deepreduce import DeepReduce, IndexCompressor, ValueCompressor, grace_from_params
+from deepreduce.wrappers import section_bytes
+
+D = 36_864
+RATIO = 0.01
+INDEX = ["raw", "bloom", "rle", "huffman", "ef", "rice", "varint"]
+VALUE = ["raw", "polyfit", "dexp", "deflate", "qsgd", "fp16", "bf16"]
+POLICIES = ["leftmost", "random", "p0", "conflict_sets"]
+
+
+def gradient(seed=0):
+    return np.random.default_rng(seed).laplace(size=D).astype(np.float32)
+
+
+def wrapper(index, value, **extra):
+    params = dict({"compressor": "topk", "compress_ratio": RATIO, "index": index, "value": value, "fpr": 1e-3},
+                  **extra)
+    cls = ValueCompressor if index == "raw" else IndexCompressor if value == "raw" else DeepReduce
+    return cls(grace_from_params(params).compressor, params)
+
+
+def best_seconds(fn, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure(w, g, repeat):
+    tensors, ctx = w.compress(g, "conv")
+    w.decompress(tensors, ctx)
+    enc = best_seconds(lambda: w.compress(g, "conv"), repeat)
+    dec = best_seconds(lambda: w.decompress(tensors, ctx), repeat)
+    return section_bytes(tensors[0]), enc, dec
+
+
+def pct(nbytes):
+    return 100.0 * nbytes / (4 * D)
+
+
+PAPER = {("raw", "raw"): "2.00%", ("bloom", "raw"): "idx 0.449% (662 B)", ("raw", "qsgd"): "val 0.252% (372 B)",
+         ("raw", "polyfit"): "val ~0.136% (200 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)"}
+
+
+def fig8(repeat):
+    g = gradient()
+    print(f"Fig. 8: d={D}, r={int(D * RATIO)} (top-1%), fpr=1e-3; % of dense float32 ({4 * D} B)")
+    head = f"{'index':>8} {'value':>8} | {'index B':>15} {'value B':>15} {'perm B':>6} | {'codec B':>15} " \
+           f"| {'frame+':>6} | {'enc us':>6} {'dec us':>6} | paper"
+    print(head)
+    print("-" * len(head))
+    for index in INDEX:
+        for value in VALUE:
+            (ib, vb, pb, overhead), enc, dec = measure(wrapper(index, value), g, repeat)
+            codec = ib + vb + pb
+            print(f"{index:>8} {value:>8} | {ib:5d} ({pct(ib):6.3f}%) {vb:5d} ({pct(vb):6.3f}%) {pb:6d} | "
+                  f"{codec:5d} ({pct(codec):6.3f}%) | {overhead:6d} | {1e6 * enc:6.0f} {1e6 * dec:6.0f} | "
+                  f"{PAPER.get((index, value), '')}")
+
+
+def fpr_sweep(seeds=5):
+    """Bloom policies across fpr: filter bytes, entries rebuilt, false positives kept,
+    true indices missed, the energy sent relative to the exact top-r tensor's (false
+    positives carry their true values, so p0 exceeds 1), and the volume with raw and
+    with qsgd values; means over `seeds` gradients."""
+    r = int(D * RATIO)
+    print(f"Bloom filter index, d={D}, r={r}; means over {seeds} gradients")
+    head = f"{'fpr':>6} {'policy':>13} | {'filter B':>8} {'count':>6} {'FP kept':>7} {'missed':>6} {'energy':>7} | " \
+           f"{'idx+raw %':>9} {'idx+qsgd %':>10}"
+    print(head)
+    print("-" * len(head))
+    for fpr in (1e-3, 2e-3, 5e-3, 1e-2, 2e-2):
+        for policy in POLICIES:
+            rows = []
+            for seed in range(seeds):
+                g = gradient(seed)
+                exact = np.zeros_like(g)
+                true = np.sort(np.argsort(-np.abs(g), kind="stable")[:r])
+                exact[true] = g[true]
+                w = wrapper("bloom", "raw", fpr=fpr, policy=policy)
+                tensors, ctx = w.compress(g, "conv")
+                out = w.decompress(tensors, ctx)
+                ib, vb, _, _ = section_bytes(tensors[0])
+                both, _ = wrapper("bloom", "qsgd", fpr=fpr, policy=policy).compress(g, "conv")
+                kept = np.isin(ctx.indices, true)
+                rows.append((ib, ctx.indices.size, np.count_nonzero(~kept), r - np.count_nonzero(kept),
+                             float(out @ out) / float(exact @ exact), pct(ib + vb),
+                             pct(sum(section_bytes(both[0])[:3]))))
+            ib, count, fp, missed, energy, raw_pct, qsgd_pct = np.mean(rows, axis=0)
+            print(f"{fpr:6.3f} {policy:>13} | {ib:8.0f} {count:6.1f} {fp:7.1f} {missed:6.1f} {energy:7.3f} | "
+                  f"{raw_pct:8.3f}% {qsgd_pct:9.3f}%")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fpr-sweep", action="store_true", help="bloom policies across fpr instead of Fig. 8")
+    parser.add_argument("--repeat", type=int, default=20, help="timing repeats (best is kept)")
+    args = parser.parse_args()
+    if args.fpr_sweep:
+        fpr_sweep()
+    else:
+        fig8(args.repeat)
+
+
+if __name__ == "__main__":
+    main()

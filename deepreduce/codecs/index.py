@@ -1,0 +1,212 @@
+"""DeepReduce index codecs: how the index set of a sparse tensor travels.
+
+A codec turns the ascending uint32 index set a sparsifier selected into one frame
+section and back; every per-element step is a C call. The sending side has two phases:
+``plan`` learns the index set the receiver will rebuild (the set itself for a lossless
+codec; for bloom, the policy's pick from the filter's positives, computed exactly as the
+receiver computes it) and bounds the section; ``IndexPlan.write`` then puts the section
+into the frame. Each codec owns two of the frame's four uint32 parameters (params[0:2]).
+"""
+import math
+
+import numpy as np
+
+from .._native import check, check_frame, ffi, lib, u8, u32
+from ..errors import FrameError
+from .workspace import Workspace
+
+
+class IndexPlan:
+    """What the sender learnt: ``indices`` (ascending uint32, the set the receiver will
+    rebuild, in that order), ``bound`` (largest section), ``params`` (params[0:2]) and
+    ``write(ptr, cap) -> bytes written``."""
+
+    __slots__ = ("indices", "bound", "params", "write")
+
+    def __init__(self, indices, bound, params, write):
+        self.indices = indices
+        self.bound = bound
+        self.params = params
+        self.write = write
+
+
+def _expect_zero_params(params, what):
+    if any(params):
+        raise FrameError(f"{what}: codec parameters {tuple(params)} must be zero for this index codec")
+
+
+class RawIndex:
+    """uint32 little-endian indices, 4 bytes each. The one index codec that can list the
+    indices in any order, so a reordering value codec sends them in its order and no
+    permutation travels."""
+
+    name = "raw"
+    codec_id = lib.DR_INDEX_RAW
+    lossless = True
+    fixed_size = True
+    carries_order = True
+
+    def plan(self, support, d, work):
+        def write(ptr, cap):
+            ffi.memmove(ptr, u32(support), 4 * support.size)
+            return 4 * support.size
+        return IndexPlan(support, 4 * support.size, (0, 0), write)
+
+    def decode(self, buf, off, length, d, count, params, work, ordered):
+        """The indices as a view of the frame. ``ordered``: they must ascend strictly
+        (else they are in value order and only need to be distinct)."""
+        what = "raw index section"
+        _expect_zero_params(params, what)
+        if length != 4 * count:
+            raise FrameError(f"{what}: {length} bytes for {count} indices, expected {4 * count}")
+        idx = np.frombuffer(buf, dtype=np.uint32, count=count, offset=off)
+        keys = idx if ordered else np.sort(idx)
+        if count > 1 and not np.all(keys[1:] > keys[:-1]):
+            raise FrameError(f"{what}: indices {'not strictly ascending' if ordered else 'repeated'}")
+        return idx
+
+
+class LosslessIndex:
+    """A lossless set codec of the C core: rle, huffman, ef, rice, varint (see
+    deepreduce/index.h). The set must ascend, so a reordering value codec sends a
+    permutation beside it."""
+
+    lossless = True
+    fixed_size = False
+    carries_order = False
+
+    def __init__(self, name):
+        self.name = name
+        self.codec_id = getattr(lib, f"DR_INDEX_{name.upper()}")
+        self._bound = getattr(lib, f"dr_index_{name}_bound")
+        self._encode = getattr(lib, f"dr_index_{name}_encode")
+        self._decode = getattr(lib, f"dr_index_{name}_decode")
+
+    def plan(self, support, d, work):
+        def write(ptr, cap):
+            written = ffi.new("size_t *")
+            check(self._encode(u32(support), support.size, d, ptr, cap, written), f"{self.name} index encode")
+            return written[0]
+        return IndexPlan(support, self._bound(d, support.size), (0, 0), write)
+
+    def decode(self, buf, off, length, d, count, params, work, ordered):
+        what = f"{self.name} index section"
+        _expect_zero_params(params, what)
+        idx = work.array("indices", count, np.uint32)
+        check_frame(self._decode(u8(buf) + off, length, d, count, u32(idx)), what)
+        return idx
+
+
+POLICIES = {
+    "leftmost": lib.DR_BLOOM_LEFTMOST,
+    "random": lib.DR_BLOOM_RANDOM,          # P1
+    "p0": lib.DR_BLOOM_P0,
+    "conflict_sets": lib.DR_BLOOM_CONFLICT_SETS,  # P2
+}
+
+
+class BloomIndex:
+    """A Bloom filter of the selected set (lossy). The receiver tests every position,
+    getting the positives P, and the policy picks the indices both sides use; the
+    sender runs the very same two steps on its own filter, so it knows the rebuilt set
+    and gathers the values there (false positives carry their true values).
+
+    params[0] = m_bits, params[1] = k_hash | policy << 8. The key of the random and
+    conflict_sets policies is ``dr_rng_key(filter bytes, 0)``: a function of the frame
+    alone, so every rank rebuilds the same set without a shared counter, and no global
+    generator is read or reseeded. p0 keeps all of P, so the frame's count is |P|.
+    """
+
+    name = "bloom"
+    codec_id = lib.DR_INDEX_BLOOM
+    lossless = False
+    carries_order = False
+
+    def __init__(self, fpr=None, policy="leftmost"):
+        if policy not in POLICIES:
+            raise ValueError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
+        if fpr is not None and not 0.0 < fpr < 1.0:
+            raise ValueError(f"fpr must be in (0, 1), got {fpr!r}")
+        self.fpr = fpr
+        self.policy_name = policy
+        self.policy = POLICIES[policy]
+        # P0's count (and so the value section) follows |P|; the other policies keep r.
+        self.fixed_size = self.policy != lib.DR_BLOOM_P0
+
+    def sizing(self, d, r):
+        """(k_hash, m_bits) for r of d: at the configured fpr, by default 0.1 r / d."""
+        fpr = self.fpr if self.fpr is not None else 0.1 * max(r, 1) / d
+        k_hash, m_bits = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+        check(lib.dr_bloom_params(r, fpr, k_hash, m_bits), f"bloom sizing for r={r}, d={d}, fpr={fpr}")
+        return k_hash[0], m_bits[0]
+
+    def plan(self, support, d, work):
+        k_hash, m_bits = self.sizing(d, support.size)
+        filt = np.empty(lib.dr_bloom_size(m_bits), dtype=np.uint8)
+        check(lib.dr_bloom_encode(u32(support), support.size, m_bits, k_hash, u8(filt), filt.nbytes), "bloom encode")
+        rebuilt = rebuild(filt, 0, filt.nbytes, m_bits, k_hash, self.policy, d, support.size, work, check).copy()
+
+        def write(ptr, cap):
+            ffi.memmove(ptr, u8(filt), filt.nbytes)
+            return filt.nbytes
+        return IndexPlan(rebuilt, filt.nbytes, (m_bits, k_hash | self.policy << 8), write)
+
+    def decode(self, buf, off, length, d, count, params, work, ordered):
+        what = "bloom index section"
+        m_bits, packed = params
+        k_hash, policy = packed & 0xFF, packed >> 8
+        if not 1 <= k_hash <= lib.DR_BLOOM_MAX_HASHES or policy >= lib.DR_BLOOM_POLICY_COUNT_:
+            raise FrameError(f"{what}: k_hash {k_hash} or policy {policy} out of range")
+        idx = rebuild(buf, off, length, m_bits, k_hash, policy, d, count, work, check_frame)
+        if idx.size != count:
+            raise FrameError(f"{what}: the filter rebuilds {idx.size} indices but the frame carries {count}")
+        return idx
+
+
+def rebuild(buf, off, length, m_bits, k_hash, policy, d, r, work, checker):
+    """The index set a receiver rebuilds from the filter at buf[off:off+length]: the
+    positives P over 0..d-1, then the policy's pick of r (all of P for p0), ascending.
+    The result is a workspace view. ``checker`` turns a failed C call into the error
+    that fits the caller (a bug when sending, a bad frame when receiving)."""
+    filt = u8(buf) + off
+    positives = work.array("positives", d, np.uint32)
+    npos = ffi.new("size_t *")
+    checker(lib.dr_bloom_positives(filt, length, m_bits, k_hash, d, u32(positives), d, npos), "bloom positives")
+    positives = positives[:npos[0]]
+    scratch = work.array("bloom select", lib.dr_bloom_select_workspace_size(policy, positives.size, m_bits, k_hash),
+                         np.uint8)
+    out = work.array("rebuilt", positives.size, np.uint32)
+    r_out = ffi.new("size_t *")
+    key = lib.dr_rng_key(filt, length, 0)
+    checker(lib.dr_bloom_select(policy, u32(positives), positives.size, r, m_bits, k_hash, key, u32(out), r_out,
+                                ffi.from_buffer(scratch)), "bloom select")
+    return out[:r_out[0]]
+
+
+def encode_section(codec, support, d, work=None):
+    """One index section on its own (benchmarks, tests): (section bytes, rebuilt set)."""
+    plan = codec.plan(support, d, work if work is not None else Workspace())
+    buf = np.empty(plan.bound, dtype=np.uint8)
+    return buf[:plan.write(u8(buf), buf.nbytes)], plan.indices
+
+
+def floor_bits(d, r):
+    """log2 C(d, r) / r: the fewest bits per index that can code any r-subset of d."""
+    return (math.lgamma(d + 1) - math.lgamma(r + 1) - math.lgamma(d - r + 1)) / math.log(2) / r
+
+
+_LOSSLESS_NAMES = ("rle", "huffman", "ef", "rice", "varint")
+NAMES = ("bloom",) + _LOSSLESS_NAMES + ("raw",)
+_ALIASES = {"none": "raw"}
+
+
+def index_codec(name, fpr=None, policy="leftmost"):
+    """The index codec called ``name`` (``fpr`` and ``policy`` configure bloom)."""
+    key = _ALIASES.get(name, name)
+    if key == "bloom":
+        return BloomIndex(fpr, policy)
+    if key == "raw":
+        return RawIndex()
+    if key in _LOSSLESS_NAMES:
+        return LosslessIndex(key)
+    raise ValueError(f"unknown index codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")

@@ -1,0 +1,234 @@
+"""DeepReduce value codecs: how the values of a sparse tensor travel.
+
+A codec turns r float32 values (in the order of the rebuilt index set) into one frame
+section and back; the work is C (deepreduce/value.h). Reordering codecs (polyfit, dexp)
+return ``perm`` (perm[j] = input position of the j-th value in codec order) and decode
+to values in that order. Each codec owns params[2:4] of the frame; a decoder reads its
+parameters from the frame, so a frame is self-describing.
+"""
+import numpy as np
+
+from .._native import check, check_frame, f32, ffi, lib, u8, u32
+from ..compressors._framed import StepKeys
+from ..errors import FrameError
+
+
+def _written():
+    return ffi.new("size_t *")
+
+
+class ValueCodec:
+    """Shared shape. ``fixed_size``: the section size is a function of r alone."""
+
+    name = None
+    codec_id = None
+    reorders = False
+    fixed_size = True
+    params = (0, 0)
+
+    def bound(self, r):
+        raise NotImplementedError
+
+    def encode(self, values, ptr, cap, name, work):
+        """Write the section for ``values``; return (bytes written, perm or None)."""
+        raise NotImplementedError
+
+    def decode(self, buf, off, length, r, params, work):
+        """The r values of the section at buf[off:off+length] (possibly a view)."""
+        raise NotImplementedError
+
+    def _zero_params(self, params):
+        if any(params):
+            raise FrameError(f"{self.name} value section: codec parameters {tuple(params)} must be zero")
+
+    def _decode_into(self, decoder, buf, off, length, r, work, *args):
+        """Run a C decoder that writes r floats into a workspace array."""
+        out = work.array("values", r, np.float32)
+        check_frame(decoder(u8(buf) + off, length, r, *args, f32(out)), f"{self.name} value section")
+        return out
+
+
+class RawValues(ValueCodec):
+    name = "raw"
+    codec_id = lib.DR_VALUE_RAW
+
+    def bound(self, r):
+        return 4 * r
+
+    def encode(self, values, ptr, cap, name, work):
+        ffi.memmove(ptr, f32(values), values.nbytes)
+        return values.nbytes, None
+
+    def decode(self, buf, off, length, r, params, work):
+        self._zero_params(params)
+        if length != 4 * r:
+            raise FrameError(f"raw value section: {length} bytes for {r} values, expected {4 * r}")
+        return np.frombuffer(buf, dtype=np.float32, count=r, offset=off)
+
+
+class CastValues(ValueCodec):
+    """fp16 / bf16: 2 bytes per value."""
+
+    def __init__(self, name):
+        self.name = name
+        self.codec_id = getattr(lib, f"DR_VALUE_{name.upper()}")
+        self._encode = getattr(lib, f"dr_value_{name}_encode")
+        self._decode = getattr(lib, f"dr_value_{name}_decode")
+
+    def bound(self, r):
+        return 2 * r
+
+    def encode(self, values, ptr, cap, name, work):
+        written = _written()
+        check(self._encode(f32(values), values.size, ptr, cap, written), f"{self.name} of {name!r}")
+        return written[0], None
+
+    def decode(self, buf, off, length, r, params, work):
+        self._zero_params(params)
+        return self._decode_into(self._decode, buf, off, length, r, work)
+
+
+class PolyfitValues(ValueCodec):
+    """Piecewise polynomial fit of the values sorted descending; float64 coefficients.
+    params[2] = degree | flags << 8. The section size follows npos: not fixed."""
+
+    name = "polyfit"
+    codec_id = lib.DR_VALUE_POLYFIT
+    reorders = True
+    fixed_size = False
+
+    def __init__(self, degree=lib.DR_POLYFIT_DEFAULT_DEGREE):
+        if not 0 <= int(degree) <= lib.DR_POLYFIT_MAX_DEGREE:
+            raise ValueError(f"poly_degree must be in [0, {lib.DR_POLYFIT_MAX_DEGREE}], got {degree!r}")
+        self.degree = int(degree)
+        self.params = (self.degree, 0)
+
+    def bound(self, r):
+        return lib.dr_value_polyfit_bound(r, self.degree, 0)
+
+    def encode(self, values, ptr, cap, name, work):
+        perm = work.array("perm", values.size, np.uint32)
+        scratch = work.array("polyfit", lib.dr_value_polyfit_workspace_size(values.size), np.uint8)
+        written = _written()
+        check(lib.dr_value_polyfit_encode(f32(values), values.size, self.degree, 0, u32(perm), ptr, cap, written,
+                                          ffi.from_buffer(scratch)), f"polyfit of {name!r}")
+        return written[0], perm
+
+    def decode(self, buf, off, length, r, params, work):
+        packed, unused = params
+        degree, flags = packed & 0xFF, packed >> 8
+        if unused or degree > lib.DR_POLYFIT_MAX_DEGREE or flags & ~lib.DR_POLYFIT_COEF_F32:
+            raise FrameError(f"polyfit value section: bad parameters {tuple(params)}")
+        return self._decode_into(lib.dr_value_polyfit_decode, buf, off, length, r, work, degree, flags)
+
+
+class DexpValues(ValueCodec):
+    """Double-exponential fit of the magnitudes sorted ascending, sign bits beside:
+    32 + ceil(r/8) bytes, fixed for r."""
+
+    name = "dexp"
+    codec_id = lib.DR_VALUE_DEXP
+    reorders = True
+
+    def bound(self, r):
+        return lib.dr_value_dexp_bound(r)
+
+    def encode(self, values, ptr, cap, name, work):
+        perm = work.array("perm", values.size, np.uint32)
+        scratch = work.array("dexp", lib.dr_value_dexp_workspace_size(values.size), np.uint8)
+        written = _written()
+        check(lib.dr_value_dexp_encode(f32(values), values.size, u32(perm), ptr, cap, written,
+                                       ffi.from_buffer(scratch)), f"dexp of {name!r}")
+        return written[0], perm
+
+    def decode(self, buf, off, length, r, params, work):
+        self._zero_params(params)
+        return self._decode_into(lib.dr_value_dexp_decode, buf, off, length, r, work)
+
+
+class DeflateValues(ValueCodec):
+    """zlib of the float32 bytes at ``level`` (the decoder needs no parameter)."""
+
+    name = "deflate"
+    codec_id = lib.DR_VALUE_DEFLATE
+    fixed_size = False
+
+    def __init__(self, level=lib.DR_DEFLATE_DEFAULT_LEVEL):
+        if not 0 <= int(level) <= 9:
+            raise ValueError(f"deflate_level must be in [0, 9], got {level!r}")
+        self.level = int(level)
+
+    def bound(self, r):
+        return lib.dr_value_deflate_bound(r)
+
+    def _zlib_work(self, work, r):
+        return ffi.from_buffer(work.array("zlib", lib.dr_value_deflate_workspace_size(r, self.level), np.uint8))
+
+    def encode(self, values, ptr, cap, name, work):
+        written = _written()
+        check(lib.dr_value_deflate_encode(f32(values), values.size, self.level, ptr, cap, written,
+                                          self._zlib_work(work, values.size)), f"deflate of {name!r}")
+        return written[0], None
+
+    def decode(self, buf, off, length, r, params, work):
+        self._zero_params(params)
+        out = work.array("values", r, np.float32)
+        check_frame(lib.dr_value_deflate_decode(u8(buf) + off, length, r, f32(out), self._zlib_work(work, r)),
+                    "deflate value section")
+        return out
+
+
+class QsgdValues(ValueCodec):
+    """Bucketed stochastic quantisation: params[2] = s (quantum_num), params[3] =
+    bucket size. Rounding noise is keyed by (tensor name, rank, step): reproducible,
+    independent across ranks, no global generator."""
+
+    name = "qsgd"
+    codec_id = lib.DR_VALUE_QSGD
+
+    def __init__(self, quantum_num=lib.DR_QSGD_DEFAULT_QUANTUM, bucket_size=lib.DR_QSGD_DEFAULT_BUCKET):
+        if not 1 <= int(quantum_num) <= lib.DR_QSGD_MAX_QUANTUM:
+            raise ValueError(f"quantum_num must be in [1, {lib.DR_QSGD_MAX_QUANTUM}], got {quantum_num!r}")
+        if int(bucket_size) < 1:
+            raise ValueError(f"bucket_size must be a positive integer, got {bucket_size!r}")
+        self.params = (int(quantum_num), int(bucket_size))
+        self.keys = StepKeys()
+
+    def bound(self, r):
+        return lib.dr_value_qsgd_bound(r, self.params[1], self.params[0])
+
+    def encode(self, values, ptr, cap, name, work):
+        s, bucket = self.params
+        written = _written()
+        check(lib.dr_value_qsgd_encode(f32(values), values.size, bucket, s, self.keys.next(name), ptr, cap, written),
+              f"qsgd of {name!r}")
+        return written[0], None
+
+    def decode(self, buf, off, length, r, params, work):
+        s, bucket = params
+        if not (1 <= s <= lib.DR_QSGD_MAX_QUANTUM and bucket >= 1):
+            raise FrameError(f"qsgd value section: bad parameters s={s}, bucket={bucket}")
+        return self._decode_into(lib.dr_value_qsgd_decode, buf, off, length, r, work, bucket, s)
+
+
+NAMES = ("polyfit", "dexp", "deflate", "qsgd", "fp16", "bf16", "raw")
+_ALIASES = {"gzip": "deflate", "none": "raw"}
+
+
+def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib.DR_QSGD_DEFAULT_QUANTUM,
+                bucket_size=lib.DR_QSGD_DEFAULT_BUCKET, deflate_level=lib.DR_DEFLATE_DEFAULT_LEVEL):
+    """The value codec called ``name``, configured by the keyword arguments it reads."""
+    key = _ALIASES.get(name, name)
+    if key == "polyfit":
+        return PolyfitValues(poly_degree)
+    if key == "dexp":
+        return DexpValues()
+    if key == "deflate":
+        return DeflateValues(deflate_level)
+    if key == "qsgd":
+        return QsgdValues(quantum_num, bucket_size)
+    if key in ("fp16", "bf16"):
+        return CastValues(key)
+    if key == "raw":
+        return RawValues()
+    raise ValueError(f"unknown value codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")

@@ -1,0 +1,301 @@
+"""DeepReduce's wrappers: compress the output of a sparsifier (topk, threshold, dgc, ...)
+by coding its indices, its values, or both, exactly as DeepReduce's README uses them:
+
+    params = {'compressor': 'topk', 'memory': 'residual', 'communicator': 'allgather',
+              'compress_ratio': 0.01, 'deepreduce': 'index', 'index': 'bloom'}
+    grc = grace_from_params(params)
+    DReduce = {'value': ValueCompressor, 'index': IndexCompressor,
+               'both': DeepReduce}[params['deepreduce']](grc.compressor, params)
+    grc.compressor = DReduce
+
+or in one call, ``grc = deepreduce_from_params(params)``.
+
+Keys (defaults): ``value`` ('polyfit'; also dexp, deflate/gzip, qsgd, fp16, bf16,
+none/raw), ``index`` ('bloom'; also rle, huffman, ef, rice, varint, none/raw), ``fpr``
+(0.1 r/d), ``policy`` ('leftmost', 'random' = P1, 'p0', 'conflict_sets' = P2),
+``poly_degree`` (5), ``sort`` (False), ``quantum_num`` (127), ``bucket_size`` (512),
+``deflate_level`` (6), ``micro-benchmark`` (False), ``min_numel`` (1000).
+
+The wrappers read the params dict the caller passes, not grace_from_params's merged
+defaults: GRACE's qsgd *compressor* defaults to buckets of 128, the qsgd *value codec* to
+512 (DeepReduce's). A ``bucket_size`` written in params sets both; left out, each keeps
+its own default. ``quantum_num`` is 127 for both either way.
+
+One payload per tensor: a single frame (layout in docs/deepreduce.md) made by the C core:
+
+    kind       the sparsifier's (topk, threshold, dgc; none for other compressors)
+    codecs     index codec, value codec (raw on the side a mode leaves alone)
+    params     [0:2] the index codec's (bloom: m_bits, k_hash | policy << 8),
+               [2:4] the value codec's (polyfit: degree; qsgd: s, bucket)
+    count      entries the receiver rebuilds (r; |P| for bloom p0)
+    sections   index, values[, permutation]
+
+Values are always gathered from the dense (compensated) tensor at the indices the
+receiver rebuilds, in its order: with bloom the sender computes that set itself, so
+false positives carry their true values in 'index' and in 'both' mode alike. A value
+codec that reorders (polyfit, dexp) with raw indices sends the indices in value order;
+with a set codec it sends the permutation at ceil(log2 r) bits per entry.
+
+Tensors with fewer than ``min_numel`` elements travel dense (one raw float32 section,
+kind none): compressing them saves little and costs a codec call each.
+
+Any other compressor can be wrapped: one that has ``select(flat, name)`` (the
+Sparsifier base) is asked for its indices directly; for any other the wrapper runs its
+compress and decompress locally and codes the non-zero entries of the result (so what
+travels is what the compressor would have sent, e.g. adaq's means).
+"""
+import time
+
+import numpy as np
+
+from . import edge
+from ._native import as_frame_bytes, check, check_frame, f32, ffi, lib, parse_frame, u8, u32
+from .base import Compressor
+from .codecs import Workspace, index_codec, value_codec
+from .codecs.value import RawValues
+from .compressors._sparse import SparseCtx, selected_values
+from .errors import FrameError
+from .params import grace_from_params
+
+__all__ = ["ValueCompressor", "IndexCompressor", "DeepReduce", "deepreduce_from_params", "WRAPPERS", "section_bytes"]
+
+
+def _enum_names(prefix):
+    return {getattr(lib, n): n[len(prefix):].lower() for n in dir(lib) if n.startswith(prefix) and not n.endswith("_")}
+
+
+_KINDS = _enum_names("DR_KIND_")
+_INDEX_CODECS = _enum_names("DR_INDEX_")
+_VALUE_CODECS = _enum_names("DR_VALUE_")
+_RAW = RawValues()
+
+
+class _Wrapper(Compressor):
+    """The shared machinery; ``codes_index`` / ``codes_values`` say which sides this
+    mode codes (the other stays raw)."""
+
+    codes_index = False
+    codes_values = False
+
+    def __init__(self, sparsifier, params=None):
+        params = {} if params is None else params
+        if not isinstance(params, dict):
+            raise TypeError(f"params must be a dict, got {type(params).__name__}")
+        self.sparsifier = sparsifier
+        self.params = params
+        self.index_codec = index_codec(params.get("index", "bloom") if self.codes_index else "raw",
+                                       params.get("fpr"), params.get("policy", "leftmost"))
+        self.value_codec = value_codec(params.get("value", "polyfit") if self.codes_values else "raw",
+                                       poly_degree=params.get("poly_degree", lib.DR_POLYFIT_DEFAULT_DEGREE),
+                                       quantum_num=params.get("quantum_num", lib.DR_QSGD_DEFAULT_QUANTUM),
+                                       bucket_size=params.get("bucket_size", lib.DR_QSGD_DEFAULT_BUCKET),
+                                       deflate_level=params.get("deflate_level", lib.DR_DEFLATE_DEFAULT_LEVEL))
+        # params['sort'] is accepted and read by nobody: polyfit always sorts (a stable
+        # sort of sorted values changes nothing), so DeepReduce's flag has nothing to skip.
+        self.min_numel = int(params.get("min_numel", 1000))
+        self.micro_benchmark = bool(params.get("micro-benchmark", False))
+        self.selects = callable(getattr(sparsifier, "select", None))
+        kind = getattr(sparsifier, "frame_kind", None) if self.selects else None
+        self.kind = getattr(lib, kind) if kind else lib.DR_KIND_NONE
+        # A permutation travels when the values are reordered and the index section
+        # cannot list the indices in value order.
+        self.sends_perm = self.value_codec.reorders and not self.index_codec.carries_order
+        # Same size on every rank only if the count is (a selecting sparsifier with a
+        # fixed count) and every section's size is a function of the count alone.
+        super().__init__(
+            average=sparsifier.average,
+            tensors_size_are_same=bool(self.selects and sparsifier.tensors_size_are_same
+                                       and self.index_codec.fixed_size and self.value_codec.fixed_size))
+        self.work = Workspace()
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({type(self.sparsifier).__name__}, index={self.index_codec.name}, "
+                f"value={self.value_codec.name})")
+
+    # -- compress -------------------------------------------------------------------
+    def compress(self, tensor, name):
+        start = time.perf_counter()
+        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+        if flat.size < self.min_numel:
+            frame = _dense_frame(flat)
+            indices = np.arange(flat.size, dtype=np.uint32)
+        else:
+            source, support = self._support(tensor, flat, name)
+            frame, indices = self._encode(source, support, name)
+        ctx = SparseCtx(flat.size, indices, restore)
+        if self.micro_benchmark:
+            self._report(name, frame, ctx, time.perf_counter() - start)
+        return [frame], ctx
+
+    def _support(self, tensor, flat, name):
+        """(dense tensor to gather values from, ascending uint32 indices)."""
+        if self.selects:
+            return flat, self.sparsifier.select(flat, name)
+        tensors, ctx = self.sparsifier.compress(tensor, name)
+        sent, _ = edge.to_core(self.sparsifier.decompress(tensors, ctx), what=f"decompressed {name!r}")
+        return sent, np.flatnonzero(sent).astype(np.uint32)
+
+    def _encode(self, source, support, name):
+        d = source.size
+        plan = self.index_codec.plan(support, d, self.work)
+        indices = plan.indices
+        r = indices.size
+        values = selected_values(source, indices)
+        perm_bits = lib.dr_bits_for(max(r, 1) - 1)
+        perm_bound = lib.dr_bitpack_size(r, perm_bits) if self.sends_perm else 0
+        nsections = 3 if self.sends_perm else 2
+        header = lib.dr_frame_header_size(nsections)
+        cap = header + plan.bound + self.value_codec.bound(r) + perm_bound + lib.DR_FRAME_TRAILER
+        frame = np.empty(cap, dtype=np.uint8)
+        base = u8(frame)
+        index_len = plan.write(base + header, plan.bound)
+        off = header + index_len
+        value_len, perm = self.value_codec.encode(values, base + off, cap - off, name, self.work)
+        off += value_len
+        perm_len = 0
+        if perm is not None and self.sends_perm:
+            written = ffi.new("size_t *")
+            check(lib.dr_bitpack(u32(perm), r, perm_bits, base + off, cap - off, written), f"permutation of {name!r}")
+            perm_len = written[0]
+        elif perm is not None:  # raw indices: rewrite them in value order instead
+            np.take(indices, perm, out=frame[header:header + index_len].view(np.uint32))
+        f = ffi.new("dr_frame *")
+        f.kind, f.index_codec, f.value_codec = self.kind, self.index_codec.codec_id, self.value_codec.codec_id
+        f.dtype, f.nsections, f.numel, f.count = lib.DR_DTYPE_FLOAT32, nsections, d, r
+        f.params = plan.params + self.value_codec.params
+        f.section_len[0:nsections] = (index_len, value_len, perm_len)[:nsections]
+        total = ffi.new("size_t *")
+        check(lib.dr_frame_seal(f, base, cap, total), f"frame of {name!r}")
+        return frame[:total[0]], indices
+
+    # -- decompress -----------------------------------------------------------------
+    def decompress(self, tensors, ctx):
+        payload, = tensors
+        what = f"{self!r} payload"
+        buf = as_frame_bytes(payload, what)
+        f = parse_frame(buf, what)
+        dense = ctx.numel < self.min_numel
+        expected = ((lib.DR_KIND_NONE, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 1) if dense else
+                    (self.kind, self.index_codec.codec_id, self.value_codec.codec_id, 3 if self.sends_perm else 2))
+        got = (f.kind, f.index_codec, f.value_codec, f.nsections)
+        if got != expected:
+            raise FrameError(f"{what}: got {_describe(got)}, expected {_describe(expected)} "
+                             "(a payload of another compressor or configuration)")
+        if f.numel != ctx.numel:
+            raise FrameError(f"{what}: the frame is for a tensor of {f.numel} elements, this one has {ctx.numel}")
+        out = edge.zeros(ctx.numel)
+        if dense:
+            if f.count != ctx.numel or any(f.params):
+                raise FrameError(f"{what}: a dense frame carries all {ctx.numel} values and no codec parameters")
+            out[:] = _RAW.decode(buf, f.section_off[0], f.section_len[0], ctx.numel, (0, 0), self.work)
+            return ctx.restore(out)
+        count = f.count
+        indices = self.index_codec.decode(buf, f.section_off[0], f.section_len[0], ctx.numel, count,
+                                          tuple(f.params[0:2]), self.work, ordered=not self.value_codec.reorders)
+        values = self.value_codec.decode(buf, f.section_off[1], f.section_len[1], count, tuple(f.params[2:4]),
+                                         self.work)
+        if self.sends_perm:
+            indices = np.take(indices, self._permutation(buf, f, count, what))
+        check_frame(lib.dr_scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
+        return ctx.restore(out)
+
+    def _permutation(self, buf, f, count, what):
+        """The permutation section, checked to be one: count entries, each < count, all
+        different."""
+        bits = lib.dr_bits_for(max(count, 1) - 1)
+        if f.section_len[2] != lib.dr_bitpack_size(count, bits):
+            raise FrameError(f"{what}: permutation section of {f.section_len[2]} bytes, expected "
+                             f"{lib.dr_bitpack_size(count, bits)} for {count} entries of {bits} bits")
+        perm = self.work.array("perm", count, np.uint32)
+        check_frame(lib.dr_bitunpack(u8(buf) + f.section_off[2], f.section_len[2], count, bits, u32(perm)), what)
+        if count and perm.max() >= count:
+            raise FrameError(f"{what}: permutation entry {int(perm.max())} out of range for {count} entries")
+        seen = np.zeros(count, dtype=bool)
+        seen[perm] = True
+        if not seen.all():
+            raise FrameError(f"{what}: permutation repeats an entry")
+        return perm
+
+    def aggregate(self, tensors):
+        return self.sparsifier.aggregate(tensors)
+
+    # -- micro-benchmark --------------------------------------------------------------
+    def _report(self, name, frame, ctx, encode_seconds):
+        """One line per tensor: sizes of the sections, the frame against dense float32,
+        and the codec times (decode timed on this rank's own frame)."""
+        start = time.perf_counter()
+        self.decompress([frame], ctx)
+        decode_seconds = time.perf_counter() - start
+        index_len, value_len, perm_len, overhead = section_bytes(frame)
+        print(f"[deepreduce] {name}: d={ctx.numel} r={ctx.indices.size} index={index_len}B values={value_len}B "
+              f"perm={perm_len}B frame={frame.nbytes}B (overhead {overhead}B; "
+              f"{100.0 * frame.nbytes / (4 * ctx.numel):.3f}% of dense) "
+              f"encode={1e6 * encode_seconds:.0f}us decode={1e6 * decode_seconds:.0f}us", flush=True)
+
+
+def section_bytes(payload):
+    """(index, values, permutation, overhead) bytes of a DeepReduce payload: its codec
+    sections, and the frame's own header and CRC. A dense frame has only values."""
+    buf = as_frame_bytes(payload, "DeepReduce payload")
+    f = parse_frame(buf, "DeepReduce payload")
+    lengths = [int(f.section_len[i]) for i in range(f.nsections)]
+    if f.nsections == 1:
+        lengths = [0] + lengths
+    lengths += [0] * (3 - len(lengths))
+    return (*lengths, buf.nbytes - sum(lengths))
+
+
+def _describe(fields):
+    kind, icodec, vcodec, nsections = fields
+    return (f"kind {_KINDS.get(kind, kind)}, index codec {_INDEX_CODECS.get(icodec, icodec)}, value codec "
+            f"{_VALUE_CODECS.get(vcodec, vcodec)}, {nsections} section(s)")
+
+
+def _dense_frame(flat):
+    """A tensor below min_numel, whole: kind none, raw codecs, one float32 section."""
+    f = ffi.new("dr_frame *")
+    f.kind, f.index_codec, f.value_codec = lib.DR_KIND_NONE, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW
+    f.dtype = lib.DR_DTYPE_FLOAT32
+    f.nsections, f.numel, f.count = 1, flat.size, flat.size
+    f.section_len[0] = flat.nbytes
+    size = ffi.new("size_t *")
+    check(lib.dr_frame_layout(f, size), "dense frame")
+    frame = np.empty(size[0], dtype=np.uint8)
+    frame[f.section_off[0]:f.section_off[0] + flat.nbytes] = flat.view(np.uint8)
+    check(lib.dr_frame_seal(f, u8(frame), frame.nbytes, size), "dense frame")
+    return frame
+
+
+class ValueCompressor(_Wrapper):
+    """DeepReduce 'value': the sparsifier's indices raw, its values by ``params['value']``."""
+
+    codes_values = True
+
+
+class IndexCompressor(_Wrapper):
+    """DeepReduce 'index': the indices by ``params['index']``, the values raw float32."""
+
+    codes_index = True
+
+
+class DeepReduce(_Wrapper):
+    """DeepReduce 'both': the indices by ``params['index']`` and the values by
+    ``params['value']``."""
+
+    codes_index = True
+    codes_values = True
+
+
+WRAPPERS = {"value": ValueCompressor, "index": IndexCompressor, "both": DeepReduce}
+
+
+def deepreduce_from_params(params):
+    """grace_from_params, then the compressor wrapped as ``params['deepreduce']`` says
+    (None or absent: left unwrapped). Returns the communicator."""
+    grc = grace_from_params(params)
+    mode = params.get("deepreduce")
+    if mode is not None:
+        if mode not in WRAPPERS:
+            raise ValueError(f"unknown deepreduce mode {mode!r}; valid modes: None, {', '.join(WRAPPERS)}")
+        grc.compressor = WRAPPERS[mode](grc.compressor, params)
+    return grc

@@ -1,0 +1,286 @@
+"""Every GRACE method of SPEC §3 through the Python API, in one process: the names the
+helper accepts, the statistics of the stochastic quantizers, the exact semantics of the
+selections, the fixes of SPEC §11 that need no second rank, and bytes on the wire
+against the frame formulas. The multi-rank half is in test_grace_distributed.py."""
+import importlib
+import importlib.util
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+import deepreduce
+from deepreduce import grace_from_params
+from deepreduce.pairings import PAIRINGS, natural_params
+from deepreduce.registry import COMMUNICATORS, COMPRESSORS, MEMORIES
+
+# SPEC §3 and §5, written out here rather than read from the registry, so a name the
+# registry loses makes these tests fail.
+SPEC_COMPRESSORS = ["none", "fp16", "qsgd", "terngrad", "onebit", "signsgd", "signum", "efsignsgd",
+                    "natural", "randomk", "topk", "threshold", "dgc", "powersgd", "adaq", "inceptionn",
+                    "sketch", "8bit", "u8bit"]
+SPEC_MEMORIES = ["none", "residual", "dgc", "efsignsgd", "powersgd"]
+SPEC_COMMUNICATORS = ["allreduce", "allgather", "broadcast", "alltoall"]
+
+
+def laplace(n, seed, scale=1.0):
+    """Gradient-like values: heavy tails, every magnitude distinct with probability 1."""
+    return np.random.default_rng(seed).laplace(scale=scale, size=n).astype(np.float32)
+
+
+def roundtrip(compressor, x, name="w"):
+    tensors, ctx = compressor.compress(x, name)
+    return compressor.decompress(tensors, ctx), tensors, ctx
+
+
+# ---------------------------------------------------------------------------- names
+@pytest.mark.parametrize("name", SPEC_COMPRESSORS)
+def test_helper_accepts_every_spec_compressor_under_graces_import_path(name):
+    grc = grace_from_params(natural_params(name))
+    target = COMPRESSORS[{"u8bit": "8bit"}.get(name, name)]
+    module, cls = target.split(":")
+    assert type(grc.compressor) is getattr(importlib.import_module(module), cls)
+    # the same class object under GRACE's module path (grace_dl.dist.compressor.<module>)
+    alias = importlib.import_module("grace_dl.dist.compressor." + module.rsplit(".", 1)[1])
+    assert getattr(alias, cls) is type(grc.compressor)
+    # and it runs: world size 1, in process
+    g = laplace(300, 1).reshape(20, 15)
+    out = grc.step(g, "layer.weight")
+    assert out.shape == g.shape and out.dtype == g.dtype and np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("role, names, table", [("memory", SPEC_MEMORIES, MEMORIES),
+                                                 ("communicator", SPEC_COMMUNICATORS, COMMUNICATORS)])
+def test_helper_accepts_every_spec_memory_and_communicator(role, names, table):
+    for name in names:
+        module, cls = table[name].split(":")
+        grc = grace_from_params({role: name})
+        built = grc.memory if role == "memory" else grc
+        assert type(built) is getattr(importlib.import_module(module), cls)
+
+
+def test_every_spec_compressor_has_a_natural_pairing():
+    assert set(PAIRINGS) == set(SPEC_COMPRESSORS) - {"u8bit"}
+    assert natural_params("u8bit") == {"compressor": "u8bit", "memory": "none", "communicator": "allgather"}
+    assert natural_params("topk", compress_ratio=0.01)["compress_ratio"] == 0.01
+    with pytest.raises(ValueError, match="known: .*topk"):
+        natural_params("topq")
+
+
+def test_broadcast_from_the_helper_needs_no_rank():
+    # GRACE's helper called Broadcast(compressor, memory, world_size) and its
+    # constructor required a rank: a TypeError before the first step.
+    grc = grace_from_params({"compressor": "qsgd", "communicator": "broadcast"})
+    g = laplace(256, 2)
+    out = grc.step(g, "w")
+    assert grc.rank == 0
+    # qsgd moves each entry by less than one level, norm/s, of its bucket
+    step = np.repeat(np.linalg.norm(g.reshape(2, 128), axis=1) / 127, 128)
+    assert (np.abs(out - g) <= step * 1.0001).all()
+
+
+# ---------------------------------------------------------------------------- unbiased quantizers
+def samples(name, x, trials, **params):
+    comp = grace_from_params(dict(params, compressor=name, world_size=1)).compressor
+    # one name: the step counter moves the key, so every trial draws fresh randomness
+    return np.stack([roundtrip(comp, x)[0] for _ in range(trials)]).astype(np.float64)
+
+
+def terngrad_target(x):
+    """TernGrad's expectation: x clipped to ±2.5 σ (population σ)."""
+    sigma = np.std(x.astype(np.float64))
+    return np.clip(x.astype(np.float64), -2.5 * sigma, 2.5 * sigma)
+
+
+@pytest.mark.parametrize("name, target", [
+    ("qsgd", lambda x: x.astype(np.float64)),
+    ("terngrad", terngrad_target),
+    ("natural", lambda x: x.astype(np.float64)),
+], ids=["qsgd", "terngrad", "natural"])
+def test_stochastic_quantizer_is_unbiased(name, target):
+    x = laplace(512, 3)  # heavy tails: terngrad's clip bites on about 3% of them
+    trials = 3000
+    s = samples(name, x, trials)
+    error = np.linalg.norm(s.mean(axis=0) - target(x))
+    # For an unbiased quantizer E||mean - target||^2 = sum of the per-entry variances
+    # / trials; over 512 entries that norm lands within a few % of its expectation, so
+    # 1.5x is a safe bound that a bias of the noise's size would still break.
+    expected = math.sqrt(s.var(axis=0, ddof=1).sum() / trials)
+    assert expected > 0  # it is stochastic at all
+    assert error <= 1.5 * expected, (error, expected)
+    # and the noise is not the whole story: one draw is far worse than the mean
+    assert np.linalg.norm(s[0] - target(x)) > 10 * error
+
+
+@pytest.mark.parametrize("levels, bucket", [(1, 128), (4, 512), (127, 128)])
+def test_qsgd_variance_is_the_stochastic_rounding_variance_and_within_the_bound(levels, bucket):
+    x = laplace(2048, 4)
+    trials = 1000
+    s = samples("qsgd", x, trials, quantum_num=levels, bucket_size=bucket)
+    measured = ((s - x) ** 2).sum(axis=1).mean()  # E||Q(x) - x||^2
+    xs = x.astype(np.float64).reshape(-1, bucket)
+    norms = np.linalg.norm(xs, axis=1, keepdims=True)
+    # Rounding s|x|/norm up with probability frac has variance (norm/s)^2 frac(1-frac).
+    level = levels * np.abs(xs) / norms
+    frac = level - np.floor(level)
+    exact = ((norms / levels) ** 2 * frac * (1 - frac)).sum()
+    # QSGD's Lemma 3.1, bucket by bucket: E||Q(v) - v||^2 <= min(B/s^2, sqrt(B)/s) ||v||^2
+    bound = (min(bucket / levels ** 2, math.sqrt(bucket) / levels) * norms ** 2).sum()
+    assert measured <= bound
+    assert abs(measured - exact) <= 0.1 * exact, (measured, exact)
+
+
+# ---------------------------------------------------------------------------- exact selections
+@pytest.mark.parametrize("n, ratio", [(1000, 0.01), (4099, 0.3), (200_003, 0.001), (50, 1.0)])
+def test_topk_sends_exactly_the_k_largest_magnitudes(n, ratio):
+    g = laplace(n, 5)
+    out, tensors, _ = roundtrip(grace_from_params({"compressor": "topk", "compress_ratio": ratio}).compressor, g)
+    k = max(1, int(n * ratio))
+    largest = np.argsort(-np.abs(g), kind="stable")[:k]
+    expected = np.zeros_like(g)
+    expected[largest] = g[largest]
+    assert np.array_equal(out, expected)
+
+
+def test_topk_with_ties_keeps_k_entries_none_smaller_than_one_left_out():
+    g = np.repeat(np.array([3.0, -2.0, 1.0], dtype=np.float32), 10)  # ties at every magnitude
+    out, _, _ = roundtrip(grace_from_params({"compressor": "topk", "compress_ratio": 0.5}).compressor, g)
+    sent = out != 0
+    assert sent.sum() == 15
+    assert np.array_equal(out[sent], g[sent])
+    assert np.abs(g[sent]).min() >= np.abs(g[~sent]).max()
+
+
+@pytest.mark.parametrize("threshold", [0.5, 1e-3, 0.0])
+def test_threshold_sends_exactly_the_entries_at_or_above_it(threshold):
+    t = np.float32(threshold)
+    edge = [t, -t, np.nextafter(t, np.float32(0)), -np.nextafter(t, np.float32(0)), 0.0, np.float32(2) * t + 1]
+    g = np.concatenate([np.array(edge, dtype=np.float32), laplace(1000, 6, scale=threshold or 1.0)])
+    comp = grace_from_params({"compressor": "threshold", "threshold": threshold}).compressor
+    out, tensors, ctx = roundtrip(comp, g)
+    chosen = np.abs(g) >= t
+    assert np.array_equal(out, np.where(chosen, g, 0))
+    assert comp.wire_bytes(tensors, ctx) == frame(2) + 8 * int(chosen.sum())  # zeros at t=0 count too
+
+
+# ---------------------------------------------------------------------------- SPEC §11 fixes
+def test_onebit_decodes_each_side_to_its_own_mean():
+    # GRACE multiplied by ~mask on a uint8 mask (254/255, not 0/1): it gave 505, 510.
+    g = np.array([-2.0, -4.0, 1.0, 3.0, 0.0], dtype=np.float32)
+    out, _, _ = roundtrip(grace_from_params({"compressor": "onebit"}).compressor, g)
+    np.testing.assert_array_equal(out, np.array([-3, -3, 4 / 3, 4 / 3, 4 / 3], dtype=np.float32))
+
+
+@pytest.mark.parametrize("levels", [127, 255])  # int8 and int16 levels
+def test_qsgd_zero_bucket_decodes_to_zeros(levels):
+    # GRACE computed levels as s / 0 * 0 = NaN for a zero bucket, then cast NaN to an
+    # integer (undefined behaviour). Tiny values whose squares underflow float32 are the
+    # same trap one step removed.
+    g = np.concatenate([np.zeros(128), laplace(128, 7), np.full(128, 1e-30), np.zeros(5)]).astype(np.float32)
+    comp = grace_from_params({"compressor": "qsgd", "quantum_num": levels, "bucket_size": 128}).compressor
+    outs = np.stack([roundtrip(comp, g)[0] for _ in range(200)])
+    assert np.isfinite(outs).all()
+    assert not outs[:, :128].any() and not outs[:, -5:].any()
+    assert np.abs(outs.mean(axis=0)[256:384] - 1e-30).max() < 1e-31  # tiny bucket: unbiased, not lost
+
+
+def test_adaq_sends_a_side_whose_entries_are_all_equal():
+    # Every positive equal: no threshold selects within [0.7t, 1.3t] of them, and the
+    # search used to end selecting none, so with a residual memory they never left.
+    g = np.array([5.0] * 8 + [-1.0, -2.0], dtype=np.float32)
+    grc = grace_from_params(natural_params("adaq"))
+    out = grc.step(g, "bias")
+    assert np.array_equal(out[:8], g[:8])
+
+
+# ---------------------------------------------------------------------------- bytes on the wire
+def frame(sections):
+    """A frame's fixed bytes (docs/architecture.md): 44 header + 4 per section length + CRC."""
+    return 44 + 4 * sections + 4
+
+
+def inceptionn_bytes(x, b=10):
+    """The band of each value per quant.h, then the bytes of the four sections."""
+    a = np.abs(x.astype(np.float64))
+    q8 = np.floor(a * 2.0 ** (b - 1) + 0.5)
+    q16 = np.floor(a * 2.0 ** max(15, b - 1) + 0.5)
+    tag1 = (a < 1) & (q8 > 0) & (q8 <= 127)
+    tag2 = (a < 1) & (q8 > 127) & (q16 <= 32767)
+    tag3 = (a >= 1) | ((q8 > 127) & (q16 > 32767))
+    return frame(4) + math.ceil(x.size / 4) + int(tag1.sum()) + 2 * int(tag2.sum()) + 4 * int(tag3.sum())
+
+
+N = 10_001  # not a multiple of 8, 4 or 128: every ceil() in the formulas matters
+K = int(N * 0.01)
+
+# method -> (extra params, bytes for n = N as a function of the gradient g)
+BYTE_FORMULAS = {
+    "none": ({}, lambda g: 4 * N),
+    "fp16": ({}, lambda g: 2 * N),
+    "qsgd": ({}, lambda g: frame(2) + 4 * math.ceil(N / 128) + N),
+    "qsgd-int16": ({"quantum_num": 300}, lambda g: frame(2) + 4 * math.ceil(N / 128) + 2 * N),
+    "terngrad": ({}, lambda g: frame(2) + 4 + math.ceil(N / 4)),
+    "onebit": ({}, lambda g: frame(2) + 8 + math.ceil(N / 8)),
+    "signsgd": ({}, lambda g: frame(1) + math.ceil(N / 8)),
+    "signum": ({}, lambda g: frame(1) + math.ceil(N / 8)),
+    "efsignsgd": ({}, lambda g: frame(2) + 4 + math.ceil(N / 8)),
+    "natural": ({}, lambda g: frame(1) + N),
+    "8bit": ({}, lambda g: frame(2) + 4 + N),
+    "sketch": ({}, lambda g: frame(2) + 4 * 127 + N),
+    "randomk": ({}, lambda g: 4 * K),
+    "topk": ({}, lambda g: frame(2) + 8 * K),
+    "threshold": ({"threshold": 0.5}, lambda g: frame(2) + 8 * int((np.abs(g) >= 0.5).sum())),
+    "inceptionn": ({}, lambda g: inceptionn_bytes(g)),
+    "powersgd": ({"compress_rank": 2}, lambda g: 4 * 2 * (73 + 137)),  # P (73x2) + Q (137x2)
+}
+
+
+@pytest.mark.parametrize("method", sorted(BYTE_FORMULAS))
+def test_bytes_on_the_wire_follow_the_formula(method):
+    extra, formula = BYTE_FORMULAS[method]
+    g = laplace(N, 8, scale=0.3)
+    stats = deepreduce.stats.Stats()
+    grc = grace_from_params(natural_params(method.split("-")[0], compress_ratio=0.01, **extra))
+    grc.stats = stats
+    if method == "powersgd":
+        g = np.resize(g, (73, 137))
+    grc.step(g, "w")
+    assert stats.totals()["bytes_sent"] == formula(g)
+    assert stats.totals()["dense_bytes"] == 4 * g.size
+
+
+def test_allreduce_refuses_framed_payloads_with_a_hint():
+    grc = grace_from_params({"compressor": "8bit", "communicator": "allreduce"})
+    with pytest.raises(ValueError, match="cannot be summed.*'w'.*allgather"):
+        grc.step(laplace(100, 10), "w")
+
+
+def test_bytes_of_the_variable_size_sparsifiers_stay_in_their_band():
+    g = laplace(N, 9)
+    for name, fixed, per_entry in [("dgc", frame(2), 8), ("adaq", frame(3) + 8, 4)]:
+        stats = deepreduce.stats.Stats()
+        grc = grace_from_params(natural_params(name, compress_ratio=0.01))
+        grc.stats = stats
+        grc.step(g, "w")
+        sent = stats.totals()["bytes_sent"] - fixed
+        assert sent % per_entry == 0
+        count = sent // per_entry
+        # dgc: [0.7k, 1.3k] of all entries; adaq: the band of each sign, about k in all
+        assert 0.7 * K - 2 <= count <= 1.3 * K + 2, (name, count)
+
+
+def test_wire_bytes_benchmark_prints_the_formula_volumes(capsys):
+    # The benchmark that produces docs/grace.md's table, at a size a test affords.
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "wire_bytes.py"
+    spec = importlib.util.spec_from_file_location("wire_bytes", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--numel", "20003", "--ratio", "0.01"])
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:]}
+    assert set(rows) == set(SPEC_COMPRESSORS) - {"u8bit"}
+    n, k = 20003, 200
+    assert int(rows["none"][1].replace(",", "")) == 4 * n
+    assert int(rows["signsgd"][1].replace(",", "")) == frame(1) + math.ceil(n / 8)
+    assert int(rows["topk"][1].replace(",", "")) == frame(2) + 8 * k
+    assert float(rows["signsgd"][4]) == pytest.approx(n / 1e6, abs=1e-3)  # GRACE: a uint8 per sign
