@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -67,6 +68,10 @@ CONFIGS = {
     "auto_off_bw": ("top-1% + auto_off, bandwidth = tbf rate",
                     lambda rate: dict(TOPK, auto_off=True, bandwidth=rate), lambda: None),
 }
+
+
+# What the tables read from each epoch of a run's log (and all results.json keeps of it).
+EPOCH_KEYS = ("epoch", "metric", "wall_s", "cum_bytes_sent")
 
 
 class NamespaceError(RuntimeError):
@@ -164,7 +169,7 @@ def train(namespace, params, out, args):
     if code != 0:
         raise RuntimeError(f"training failed ({code}):\n{' '.join(cmd)}\n{output}")
     log = json.loads((Path(out) / "log.json").read_text())
-    return log["runs"][0]["epochs"]
+    return [{k: e[k] for k in EPOCH_KEYS} for e in log["runs"][0]["epochs"]]
 
 
 def time_to_target(epochs, target):
@@ -176,19 +181,32 @@ def time_to_target(epochs, target):
 
 
 def summarize(name, runs, target):
-    """One table row from the repeats of one configuration: the repeat with the median time
-    to target (a repeat that never reaches it counts as infinitely slow)."""
+    """One table row from the repeats of one configuration: the median time to target (a
+    repeat that never reaches it counts as infinitely slow) with the accuracy and bytes of
+    that repeat, and the median total training time."""
     def seconds(epochs):
         hit = time_to_target(epochs, target)
         return hit[1] if hit else math.inf
-    ranked = sorted(runs, key=seconds)
-    epochs = ranked[(len(ranked) - 1) // 2]
+    epochs = sorted(runs, key=seconds)[(len(runs) - 1) // 2]
     hit = time_to_target(epochs, target)
     return dict(config=name, target_epoch=hit[0] if hit else None,
                 target_s=hit[1] if hit else None,
                 target_s_all=[seconds(r) for r in runs],
                 final=epochs[-1]["metric"], best=max(e["metric"] for e in epochs[1:]),
-                bytes_sent=epochs[-1]["cum_bytes_sent"], wall_s=epochs[-1]["wall_s"])
+                bytes_sent=epochs[-1]["cum_bytes_sent"],
+                wall_s=statistics.median_low(r[-1]["wall_s"] for r in runs))
+
+
+def tabulate(measured, target_fraction):
+    """The rows of one rate's table from what ``bench_rate`` measured."""
+    runs = measured["runs"]
+    dense_best = max(e["metric"] for r in runs["dense"] for e in r[1:])
+    target = target_fraction * dense_best
+    rows = {name: dict(skipped=r) if isinstance(r, str) else summarize(name, r, target)
+            for name, r in runs.items()}
+    return dict(rate=measured["rate"], probe_bytes_s=measured["probe_bytes_s"],
+                dense_best=dense_best, target=target, target_fraction=target_fraction,
+                repeats=len(runs["dense"]), rows=rows)
 
 
 def _fmt_bytes(n):
@@ -255,17 +273,18 @@ def done_when(results):
 
 def bench_rate(rate, configs, args, tag):
     """Train every config (each repeat interleaved with the others, so slow drifts of the
-    shared machine hit all configs alike) in one namespace limited to ``rate``."""
+    shared machine hit all configs alike) in one namespace limited to ``rate``; returns the
+    probed throughput and every run's per-epoch log."""
     rate_bits = RATES[rate]
-    runs = {name: [] for name in configs}
-    skipped = {name: CONFIGS[name][2]() for name in configs}
+    # A config that cannot run has the reason in place of its list of runs.
+    runs = {name: CONFIGS[name][2]() or [] for name in configs}
     with link_namespace(rate_bits, tag) as ns:
         probe = probe_throughput(ns, rate_bits)
         print(f"[{rate}] namespace {ns}: one TCP stream reaches {probe * 8 / 1e6:,.0f} Mbit/s",
               flush=True)
         for rep in range(args.repeats):
             for name in configs:
-                if skipped[name]:
+                if isinstance(runs[name], str):
                     continue
                 out = Path(args.out) / rate / f"{name}-{rep}"
                 print(f"[{rate}] {name} (repeat {rep + 1}/{args.repeats}) ...", end=" ",
@@ -276,12 +295,7 @@ def bench_rate(rate, configs, args, tag):
                       f"{epochs[-1]['metric']:.4f}, training {epochs[-1]['wall_s']:.1f} s",
                       flush=True)
                 runs[name].append(epochs)
-    dense_best = max(e["metric"] for r in runs["dense"] for e in r[1:])
-    target = args.target_fraction * dense_best
-    rows = {name: dict(skipped=skipped[name]) if skipped[name] else
-            summarize(name, runs[name], target) for name in configs}
-    return dict(rate=rate, probe_bytes_s=probe, dense_best=dense_best, target=target,
-                target_fraction=args.target_fraction, repeats=args.repeats, rows=rows)
+    return dict(rate=rate, probe_bytes_s=probe, runs=runs)
 
 
 def parse_args(argv=None):
@@ -298,7 +312,8 @@ def parse_args(argv=None):
           "  target = --target-fraction x the best test accuracy dense reaches at that rate;\n"
           "  a config's time to target is the cumulative training time at the end of its\n"
           "  first epoch at or above the target; speedup = dense's time / the config's.\n"
-          "  With --repeats N each config's row is its repeat with the median time.\n\n"
+          "  With --repeats N a row gives the median time to target (and its range), the\n"
+          "  accuracy and bytes of that repeat, and the median total training time.\n\n"
           "link:\n"
           "  one namespace per rate (drlink-<pid>-<rate>, deleted afterwards); its loopback\n"
           "  gets `tc qdisc add dev lo root tbf rate R burst B latency 100ms`,\n"
@@ -327,8 +342,12 @@ def parse_args(argv=None):
                    help="seconds one training run may take before it is killed (default: 900)")
     p.add_argument("--out", default=os.path.join("runs", "limited_link-"
                                                  + time.strftime("%Y%m%d-%H%M%S")),
-                   help="folder for each run's logs and results.json "
+                   help="folder for each run's logs and results.json, which keeps every "
+                        "run's per-epoch log "
                         "(default: runs/limited_link-<timestamp>)")
+    p.add_argument("--report", metavar="RESULTS_JSON",
+                   help="train nothing: print the tables of an earlier run from its "
+                        "results.json (with this --target-fraction)")
     args = p.parse_args(argv)
     if args.repeats < 1 or not 0 < args.target_fraction <= 1:
         p.error("--repeats must be >= 1 and --target-fraction in (0, 1]")
@@ -337,22 +356,27 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    configs = ["dense"] + [c for c in CONFIGS if c in args.configs]
-    results = {}
-    try:
-        for rate in args.rates:
-            results[rate] = bench_rate(rate, configs, args, rate)
-    except NamespaceError as e:
-        sys.exit(f"limited_link: {e}\n(network namespaces and tc need root or CAP_NET_ADMIN)")
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "results.json").write_text(json.dumps(dict(args=vars(args),
-                                                                 results=results), indent=1))
+    if args.report:
+        measured = json.loads(Path(args.report).read_text())["measured"]
+    else:
+        configs = ["dense"] + [c for c in CONFIGS if c in args.configs]
+        try:
+            measured = {rate: bench_rate(rate, configs, args, rate) for rate in args.rates}
+        except NamespaceError as e:
+            sys.exit(f"limited_link: {e}\n(network namespaces and tc need root or "
+                     f"CAP_NET_ADMIN)")
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "results.json").write_text(json.dumps(dict(args=vars(args),
+                                                                     measured=measured)))
+    results = {rate: tabulate(m, args.target_fraction) for rate, m in measured.items()}
     for result in results.values():
         print("\n" + format_table(result))
     print()
     for line in done_when(results):
         print(line)
-    print(f"\nlogs in {args.out}/")
+    if not args.report:
+        print(f"\nlogs in {args.out}/ (results.json keeps every run's epochs; --report "
+              f"prints its tables again)")
 
 
 if __name__ == "__main__":

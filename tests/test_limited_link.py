@@ -75,7 +75,18 @@ def test_summary_takes_the_median_repeat():
     row = limited_link.summarize("topk", [never, fast, mid], 0.9)
     assert (row["target_epoch"], row["target_s"]) == (1, 7.0)
     assert row["target_s_all"] == [float("inf"), 5.0, 7.0]
-    assert (row["final"], row["bytes_sent"], row["wall_s"]) == (0.9, 100, 7.0)
+    assert (row["final"], row["bytes_sent"]) == (0.9, 100)
+    assert row["wall_s"] == 5.0                     # the median of 3.0, 5.0 and 7.0
+
+
+def test_tabulate_sets_the_target_from_dense_and_keeps_skips():
+    measured = dict(rate="1gbit", probe_bytes_s=1.25e8,
+                    runs=dict(dense=[_epochs((0.90, 4.0), (0.95, 8.0))] * 3,
+                              topk=[_epochs((0.94, 2.0), (0.95, 4.0))] * 3, spardl="not built"))
+    result = limited_link.tabulate(measured, 0.98)
+    assert result["dense_best"] == 0.95 and result["target"] == pytest.approx(0.931)
+    assert result["repeats"] == 3 and result["rows"]["spardl"] == dict(skipped="not built")
+    assert result["rows"]["dense"]["target_s"] == 8.0 and result["rows"]["topk"]["target_s"] == 2.0
 
 
 def _result(rate, **target_s):
