@@ -49,7 +49,17 @@ def test_params_from_file(tmp_path):
                                                          "communicator": "allreduce"}
 
 
+def test_hidden_widths_for_the_mlp():
+    cfg = config_from_args(parse("--model", "mlp", "--hidden", "512,256"), "spawn")
+    assert cfg.hidden == (512, 256)
+    assert config_from_args(parse(), "spawn").hidden is None
+    with pytest.raises(ValueError, match="add --model mlp"):
+        config_from_args(parse("--hidden", "64"), "spawn")
+
+
 @pytest.mark.parametrize("argv,message", [
+    (["--hidden", "64,0"], "--hidden expects positive integers"),
+    (["--hidden", "wide"], "--hidden expects positive integers"),
     (["--params", "{not json"], "--params is neither"),
     (["--params", "[1, 2]"], "--params must be a JSON object"),
     (["--param", "novalue"], "--param expects key=value"),

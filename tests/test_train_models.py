@@ -27,6 +27,14 @@ def test_small_cnn_is_small_but_has_a_large_tensor():
     assert max(p.numel() for p in model.parameters()) > 10_000
 
 
+def test_mlp_hidden_widths():
+    model = build_model("mlp", DIGITS, hidden=[32, 16, 8])
+    assert [m.out_features for m in model.net if isinstance(m, torch.nn.Linear)] == [32, 16, 8, 10]
+    assert model(torch.randn(2, 1, 8, 8)).shape == (2, 10)
+    with pytest.raises(ValueError, match="model 'cnn' has none to set"):
+        build_model("cnn", DIGITS, hidden=(8,))
+
+
 def test_ncf_scores_pairs():
     model = build_model("ncf", {"num_users": 7, "num_items": 11})
     out = model(torch.tensor([0, 6, 3]), torch.tensor([10, 0, 5]))

@@ -38,6 +38,8 @@ class TrainConfig:
     momentum: float = 0.9
     seed: int = 0
     data_dir: Optional[str] = None
+    # The mlp's hidden layer widths; None keeps the model's own (128, 64).
+    hidden: Optional[tuple] = None
     # (label, params dict) per run, trained one after the other in the same workers.
     runs: list = field(default_factory=list)
     progress: bool = True

@@ -131,7 +131,7 @@ def train_run(label, params, cfg, dataset, rank, world_size):
     """Train one model with one params dict; returns its log (identical on every rank)."""
     task = TASKS[dataset.task]
     torch.manual_seed(cfg.seed)
-    model = build_model(cfg.model, dataset.meta)
+    model = build_model(cfg.model, dataset.meta, cfg.hidden)
     _broadcast_state(model)
     optimizer = make_optimizer(cfg, model)
     schedule = make_schedule(cfg, optimizer)

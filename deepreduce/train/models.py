@@ -108,10 +108,10 @@ class NeuMF(nn.Module):
 
 
 def _image_model(cls):
-    def build(meta):
+    def build(meta, **options):
         if "in_shape" not in meta:
             raise ValueError(f"model {cls.__name__} needs an image data set (digits, cifar10)")
-        return cls(in_shape=tuple(meta["in_shape"]), num_classes=meta["num_classes"])
+        return cls(in_shape=tuple(meta["in_shape"]), num_classes=meta["num_classes"], **options)
     return build
 
 
@@ -129,12 +129,17 @@ MODELS = {
 }
 
 
-def build_model(name, meta):
+def build_model(name, meta, hidden=None):
+    """``hidden`` (layer widths) is for the mlp only; None keeps its default."""
     try:
         build = MODELS[name]
     except KeyError:
         raise ValueError(f"model={name!r} is unknown; valid names: {', '.join(MODELS)}") from None
-    return build(meta)
+    if hidden is None:
+        return build(meta)
+    if name != "mlp":
+        raise ValueError(f"hidden layer widths set the mlp's; model {name!r} has none to set")
+    return build(meta, hidden=tuple(hidden))
 
 
 def count_parameters(model):

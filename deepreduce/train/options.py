@@ -65,6 +65,17 @@ def _params_json(text):
     return params
 
 
+def _widths(text):
+    try:
+        widths = tuple(int(w) for w in text.split(","))
+    except ValueError:
+        widths = ()
+    if not widths or min(widths) < 1:
+        raise argparse.ArgumentTypeError(f"--hidden expects positive integers separated by "
+                                         f"commas, e.g. 512,512; got {text!r}")
+    return widths
+
+
 def add_arguments(p):
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.epilog = EXAMPLES % {"default": json.dumps(DEFAULT_PARAMS), "dense": json.dumps(DENSE_PARAMS),
@@ -101,6 +112,10 @@ def add_arguments(p):
     t.add_argument("--model", choices=MODEL_NAMES,
                    help="cnn/mlp for digits, resnet20 for cifar10, ncf for movielens "
                         "(default: per data set)")
+    t.add_argument("--hidden", type=_widths, metavar="N[,N...]",
+                   help="hidden layer widths of the mlp; wider layers mean more gradient bytes "
+                        "per step for the same data, as benchmarks/limited_link.py needs "
+                        "(default: 128,64)")
     t.add_argument("--workers", type=int, default=2,
                    help="local worker processes (gloo over loopback); ignored under torchrun "
                         "and mpirun, which set the world themselves (default: 2)")
@@ -137,10 +152,13 @@ def config_from_args(args, launcher):
     for name in ("epochs", "batch_size"):
         if pick[name] < 1:
             raise ValueError(f"--{name.replace('_', '-')}={pick[name]} must be >= 1")
+    if args.hidden is not None and pick["model"] != "mlp":
+        raise ValueError(f"--hidden sets the mlp's layer widths; model {pick['model']!r} "
+                         f"has none to set (add --model mlp)")
     runs = [("compressed", build_params(args))]
     if not args.no_baseline:
         runs.append(("dense", dict(DENSE_PARAMS)))
     out = args.out or os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
     return TrainConfig(dataset=args.dataset, data_dir=args.data_dir, momentum=args.momentum,
-                       seed=args.seed, out=out, runs=runs, progress=not args.no_progress,
+                       seed=args.seed, hidden=args.hidden, out=out, runs=runs, progress=not args.no_progress,
                        launcher=launcher, **pick)
