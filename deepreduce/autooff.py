@@ -12,6 +12,11 @@ allreduce. Per tensor name the switch:
    (P−1)·bytes;
 3. decides, then re-measures every ``interval`` steps, since gradients and load change.
 
+Timings on a shared machine are noisy, and a wrong "compress" costs a codec and a
+two-collective allgather on every step until the next decision. So each path's cost is the
+fastest of its samples in the cycle (interference only ever adds time), and compression is
+chosen only when it is clearly cheaper: by more than ``margin`` (10%).
+
 Every rank must take the same path for a tensor (the collectives differ), so the two
 costs are averaged across ranks with one tiny allreduce before each decision.
 """
@@ -33,7 +38,7 @@ class _TensorCost:
 
 
 class AutoOff:
-    def __init__(self, bandwidth=None, warmup=2, interval=50):
+    def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1):
         if bandwidth is not None and not bandwidth > 0:
             raise ValueError(f"bandwidth must be a positive number of bytes per second, got {bandwidth!r}")
         if warmup < 1 or interval <= warmup + 1:
@@ -41,13 +46,14 @@ class AutoOff:
         self.bandwidth = bandwidth
         self.warmup = warmup
         self.interval = interval
+        self.margin = margin
         self.costs = {}
 
     @classmethod
     def from_params(cls, params):
         if not params.get("auto_off"):
             return None
-        return cls(params.get("bandwidth"), params.get("auto_off_warmup", 2), params.get("auto_off_interval", 50))
+        return cls(params.get("bandwidth"), params.get("auto_off_warmup", 2), params.get("auto_off_interval", 100))
 
     def _phase(self, cost):
         """Where in the measure/decide cycle this tensor's next step falls."""
@@ -61,6 +67,8 @@ class AutoOff:
     def wants_dense(self, name, transport, numel):
         """Whether this step of ``name`` goes dense. Call once per step, on every rank."""
         cost = self.costs.setdefault(name, _TensorCost())
+        if cost.steps % self.interval == 0:  # a new cycle samples afresh
+            cost.compressed_seconds = cost.codec_seconds = cost.dense_seconds = None
         phase = self._phase(cost)
         cycle = cost.steps // self.interval
         cost.steps += 1
@@ -82,13 +90,14 @@ class AutoOff:
             compressed = cost.codec_seconds + (size - 1) * cost.wire_bytes / self.bandwidth
             dense = 2 * (size - 1) / size * dense_bytes / self.bandwidth
         agreed = transport.allreduce(np.array([compressed, dense], dtype=np.float64), f"{name}/auto_off")
-        return bool(agreed[1] < agreed[0])
+        return not agreed[0] < (1.0 - self.margin) * agreed[1]
 
     def observe_compressed(self, name, seconds, codec_seconds, wire_bytes):
         cost = self.costs[name]
-        cost.compressed_seconds = seconds
-        cost.codec_seconds = codec_seconds
+        cost.compressed_seconds = seconds if cost.compressed_seconds is None else min(cost.compressed_seconds, seconds)
+        cost.codec_seconds = codec_seconds if cost.codec_seconds is None else min(cost.codec_seconds, codec_seconds)
         cost.wire_bytes = wire_bytes
 
     def observe_dense(self, name, seconds):
-        self.costs[name].dense_seconds = seconds
+        cost = self.costs[name]
+        cost.dense_seconds = seconds if cost.dense_seconds is None else min(cost.dense_seconds, seconds)
