@@ -61,6 +61,11 @@ class Memory(ABC):
     def update(self, tensor, name, compressor, tensors, ctx):
         """Remember what compression lost for ``name`` (default: nothing)."""
 
+    def forget(self, name):
+        """Drop what is kept for ``name``: its compensated tensor was just sent exactly
+        (auto_off's dense path), so nothing was lost. Memories with per-name state
+        override this; the default has none to drop."""
+
     @classmethod
     def from_params(cls, params, compressor):
         return cls()
@@ -144,13 +149,12 @@ class Communicator(ABC):
         return restore(result)
 
     def _dense_step(self, tensor, name):
-        """auto_off's path: the compensated tensor averaged by a plain allreduce. The
-        memory sees an exact 'compression', so its residual empties."""
-        from .compressors.none import NoneCompressor
-        identity = NoneCompressor()
+        """auto_off's path: the compensated tensor averaged by a plain allreduce. It is
+        sent exactly, so the memory forgets the tensor (and costs nothing while the
+        tensor stays dense)."""
         compensated = self.memory.compensate(tensor, name)
+        self.memory.forget(name)
         flat, restore = edge.to_core(compensated, what=f"gradient {name!r}")
-        self.memory.update(compensated, name, identity, [flat], restore)
         start = time.perf_counter()
         summed = self.transport.allreduce(flat.copy(), f"{name}/dense")
         self.auto_off.observe_dense(name, time.perf_counter() - start)

@@ -45,3 +45,17 @@ def test_auto_off_rejects_a_bad_bandwidth():
     from deepreduce import grace_from_params
     with pytest.raises(ValueError, match="bandwidth"):
         grace_from_params(dict(TOPK, bandwidth=-1))
+
+
+@pytest.mark.parametrize("memory", ["residual", "dgc", "efsignsgd"])
+def test_dense_steps_leave_no_memory_behind(memory):
+    """A dense step sends the compensated tensor exactly: the memory must hold nothing for
+    it afterwards, so a later compressed step does not re-add an old residual."""
+    from deepreduce import grace_from_params
+    grc = grace_from_params(dict(TOPK, memory=memory, bandwidth=1e13))  # fast link: dense after warm-up
+    g = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    outs = [grc.step(g, "w") for _ in range(4)]
+    state = getattr(grc.memory, "residuals", None) or getattr(grc.memory, "velocities", {})
+    assert "w" not in state
+    # the first dense step sends the gradient plus everything kept back so far
+    assert np.count_nonzero(outs[2]) == 1000

@@ -58,3 +58,7 @@ class DgcMemory(Memory):
             indices = np.flatnonzero(sent).astype(np.uint32)
         for state in (u, v):
             check(lib.dr_zero_at(u32(indices), indices.size, f32(state), state.size), "dgc masking")
+
+    def forget(self, name):
+        self.momenta.pop(name, None)
+        self.velocities.pop(name, None)

@@ -33,3 +33,6 @@ class ResidualMemory(Memory):
         if residual is None or residual.size != flat.size:
             residual = self.residuals[name] = np.empty_like(flat)
         check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(sent), f32(residual), flat.size), "residual update")
+
+    def forget(self, name):
+        self.residuals.pop(name, None)
