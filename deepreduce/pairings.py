@@ -16,7 +16,7 @@ PAIRINGS = {
     "qsgd": ("none", "allgather"),
     "terngrad": ("none", "allgather"),
     "natural": ("none", "allgather"),
-    "onebit": ("none", "allgather"),
+    "onebit": ("residual", "allgather"),  # 1-bit SGD is defined with error feedback (Seide et al. 2014)
     "signsgd": ("none", "allgather"),
     "signum": ("none", "allgather"),
     "efsignsgd": ("efsignsgd", "allgather"),
