@@ -160,3 +160,29 @@ def test_gradscaler_skips_an_overflow_on_one_rank_and_memories_stay(amp, case):
         assert losses[-1] < losses[OVERFLOW_STEP], "training went on after the skipped step"
     assert amp[0][case]["state_before"], "the case must exercise a memory"
     assert amp[0][case]["final"].tobytes() == amp[1][case]["final"].tobytes()
+
+
+# ------------------------------------------------------------ GRACE's names
+def _names_script(rank, world_size):
+    import grace_names_script
+    return grace_names_script.main(rank, world_size)
+
+
+def test_a_script_using_graces_names_runs_unchanged():
+    facts = distributed.run(_names_script, 2, timeout=300, pg_timeout=60)
+    for rank_facts in facts:
+        assert rank_facts["qsgd_cuda"] == ("QSGDCompressor_CUDA", True)
+        for run in ("qsgd_cuda_run", "natural_cuda_run", "helper_topk_run", "powersgd_run"):
+            flat, losses, accuracy = rank_facts[run]
+            assert losses[-1] < 0.5 * losses[0], (run, losses)
+            assert accuracy >= 0.9, run
+        assert rank_facts["powersgd_state"] == (2, ["0.weight", "2.weight"], {"0.weight": "Tensor", "2.weight": "Tensor"})
+        assert rank_facts["momentums"] == {"0.weight": ("Tensor", 640), "0.bias": ("Tensor", 32),
+                                           "2.weight": ("Tensor", 128), "2.bias": ("Tensor", 4)}
+        assert rank_facts["global_step"] == 3 * 4  # one per compress call, as GRACE counts
+        assert rank_facts["dgc_state"] == (["0.bias", "0.weight", "2.bias", "2.weight"],
+                                           ["0.bias", "0.weight", "2.bias", "2.weight"], "Tensor")
+        assert rank_facts["orthogonal"]
+        assert "no-such-method" in rank_facts["unknown"] and "qsgd_cuda" in rank_facts["unknown"]
+    for run in ("qsgd_cuda_run", "natural_cuda_run", "helper_topk_run", "powersgd_run"):
+        assert facts[0][run][0].tobytes() == facts[1][run][0].tobytes(), run

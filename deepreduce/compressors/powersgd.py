@@ -59,8 +59,9 @@ class PowerSGDCompressor(Compressor):
     """GRACE's signature and defaults: ``PowerSGDCompressor(rank=1, use_memory=False,
     world_size=...)``. ``use_memory`` keeps Q between steps (the helper turns it on with the
     powersgd memory). ``world_size`` is the transport's when left None; a value that
-    disagrees with the process group is refused at the first step rather than used as the
-    divisor (GRACE's helper left it 1 and so summed where it meant to average).
+    disagrees with the process group is refused (CommunicationError) at the first step
+    rather than used as the divisor (GRACE's helper left it 1 and so summed where it meant
+    to average).
     ``q_memory[name]`` holds Q in the caller's kind."""
 
     def __init__(self, rank=1, use_memory=False, world_size=None, transport=None):
@@ -96,10 +97,7 @@ class PowerSGDCompressor(Compressor):
         return self._transport
 
     def _allreduce_mean(self, matrix, name):
-        size = self.transport.size
-        if self._world_size is not None and self._world_size != size:
-            raise ValueError(f"PowerSGDCompressor(world_size={self._world_size}) but the process group has "
-                             f"{size} ranks; leave world_size=None to use the group's size")
+        size = self.transport.size  # binding it checks world_size against the group
         flat = self.transport.allreduce(np.ascontiguousarray(matrix).reshape(-1), name)
         return (flat / size).reshape(matrix.shape)
 
