@@ -150,8 +150,7 @@ def writable_view(x):
     """x's memory as a flat float32 NumPy view, or None if x is not contiguous CPU
     float32 (a conversion would copy, and writes through it would be lost)."""
     if is_torch(x):
-        if x.device.type != "cpu" or x.dtype.itemsize != 4 or not x.dtype.is_floating_point \
-                or not x.is_contiguous():
+        if not x.is_cpu or x.dtype is not _torch().float32 or not x.is_contiguous():
             return None
         return x.detach().numpy().reshape(-1)
     if isinstance(x, np.ndarray) and x.dtype == CORE_DTYPE and x.flags.c_contiguous and x.flags.writeable:
