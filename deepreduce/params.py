@@ -43,5 +43,7 @@ def grace_from_params(params):
     compressor = lookup(COMPRESSORS, "compressor", p["compressor"], COMPRESSOR_ALIASES).from_params(p)
     memory = lookup(MEMORIES, "memory", p["memory"]).from_params(p, compressor)
     communicator_cls = lookup(COMMUNICATORS, "communicator", p["communicator"])
+    if hasattr(communicator_cls, "from_params"):  # a communicator with keys of its own (spardl)
+        return communicator_cls.from_params(compressor, memory, p)
     return communicator_cls(compressor, memory, p["world_size"], transport=p["transport"],
                             auto_off=AutoOff.from_params(p))
