@@ -56,7 +56,10 @@ def ddp_hook(state, bucket):
         state.advance(bucket)
         return _plain_allreduce(state, bucket)
     buffer = bucket.buffer()
-    averaged = state.grc.step(buffer, f"ddp.bucket{bucket.index()}")
+    # spardl gathers a step's tensors in step(); a bucket is already a whole flat
+    # buffer, so it is exchanged at once.
+    exchange = getattr(state.grc, "exchange", state.grc.step)
+    averaged = exchange(buffer, f"ddp.bucket{bucket.index()}")
     state.advance(bucket)
     future = torch.futures.Future()
     future.set_result(averaged.to(buffer.dtype))
