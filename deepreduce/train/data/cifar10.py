@@ -30,14 +30,14 @@ def _find_dir(data_dir):
         f"--data-dir <folder>/{ARCHIVE_DIR}. Nothing is downloaded automatically.")
 
 
-def _read_batch(path):
+def _read_batch(path, labels_key=b"labels", what="CIFAR-10"):
     with open(path, "rb") as f:
         batch = pickle.load(f, encoding="bytes")
     try:
-        data, labels = batch[b"data"], batch[b"labels"]
+        data, labels = batch[b"data"], batch[labels_key]
     except (KeyError, TypeError) as e:
-        raise ValueError(f"{path} is not a CIFAR-10 python batch (a dict with b'data' and "
-                         f"b'labels'); missing {e}") from None
+        raise ValueError(f"{path} is not a {what} python batch (a dict with b'data' and "
+                         f"{labels_key!r}); missing {e}") from None
     x = torch.as_tensor(data, dtype=torch.uint8).reshape(-1, 3, 32, 32)
     y = torch.as_tensor(labels, dtype=torch.long)
     if len(x) != len(y):
@@ -45,9 +45,9 @@ def _read_batch(path):
     return x, y
 
 
-def _normalise(x):
-    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(STD).view(1, 3, 1, 1)
+def _normalise(x, mean=MEAN, std=STD):
+    mean = torch.tensor(mean).view(1, 3, 1, 1)
+    std = torch.tensor(std).view(1, 3, 1, 1)
     return (x.float() / 255.0 - mean) / std
 
 
