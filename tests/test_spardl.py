@@ -246,6 +246,22 @@ def _mismatch(rank, world_size, case):
     return "no error"
 
 
+def _tiny(rank, world_size):
+    grc = local_free_grc(compress_ratio=1.0)
+    grad = np.array([1.0, -2.0, 3.0], np.float32) * (rank + 1)
+    return grc.exchange(grad, "w"), grc.memory.residuals["w"]
+
+
+@pytest.mark.slow
+def test_fewer_entries_than_workers():
+    """n = 3 over 4 workers: some blocks lie wholly in the padding."""
+    outs = run(_tiny, 4)
+    total = sum(r + 1 for r in range(4))
+    for result, residual in outs:
+        assert result.tolist() == [total / 4, -2 * total / 4, 3 * total / 4]
+        assert not residual.any()
+
+
 @pytest.mark.slow
 def test_nonfinite_gradient_passes_through_on_every_rank():
     assert run(_nonfinite, 3) == [(True, True)] * 3

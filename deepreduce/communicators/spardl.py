@@ -155,7 +155,9 @@ class SparDL(Communicator):
         start = time.perf_counter()
         accumulated = self._accumulate(names, flats)
         n = accumulated.size
-        if self._agree(key, n, bool(n) and not bool(np.all(np.isfinite(accumulated)))):
+        # min and max are NaN or infinite exactly when some entry is (no temporary array)
+        nonfinite = bool(n) and not (np.isfinite(accumulated.min()) and np.isfinite(accumulated.max()))
+        if self._agree(key, n, nonfinite):
             return np.full(n, np.nan, dtype=np.float32)
         if n == 0:
             raise ValueError("spardl was given an empty model (no gradient entries) to reduce")
@@ -171,15 +173,22 @@ class SparDL(Communicator):
         return result
 
     def _accumulate(self, names, flats):
-        """The gradients plus their residuals, as one flat float32 buffer."""
-        parts = []
+        """The gradients plus their residuals, as one new flat float32 buffer (the engine
+        turns it into the residual in place)."""
+        out = np.empty(sum(flat.size for flat in flats), dtype=np.float32)
+        offset = 0
         for name, flat in zip(names, flats):
+            part = out[offset:offset + flat.size]
             residual = self.memory.residuals.get(name) if isinstance(self.memory, ResidualMemory) else None
-            if residual is not None and residual.size != flat.size:
+            if residual is None:
+                part[...] = flat
+            elif residual.size != flat.size:
                 raise ValueError(f"tensor {name!r} has {flat.size} elements but its residual has "
                                  f"{residual.size}; names must be stable and unique per parameter")
-            parts.append(flat if residual is None else flat + residual)
-        return np.concatenate(parts).astype(np.float32, copy=False) if parts else np.empty(0, np.float32)
+            else:
+                np.add(flat, residual, out=part)
+            offset += flat.size
+        return out
 
     def _agree(self, key, n, nonfinite):
         """Check every rank is at the same step with the same layout; return whether any

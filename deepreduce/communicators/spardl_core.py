@@ -205,30 +205,31 @@ class SparseAllreduce:
 
     def __call__(self, accumulated, name):
         """Return (result, residual) for this rank's accumulated gradient (float32, n):
-        ``result`` the same on every rank, ``residual`` this rank's global residual."""
+        ``result`` the same on every rank, ``residual`` this rank's global residual, made
+        in place of ``accumulated``."""
         q, n = self.team_size, accumulated.size
         block, k = self.layout(n)
         self.traffic = Traffic()
-        partial = np.zeros(q * block, dtype=np.float32)
+        partial = np.empty(q * block, dtype=np.float32)
         partial[:n] = accumulated
+        partial[n:] = 0.0
         blocks = partial.reshape(q, block)
         self._reduce_scatter(blocks, k, name)
         final = self._owner_selection(blocks[self.position], k, name)
         finals = self._team_allgather(final, name)
-        result = np.zeros(q * block, dtype=np.float32)
-        residual = np.zeros(q * block, dtype=np.float32)
-        residual[:n] = accumulated
+        result = np.zeros(n, dtype=np.float32)
         scale = np.float32(self.transport.size)
         for b, frame in finals.items():
             idx, val = self.codec.decode(frame, block, b, k, f"SparDL final block {b} of {name!r}")
-            base = b * block
-            check(lib.dr_scatter(u32(idx), f32(val / scale), idx.size, f32(result[base:base + block]), block),
+            # entries of the block that fall in the padding past n are never sent (zeros)
+            base, end = min(b * block, n), min((b + 1) * block, n)
+            check(lib.dr_scatter(u32(idx), f32(val / scale), idx.size, f32(result[base:end]), end - base),
                   "SparDL result")
             held = np.empty(idx.size, dtype=np.float32)
             check(lib.dr_gather(f32(blocks[b]), block, u32(idx), idx.size, f32(held)), "SparDL residual")
-            check(lib.dr_scatter(u32(idx), f32(held), idx.size, f32(residual[base:base + block]), block),
+            check(lib.dr_scatter(u32(idx), f32(held), idx.size, f32(accumulated[base:end]), end - base),
                   "SparDL residual")
-        return result[:n], residual[:n]
+        return result, accumulated
 
     # -- the three phases ----------------------------------------------------------------
     def _global(self, team_position, team=None):
