@@ -17,11 +17,21 @@ MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
 
 
+def find_folder(data_dir, archive_dir, files):
+    """The folder, data_dir itself or data_dir/archive_dir, that holds all ``files``; None if
+    neither does."""
+    root = Path(data_dir)
+    for d in (root, root / archive_dir):
+        if all((d / f).is_file() for f in files):
+            return d
+    return None
+
+
 def _find_dir(data_dir):
     root = Path(data_dir)
-    for d in (root, root / ARCHIVE_DIR):
-        if all((d / f).is_file() for f in TRAIN_FILES + (TEST_FILE,)):
-            return d
+    found = find_folder(root, ARCHIVE_DIR, TRAIN_FILES + (TEST_FILE,))
+    if found is not None:
+        return found
     missing = [f for f in TRAIN_FILES + (TEST_FILE,) if not (root / f).is_file()]
     raise DataNotFoundError(
         f"CIFAR-10 not found: expected the python-version batches {', '.join(missing)} in "

@@ -5,10 +5,9 @@ import pickle
 from pathlib import Path
 
 from .base import DataNotFoundError, Dataset
-from .cifar10 import _normalise, _read_batch, augment
+from .cifar10 import URL, _normalise, _read_batch, augment, find_folder
 
 FILES = ("train", "test")
-URL = "https://www.cs.toronto.edu/~kriz/cifar.html"
 ARCHIVE_DIR = "cifar-100-python"
 # Per-channel statistics of the CIFAR-100 training set.
 MEAN = (0.5071, 0.4865, 0.4409)
@@ -17,9 +16,9 @@ STD = (0.2673, 0.2564, 0.2762)
 
 def _find_dir(data_dir):
     root = Path(data_dir)
-    for d in (root, root / ARCHIVE_DIR):
-        if all((d / f).is_file() for f in FILES):
-            return d
+    found = find_folder(root, ARCHIVE_DIR, FILES)
+    if found is not None:
+        return found
     raise DataNotFoundError(
         f"CIFAR-100 not found: expected the python-version files 'train' and 'test' in {root} "
         f"(or in {root / ARCHIVE_DIR}). Download 'CIFAR-100 python version' "
