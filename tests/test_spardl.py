@@ -312,3 +312,25 @@ def test_grace_loop_and_ddp_hook_train_like_dense():
     assert dense[0][2] > 0.85
     assert abs(loop[0][2] - dense[0][2]) <= 0.05, (loop[0][2], dense[0][2])
     assert abs(hook[0][1] - dense[0][2]) <= 0.05, (hook[0][1], dense[0][2])
+
+
+def _silent_peer(rank, world_size):
+    import time
+    from deepreduce.transports import resolve
+    transport = resolve("torch")
+    if rank == 1:
+        time.sleep(8)  # alive but never sends: rank 0's receive must give up on its own
+        return None
+    start = time.perf_counter()
+    try:
+        transport.start_sendrecv(np.ones(4, np.uint8), 1, 1, "w").wait()
+    except CommunicationError as e:
+        return str(e), time.perf_counter() - start
+    return "no error", time.perf_counter() - start
+
+
+@pytest.mark.slow
+def test_a_silent_peer_raises_within_the_group_timeout():
+    message, seconds = run(_silent_peer, 2, pg_timeout=3)[0]
+    assert "point-to-point exchange of tensor 'w' failed on rank 0" in message
+    assert seconds < 7
