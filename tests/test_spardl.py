@@ -93,6 +93,10 @@ def test_h_control_follows_the_reference_rule():
     for _ in range(40):
         control.observe(merged=1100, k=1000)
     assert control.h == control.floor == 500  # never below floor(k/d)
+    sparse = HControl(block=2000, density=0.5, teams=2, k=1000)
+    for _ in range(60):
+        sparse.observe(merged=10, k=1000)       # a nearly empty block: always below k
+    assert sparse.h == 2000                     # h stops at the block size
 
 
 # -- the kernels -------------------------------------------------------------------------
@@ -135,6 +139,7 @@ def local_spardl(**extra):
 
 def test_gathering_loop_and_flush_in_one_process():
     grc = local_spardl()
+    grc.flush()                                 # nothing given yet: nothing learned
     rng = np.random.default_rng(0)
     grads = [rng.standard_normal(50).astype(np.float32) for _ in range(2)]
     first = grc.step(grads[0].copy(), "a")      # learning pass: exchanged at once

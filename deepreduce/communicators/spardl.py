@@ -53,7 +53,7 @@ class Pending:
 
     def fill(self, values):
         result = self.restore(values)
-        if edge._is_torch(self.tensor):
+        if hasattr(self.tensor, "copy_"):  # a torch tensor (any device and dtype)
             self.tensor.copy_(result)
         else:
             self.tensor[...] = result
@@ -126,7 +126,7 @@ class SparDL(Communicator):
     def flush(self):
         """Exchange the tensors given since the last exchange now (results are written
         into them), and take the names seen so far as a step's tensors."""
-        if self._names is None:
+        if self._names is None and self._learning:
             self._names = list(self._learning)
         self._flush_pending()
 

@@ -80,9 +80,12 @@ class HControl:
     floor(B·ρ/d) with step floor((B·ρ − h)/100); after each exchange, with c the size
     of the merged list: while c keeps moving toward k_b the step doubles every second
     time, a move the wrong way reverses and halves it, and h never drops below
-    floor(k_b/d) (nor 1)."""
+    floor(k_b/d) (nor 1). Beyond the reference, h never exceeds the block size B: on a
+    block with fewer than k_b nonzeros the merged size stays below k_b and the doubling
+    step would otherwise grow h without bound."""
 
     def __init__(self, block, density, teams, k):
+        self.ceiling = block
         self.floor = max(1, k // teams)
         self.h = max(self.floor, int(block * density / teams))
         self.step = int((block * density - self.h) / 100)
@@ -98,7 +101,7 @@ class HControl:
         else:
             self.step = int(-0.5 * self.step) if abs(self.step) > 1 else -self.step
             self.inertia = False
-        self.h = max(self.h + self.step, self.floor)
+        self.h = min(max(self.h + self.step, self.floor), self.ceiling)
 
 
 class BlockCodec:
