@@ -339,3 +339,12 @@ def test_a_silent_peer_raises_within_the_group_timeout():
     message, seconds = run(_silent_peer, 2, pg_timeout=3)[0]
     assert "point-to-point exchange of tensor 'w' failed on rank 0" in message
     assert seconds < 7
+
+
+def test_built_by_both_factories_and_the_grace_path():
+    from grace_dl.dist.communicator.spardl import SparDL
+    params = {"compressor": "topk", "memory": "residual", "communicator": "spardl", "density": 0.02,
+              "transport": "local", "spardl_teams": 1}
+    for factory in (deepreduce.grace_from_params, deepreduce.deepreduce_from_params):
+        grc = factory(params)
+        assert isinstance(grc, SparDL) and grc.density == 0.02 and grc.compressor.compress_ratio == 0.02
