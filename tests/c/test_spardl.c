@@ -73,6 +73,26 @@ static void test_zeros_and_small_caps(void)
     free(work);
 }
 
+/* A frame whose CRC is right but whose raw indices repeat is refused as corrupt. */
+static void test_corrupt_section(void)
+{
+    float block[8] = {0, 3, 0, 0, -5, 0, 0, 1};
+    uint8_t buf[128];
+    uint32_t idx[3], twin;
+    float val[3];
+    size_t written = 0, count = 0, head = dr_frame_header_size(2);
+    void *work = malloc(dr_spardl_workspace_size(8, 3));
+    CHECK_OK(dr_spardl_select_encode(block, 8, 3, DR_INDEX_RAW, 1, buf, sizeof buf, &written, work));
+    memcpy(&twin, buf + head, 4);
+    memcpy(buf + head + 4, &twin, 4); /* second index = first */
+    {
+        uint32_t crc = dr_crc32(0, buf, written - 4);
+        memcpy(buf + written - 4, &crc, 4);
+    }
+    CHECK_STATUS(dr_spardl_decode(buf, written, 8, 1, idx, val, 3, &count), DR_E_CORRUPT);
+    free(work);
+}
+
 static void test_merge_and_keep(void)
 {
     uint32_t ia[3] = {1, 4, 9}, ib[3] = {0, 4, 10}, io[6], bad[2] = {3, 3}, work[6];
@@ -93,6 +113,7 @@ int main(void)
 {
     test_round_trip();
     test_zeros_and_small_caps();
+    test_corrupt_section();
     test_merge_and_keep();
     return check_summary("spardl");
 }
