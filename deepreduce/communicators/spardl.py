@@ -180,6 +180,8 @@ class SparDL(Communicator):
         for name, flat in zip(names, flats):
             part = out[offset:offset + flat.size]
             residual = self.memory.residuals.get(name) if isinstance(self.memory, ResidualMemory) else None
+            if residual is not None:
+                residual = np.asarray(residual).reshape(-1)  # ours are NumPy; accept any CPU array
             if residual is None:
                 part[...] = flat
             elif residual.size != flat.size:
