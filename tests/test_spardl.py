@@ -138,8 +138,10 @@ def local_spardl(**extra):
 
 
 def test_gathering_loop_and_flush_in_one_process():
+    early = local_spardl()
+    early.flush()                               # nothing given yet: nothing learned
+    assert np.count_nonzero(early.step(np.ones(20, np.float32), "a")) == 2  # exchanged at once
     grc = local_spardl()
-    grc.flush()                                 # nothing given yet: nothing learned
     rng = np.random.default_rng(0)
     grads = [rng.standard_normal(50).astype(np.float32) for _ in range(2)]
     first = grc.step(grads[0].copy(), "a")      # learning pass: exchanged at once
@@ -150,10 +152,14 @@ def test_gathering_loop_and_flush_in_one_process():
     assert out is held and np.array_equal(out, grads[0])  # not filled yet
     last = grc.step(grads[1].copy(), "b")       # the last tensor triggers the exchange
     assert np.count_nonzero(held) + np.count_nonzero(last) == 10  # one top-10 over 100 entries
-    grc.step(grads[0].copy(), "a")
-    grc.flush()                                 # explicit end of a partial step
     with pytest.raises(ValueError, match="not one of the 2 tensors"):
-        grc.step(grads[0].copy(), "c")
+        grc.step(grads[0].copy(), "c")          # without flush() a new name is an error
+    partial = grc.step(grads[0].copy(), "a")
+    grc.flush()                                 # explicit end of a partial step
+    assert np.count_nonzero(partial) == 5
+    extra = grc.step(rng.standard_normal(30).astype(np.float32), "c")  # after a flush: accepted
+    grc.flush()
+    assert np.count_nonzero(extra) == 3
 
 
 def test_torch_tensors_are_filled_in_place():

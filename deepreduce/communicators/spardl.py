@@ -12,8 +12,9 @@ are gathered:
   loop (``grad.copy_(grc.step(grad, name))`` or ``p.grad = grc.step(p.grad, name)``)
   therefore sees every result before ``optimizer.step()``.
 - ``grc.flush()`` runs the exchange of whatever is pending now: for loops that skip
-  tensors, or that want the first pass to count as learned. The first name seen again
-  before ``flush`` also ends the learning pass.
+  tensors or change their set (after a first flush, names outside the learned set wait
+  for the next flush instead of raising), or that want the first pass to count as
+  learned. The first name seen again before ``flush`` also ends the learning pass.
 - ``grc.exchange(tensor, name)`` runs one exchange of one buffer at once (the DDP hook
   uses it per bucket).
 
@@ -87,6 +88,7 @@ class SparDL(Communicator):
         self._learning = []     # names of the first step, in call order, until learned
         self._names = None      # the learned names of a step
         self._pending = {}      # name -> Pending
+        self._manual = False    # the caller flushes: names outside the learned set may come
         self.last_traffic = None
 
     @classmethod
@@ -110,24 +112,27 @@ class SparDL(Communicator):
         if self._names is None:
             self._learning.append(name)
             return self.exchange(tensor, name)
-        if name not in self._names:
+        if name not in self._names and not self._manual:
             raise ValueError(f"tensor {name!r} is not one of the {len(self._names)} tensors spardl learned "
-                             "for a step; call grc.flush() at the end of every step when the set of "
-                             "tensors changes")
+                             "for a step; when the set of tensors changes, call grc.flush() after the "
+                             "last tensor of every step")
         if name in self._pending:
             raise ValueError(f"tensor {name!r} was given twice in one step; call grc.flush() at the "
                              "end of each step")
         flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
         self._pending[name] = Pending(tensor, flat.copy(), restore)
-        if len(self._pending) == len(self._names):
+        if all(learned in self._pending for learned in self._names):
             self._flush_pending()
         return tensor
 
     def flush(self):
         """Exchange the tensors given since the last exchange now (results are written
-        into them), and take the names seen so far as a step's tensors."""
+        into them), and take the names seen so far as a step's tensors. From the first
+        flush on, tensors outside the learned set are accepted too: they wait for the
+        next flush."""
         if self._names is None and self._learning:
             self._names = list(self._learning)
+        self._manual = True
         self._flush_pending()
 
     def _flush_pending(self):
