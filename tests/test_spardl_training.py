@@ -155,3 +155,17 @@ def test_spardl_command_under_mpiexec_trains_resnet20(tmp_path):
     assert run["params"]["communicator"] == "spardl"
     epoch = run["epochs"][-1]
     assert 0 < epoch["bytes_sent"] < 0.2 * epoch["dense_bytes"]
+
+
+@pytest.mark.slow
+def test_lstm_on_generated_imdb_trains_through_spardl(tmp_path):
+    write_imdb(tmp_path / "data")
+    cmd = [sys.executable, "-m", "deepreduce", "train", "--dataset", "imdb", "--data-dir",
+           str(tmp_path / "data"), "--max-epochs", "1", "--batch-size", "2", "--nworkers", "2",
+           "--compressor", "spardl", "--no-baseline", "--no-progress", "--out", str(tmp_path / "out")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = json.loads((tmp_path / "out" / "log.json").read_text())
+    assert log["config"]["model"] == "lstm" and log["world_size"] == 2
+    assert 0 < log["runs"][0]["epochs"][-1]["bytes_sent"] < 0.05 * log["runs"][0]["epochs"][-1]["dense_bytes"]
