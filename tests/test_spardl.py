@@ -180,6 +180,7 @@ def test_torch_tensors_are_filled_in_place():
     ({"memory": "dgc"}, "memory='residual'"),
     ({"spardl_teams": 0}, "spardl_teams must be a positive integer"),
     ({"spardl_index_codec": "bloom"}, "spardl_index_codec must be one of"),
+    ({"auto_off": True}, "auto_off does not apply"),
 ])
 def test_bad_settings_are_refused(params, message):
     with pytest.raises(ValueError, match=message):

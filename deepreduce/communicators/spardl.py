@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from .. import edge
+from ..autooff import AutoOff
 from ..base import Communicator
 from ..compressors.topk import TopKCompressor
 from ..errors import CommunicationError
@@ -94,6 +95,7 @@ class SparDL(Communicator):
     @classmethod
     def from_params(cls, compressor, memory, params):
         return cls(compressor, memory, params["world_size"], transport=params["transport"],
+                   auto_off=AutoOff.from_params(params),
                    teams=params.get("spardl_teams", 1), density=params.get("density"),
                    index_codec=params.get("spardl_index_codec", "rice"))
 
