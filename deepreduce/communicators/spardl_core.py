@@ -21,7 +21,8 @@ it sent the entry). So Σ residual + P·result = Σ accumulated gradient.
 Every hop is one message: the frames of the blocks it carries, back to back (header,
 indices coded by a lossless index codec, float32 values; see deepreduce/spardl.h).
 While a hop is in flight, the blocks of later rounds that no longer wait for data are
-selected and framed, so selection overlaps the transfer.
+selected and framed (reduce-scatter), and the final blocks already received are written into
+the result (all-gather), so that work overlaps the transfer.
 """
 import math
 
@@ -219,10 +220,12 @@ class SparseAllreduce:
         blocks = partial.reshape(q, block)
         self._reduce_scatter(blocks, k, name)
         final = self._owner_selection(blocks[self.position], k, name)
-        finals = self._team_allgather(final, name)
         result = np.zeros(n, dtype=np.float32)
         scale = np.float32(self.transport.size)
-        for b, frame in finals.items():
+
+        def deliver(b, frame):
+            """Block b's final entries into the result (/P) and the residual (what this
+            rank held back there)."""
             idx, val = self.codec.decode(frame, block, b, k, f"SparDL final block {b} of {name!r}")
             # entries of the block that fall in the padding past n are never sent (zeros)
             base, end = min(b * block, n), min((b + 1) * block, n)
@@ -232,6 +235,8 @@ class SparseAllreduce:
             check(lib.dr_gather(f32(blocks[b]), block, u32(idx), idx.size, f32(held)), "SparDL residual")
             check(lib.dr_scatter(u32(idx), f32(held), idx.size, f32(accumulated[base:end]), end - base),
                   "SparDL residual")
+
+        self._team_allgather(final, name, deliver)
         return result, accumulated
 
     # -- the three phases ----------------------------------------------------------------
@@ -295,11 +300,19 @@ class SparseAllreduce:
         check(lib.dr_scatter(u32(idx), f32(val), idx.size, f32(staged), own.size), what)
         return self.codec.encode(staged, idx.size, self.position)
 
-    def _team_allgather(self, final, name):
-        """Every block's final frame, keyed by block number."""
+    def _team_allgather(self, final, name, deliver):
+        """Bruck all-gather of the final frames inside the team; ``deliver(block, frame)``
+        runs on each frame, those of one hop while the next hop is in flight."""
         collected = [final]
+        arrived = [(self.position, final)]
+        what = f"SparDL intra-team all-gather of {name!r}"
         for dest, source, count in bruck_rounds(self.team_size, self.position):
             pending = self._hop(collected[:count], self._global(dest), self._global(source), name)
-            collected += BlockCodec.split(pending.wait(), count,
-                                          f"SparDL intra-team all-gather of {name!r}")
-        return {(self.position + j) % self.team_size: frame for j, frame in enumerate(collected)}
+            for b, frame in arrived:  # overlaps the hop
+                deliver(b, frame)
+            received = BlockCodec.split(pending.wait(), count, what)
+            arrived = [((self.position + len(collected) + j) % self.team_size, frame)
+                       for j, frame in enumerate(received)]
+            collected += received
+        for b, frame in arrived:
+            deliver(b, frame)
