@@ -43,6 +43,8 @@ def grace_from_params(params):
     compressor = lookup(COMPRESSORS, "compressor", p["compressor"], COMPRESSOR_ALIASES).from_params(p)
     memory = lookup(MEMORIES, "memory", p["memory"]).from_params(p, compressor)
     communicator_cls = lookup(COMMUNICATORS, "communicator", p["communicator"])
+    if hasattr(communicator_cls, "from_params"):  # a communicator with keys of its own (spardl)
+        return communicator_cls.from_params(compressor, memory, p)
     return communicator_cls(compressor, memory, p["world_size"], transport=p["transport"],
                             auto_off=AutoOff.from_params(p))
 
@@ -53,7 +55,7 @@ def grace_from_params(params):
 KEYS = {
     "compressor": (None, "grace_from_params", "the compressor's name (see the registry)"),
     "memory": (None, "grace_from_params", "the memory's name: none, residual, dgc, efsignsgd, powersgd"),
-    "communicator": (None, "grace_from_params", "allreduce, allgather, broadcast, alltoall"),
+    "communicator": (None, "grace_from_params", "allreduce, allgather, broadcast, alltoall, spardl"),
     "compress_ratio": (None, "topk, randomk, dgc, adaq", "kept fraction: k = max(1, int(n·ratio))"),
     "quantum_num": (None, "qsgd, sketch, DeepReduce value codec qsgd", "quantization levels s"),
     "bucket_size": (None, "qsgd (128); DeepReduce value codec qsgd (512 when absent)", "values per norm bucket"),
@@ -69,6 +71,9 @@ KEYS = {
     "bandwidth": (None, "auto_off", "link bytes/s for auto_off's cost model (None: measured)"),
     "auto_off_warmup": ("2", "auto_off", "compressed steps measured before deciding"),
     "auto_off_interval": ("100", "auto_off", "steps between re-measurements"),
+    "density": ("compress_ratio", "spardl", "SparDL's name for ρ: sets the topk compressor's compress_ratio"),
+    "spardl_teams": ("1", "spardl", "d, the number of teams; must divide the world size"),
+    "spardl_index_codec": ("'rice'", "spardl", "index codec of SparDL's hops: rice, ef, varint, raw"),
     "inceptionn_bits": ("10", "inceptionn", "error bound 2^-bits below which values are dropped"),
     "deepreduce": ("None", "deepreduce_from_params", "wrap the compressor: None, 'value', 'index', 'both'"),
     "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, raw"),

@@ -46,7 +46,7 @@ COMMUNICATORS = {
     "allgather": "deepreduce.communicators.allgather:Allgather",
     "broadcast": "deepreduce.communicators.broadcast:Broadcast",
     "alltoall": "deepreduce.communicators.alltoall:AllToAll",
-    "spardl": None,
+    "spardl": "deepreduce.communicators.spardl:SparDL",
 }
 
 

@@ -65,12 +65,15 @@ def ddp_hook(state, bucket):
         return _plain_allreduce(state, bucket)
     buffer = bucket.buffer()
     name = f"ddp.bucket{bucket.index()}"
+    # spardl gathers a step's tensors in step(); a bucket is already a whole flat
+    # buffer, so it is exchanged at once.
+    send = getattr(state.grc, "exchange", state.grc.step)
     state.advance(bucket)
     future = torch.futures.Future()
 
     def exchange():
         try:
-            future.set_result(state.grc.step(buffer, name).to(buffer.dtype))
+            future.set_result(send(buffer, name).to(buffer.dtype))
         except BaseException as error:  # DDP re-raises it where it waits for the bucket
             future.set_exception(error)
 
