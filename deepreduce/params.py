@@ -22,12 +22,17 @@ DEFAULTS = {
     "bandwidth": None,   # link bytes/s for auto_off's cost model (None: measured)
 }
 
+# Defaults that differ by compressor, applied under the caller's keys: LGC's top-k ratio is
+# the paper's 1e-3, not GRACE's 0.3.
+COMPRESSOR_DEFAULTS = {"lgc": {"compress_ratio": 1e-3}}
+
 
 def resolve_params(params):
     """params over the defaults, checked. Unknown keys are kept (codec wrappers read them)."""
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
     merged = dict(DEFAULTS)
+    merged.update(COMPRESSOR_DEFAULTS.get(params.get("compressor"), {}))
     merged.update(params)
     return merged
 
