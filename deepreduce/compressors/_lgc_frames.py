@@ -12,8 +12,9 @@ indices. Types and their sections:
     PS_LEAD      S, the latent of the leader's values, and
                  their scale (float32)                       [indices, latent, scale]
     RAR_LEAD     S and the scale                             [indices, scale]
-    INNOVATION   positions within S (numel = |S|) and the
-                 worker's values there (float32)             [indices, values]
+    INNOVATION   positions within S (numel = |S|), the
+                 worker's values there (float32) and the
+                 gain its decoded values are scaled by       [indices, values, gain]
 """
 import numpy as np
 
@@ -29,7 +30,7 @@ NONFINITE = 1
 # for "count" entries).
 _LAYOUT = {SET: (True, ()), VALUES: (False, (("values", "count"),)),
            PS_LEAD: (True, (("latent", "latent"), ("scale", 1))), RAR_LEAD: (True, (("scale", 1),)),
-           INNOVATION: (True, (("values", "count"),))}
+           INNOVATION: (True, (("values", "count"), ("gain", 1)))}
 
 
 class Parsed:

@@ -26,10 +26,12 @@ decoder rebuilt), so ``memory`` must be 'none'. LGC runs its collectives itself 
 ``compress`` (like powersgd), so ``communicator`` must be 'allreduce' (the default); its
 payload list is empty and ``decompress`` decodes what the collectives brought.
 
-Tensors that go dense in every stage: those whose k is below the autoencoder's block
-(2**depth values: a shorter vector has no latent worth sending) and, when
-``lgc_dense_ends`` (default True, as in the paper), the first and the last tensor of a step
-(learnt from the order of the names in stage 1).
+How each tensor travels (``route``): dense in stage 1, and in every stage when it has fewer
+than ``lgc_min_numel`` elements (a frame would cost more than the values) or, with
+``lgc_dense_ends`` (default True, as in the paper), when it is the first or the last tensor
+of a step (learnt from the order of the names in stage 1). A tensor whose k is below the
+autoencoder's block (2**depth values: too short for a latent) stays on stage 2's top-k in
+stage 3. Every other tensor is coded by the autoencoder in stage 3.
 
 A gradient that is not finite on any rank gives every rank a non-finite aggregate (all
 NaN; so AMP's GradScaler skips the step) and changes no state: the bad rank sends a marker
@@ -57,11 +59,13 @@ DEFAULTS = {
     "lgc_innovation_ratio": 1e-5,  # 'ps': each worker's innovation, as a fraction of n
     "lgc_channels": (16, 32, 32, 16),  # encoder widths; the depth sets the block 2**depth
     "lgc_latent_channels": 4,      # latent = latent_channels * ceil(k / 2**depth) floats
-    "lgc_lr": 1e-3,                # Adam's learning rate for the autoencoder
+    "lgc_lr": 3e-3,                # Adam's learning rate for the autoencoder
     "lgc_buffer": 64,              # training samples kept (the newest)
     "lgc_replay": 3,               # older samples replayed per training step
+    "lgc_train_iters": 4,          # Adam steps per stage-2 step (on rank 0)
     "lgc_seed": 0,                 # initial weights and the training generator
     "lgc_dense_ends": True,        # first and last tensor of a step stay dense (the paper)
+    "lgc_min_numel": 1000,         # smaller tensors stay dense (a frame would cost more)
     "lgc_index": "rice",           # lossless index codec of the index sets
 }
 
@@ -123,6 +127,18 @@ def scale_of(values):
     return s if s > 0.0 else 1.0
 
 
+def clamp_gain(dot, norm2):
+    """The least-squares gain dot / norm2, never negative (0 when nothing was decoded)."""
+    return max(float(dot) / float(norm2), 0.0) if norm2 > 0.0 else 0.0
+
+
+def least_squares_gain(decoded, values):
+    """The factor g >= 0 that makes g * decoded closest to values. Scaling the decoder's
+    output by it makes every worker's error at most its values' norm, so error feedback
+    cannot grow however poorly the autoencoder has learnt."""
+    return clamp_gain(decoded @ values, decoded @ decoded)
+
+
 class Timings:
     """Seconds spent per kind of work, summed over calls (the docs' split of a step):
     encode (selection, coding, latent), exchange (collectives), decode, train."""
@@ -153,9 +169,9 @@ class LGCCtx:
 
 class LGCCompressor(Compressor):
     def __init__(self, variant="ps", dense_steps=100, train_steps=200, compress_ratio=1e-3,
-                 innovation_ratio=1e-5, channels=(16, 32, 32, 16), latent_channels=4, ae_lr=1e-3,
-                 buffer_size=64, replay=3, seed=0, dense_ends=True, index="rice", transport=None,
-                 world_size=None):
+                 innovation_ratio=1e-5, channels=(16, 32, 32, 16), latent_channels=4, ae_lr=3e-3,
+                 buffer_size=64, replay=3, train_iters=4, seed=0, dense_ends=True, min_numel=1000, index="rice",
+                 transport=None, world_size=None):
         super().__init__(average=True, tensors_size_are_same=False)
         self.autoencoder_module = _torch_autoencoder()
         if variant not in self.autoencoder_module.VARIANTS:
@@ -167,8 +183,9 @@ class LGCCompressor(Compressor):
         self.dense_steps, self.train_steps = dense_steps, train_steps
         self.compress_ratio, self.innovation_ratio = compress_ratio, innovation_ratio
         self.dense_ends = bool(dense_ends)
+        self.min_numel = min_numel
         self.ae_options = dict(channels=tuple(channels), latent_channels=latent_channels, lr=ae_lr,
-                               buffer_size=buffer_size, replay=replay, seed=seed)
+                               buffer_size=buffer_size, replay=replay, iterations=train_iters, seed=seed)
         self.autoencoder_module._check_sizes(list(channels), latent_channels)
         self.block = 1 << len(channels)
         self.frames = frames.FrameCodec(LosslessIndex(index))
@@ -198,7 +215,9 @@ class LGCCompressor(Compressor):
                    innovation_ratio=_ratio(p, "lgc_innovation_ratio"), channels=p["lgc_channels"],
                    latent_channels=p["lgc_latent_channels"], ae_lr=float(p["lgc_lr"]),
                    buffer_size=_step_count(p, "lgc_buffer"), replay=_step_count(p, "lgc_replay"),
-                   seed=int(p["lgc_seed"]), dense_ends=bool(p["lgc_dense_ends"]), index=p["lgc_index"],
+                   train_iters=_step_count(p, "lgc_train_iters"),
+                   seed=int(p["lgc_seed"]), dense_ends=bool(p["lgc_dense_ends"]),
+                   min_numel=_step_count(p, "lgc_min_numel"), index=p["lgc_index"],
                    transport=p["transport"], world_size=p["world_size"])
 
     @property
@@ -218,10 +237,15 @@ class LGCCompressor(Compressor):
     def topk_count(self, numel):
         return max(1, int(numel * self.compress_ratio))
 
-    def goes_dense(self, name, numel):
-        if self.topk_count(numel) < self.block:
-            return True
-        return self.dense_ends and name in (self.order[0], self.order[-1])
+    def route(self, name, numel):
+        """How ``name`` travels this step: 'dense', 'topk' (stage 2, or a tensor whose k
+        is below the autoencoder's block) or 'lgc'."""
+        stage = self.stage(name)
+        if stage == STAGE_DENSE or numel < self.min_numel:
+            return "dense"
+        if self.dense_ends and name in (self.order[0], self.order[-1]):
+            return "dense"
+        return "lgc" if stage == STAGE_LGC and self.topk_count(numel) >= self.block else "topk"
 
     # -- the GRACE roles -----------------------------------------------------------------
     def compress(self, tensor, name):
@@ -232,15 +256,15 @@ class LGCCompressor(Compressor):
         residual = self.residuals.get(name)
         compensated = flat + residual if residual is not None else flat.copy()
         finite = bool(np.isfinite(compensated).all())
-        stage = self.stage(name)
+        route = self.route(name, flat.size)
         self.timings.start()
-        if stage == STAGE_DENSE or self.goes_dense(name, flat.size):
+        if route == "dense":
             ctx = self._dense(compensated, name)
         else:
             if self.autoencoder is None:
                 self.autoencoder = self.autoencoder_module.LGCAutoencoder(
                     self.variant, self.transport.size, **self.ae_options)
-            ctx = self._sparse(compensated if finite else np.zeros_like(compensated), finite, name, stage)
+            ctx = self._sparse(compensated if finite else np.zeros_like(compensated), finite, name, route)
         ctx.restore = restore
         return [], ctx
 
@@ -272,19 +296,19 @@ class LGCCompressor(Compressor):
     def _nonfinite(self, n):
         return np.full(n, np.nan, dtype=np.float32)
 
-    def _sparse(self, x, finite, name, stage):
+    def _sparse(self, x, finite, name, route):
         """Round 1: the leader's broadcast; round 2: every rank's part. Returns the ctx."""
         t = self.transport
         n, k = x.size, self.topk_count(x.size)
         leader = self.steps[name] % t.size
-        if stage == STAGE_LGC and not self.synced:
+        if self.stage(name) == STAGE_LGC and not self.synced:
             sync_bytes = self._sync_autoencoder()
         else:
             sync_bytes = 0
-        lead_type = frames.SET if stage == STAGE_TOPK else (frames.PS_LEAD if self.variant == "ps" else frames.RAR_LEAD)
+        lead_type = frames.SET if route == "topk" else (frames.PS_LEAD if self.variant == "ps" else frames.RAR_LEAD)
         sent = sync_bytes
         if t.rank == leader:
-            lead = self._lead_frame(x, k, stage, lead_type, finite, name)
+            lead = self._lead_frame(x, k, lead_type, finite, name)
             sent += lead.nbytes
         else:
             lead = np.empty(0, dtype=np.uint8)
@@ -299,18 +323,18 @@ class LGCCompressor(Compressor):
             return LGCCtx(n, None, sent, result=self._nonfinite(n))
         S = head.indices
         mine = gather(x, S)
-        if stage == STAGE_TOPK:
+        if route == "topk":
             return self._topk_round(x, mine, S, finite, name, leader, sent)
         scale = float(head.sections["scale"][0])
         if self.variant == "ps":
             return self._ps_round(x, mine, S, head.sections["latent"], scale, finite, name, sent)
         return self._rar_round(x, mine, S, scale, finite, name, sent)
 
-    def _lead_frame(self, x, k, stage, lead_type, finite, name):
+    def _lead_frame(self, x, k, lead_type, finite, name):
         if not finite:
             return self.frames.nonfinite(lead_type)
         S = self.select(x, k, f"LGC top-k of {name!r}")
-        if stage == STAGE_TOPK:
+        if lead_type == frames.SET:
             return self.frames.build(frames.SET, x.size, S)
         values = gather(x, S)
         scale = np.array([scale_of(values)], dtype=np.float32)
@@ -337,7 +361,9 @@ class LGCCompressor(Compressor):
         if parsed is None:
             return LGCCtx(n, None, sent, result=self._nonfinite(n))
         rows = np.stack([p.sections["values"] for p in parsed])
-        if self.transport.rank == 0:  # rank 0 trains; its weights go to everyone at stage 3
+        # Rank 0 trains in stage 2 on the tensors the autoencoder will code; its weights go
+        # to everyone when stage 3 begins.
+        if self.transport.rank == 0 and self.stage(name) == STAGE_TOPK and k >= self.block:
             self.autoencoder.add_sample(rows / scale_of(rows[leader]), self.innovation_count(n, k))
             self.autoencoder.train()
             self.timings.lap("train")
@@ -354,7 +380,10 @@ class LGCCompressor(Compressor):
         n, k = x.size, S.size
         if finite:
             positions = self.select(mine, self.innovation_count(n, k), f"LGC innovation of {name!r}")
-            frame = self.frames.build(frames.INNOVATION, k, positions, values=gather(mine, positions))
+            values = gather(mine, positions)
+            decoded = self._ps_decode(latent, scale, positions, values, self.transport.rank, k)
+            gain = np.array([least_squares_gain(decoded, mine)], dtype=np.float32)
+            frame = self.frames.build(frames.INNOVATION, k, positions, values=values, gain=gain)
         else:
             frame = self.frames.nonfinite(frames.INNOVATION)
         parsed = self._gather_frames(frame, frames.INNOVATION, name, k)
@@ -363,39 +392,47 @@ class LGCCompressor(Compressor):
             return LGCCtx(n, None, sent, result=self._nonfinite(n))
 
         def finish():
-            rebuilt = [self._ps_decode(latent, scale, p.indices, p.sections["values"], worker, k)
-                       for worker, p in enumerate(parsed)]
+            rebuilt = []
+            for worker, p in enumerate(parsed):
+                out = self._ps_decode(latent, scale, p.indices, p.sections["values"], worker, k)
+                out *= p.sections["gain"][0]
+                check(lib.dr_scatter(u32(p.indices), f32(p.sections["values"]), p.indices.size, f32(out), k),
+                      "LGC innovation")  # the innovation's own entries are exact
+                rebuilt.append(out)
             self._commit(name, x, S, rebuilt[self.transport.rank])
             return scatter(S, sum(rebuilt) / len(rebuilt), n)
         return LGCCtx(n, None, sent, finish=finish)
 
     def _ps_decode(self, latent, scale, positions, values, worker, k):
-        """Worker ``worker``'s k values: its decoder on the leader's latent and its
-        innovation; the innovation's own entries are exact."""
-        innovation = scatter(positions, values / scale, k)
-        out = self.autoencoder.decode(latent, k, worker, innovation) * scale
-        check(lib.dr_scatter(u32(positions), f32(values), positions.size, f32(out), k), "LGC innovation")
-        return out
+        """Decoder ``worker`` on the leader's latent and that worker's innovation,
+        back at the values' scale."""
+        return self.autoencoder.decode(latent, k, worker, scatter(positions, values / scale, k)) * scale
 
     def _rar_round(self, x, mine, S, scale, finite, name, sent):
         n, k = x.size, S.size
-        latent = self.autoencoder.encode(mine / scale) if finite else None
-        vector = np.zeros(self.autoencoder.latent_size(k) + 1, dtype=np.float32)
+        size = self.autoencoder.latent_size(k)
+        # [latent, <own decoded, own values>, |own decoded|^2, non-finite count]: one
+        # allreduce sums the latents, the terms of the common least-squares gain and the
+        # count of ranks whose gradient was not finite.
+        vector = np.zeros(size + 3, dtype=np.float32)
+        own = None
         if finite:
-            vector[:-1] = latent
+            vector[:size] = self.autoencoder.encode(mine / scale)
+            own = self.autoencoder.decode(vector[:size], k) * scale
+            vector[size:size + 2] = float(own @ mine), float(own @ own)
         else:
-            vector[-1] = 1.0  # the count of non-finite ranks travels in the last entry
+            vector[-1] = 1.0
         self.timings.lap("encode")
         summed = self.transport.allreduce(vector, f"{name}/lgc-latent")
         self.timings.lap("exchange")
         sent += vector.nbytes
         if summed[-1] != 0.0:
             return LGCCtx(n, None, sent, result=self._nonfinite(n))
+        gain = clamp_gain(summed[size], summed[size + 1])
 
         def finish():
-            total = self.autoencoder.decode(summed[:-1], k) * scale
-            own = self.autoencoder.decode(latent, k) * scale
-            self._commit(name, x, S, own)
+            total = self.autoencoder.decode(summed[:size], k) * (scale * gain)
+            self._commit(name, x, S, own * gain)
             return scatter(S, total / self.transport.size, n)
         return LGCCtx(n, None, sent, finish=finish)
 

@@ -23,8 +23,8 @@ from it, so every decoder learns to decode from any worker's latent.
 
 Training data: a bounded buffer of recent samples; a sample is the (workers, k) matrix of
 the workers' values on one common index set, divided by the leader's largest magnitude
-(so one autoencoder serves tensors of any scale). Each ``train`` call takes one Adam step
-on the newest sample and ``replay`` samples drawn from the buffer.
+(so one autoencoder serves tensors of any scale). Each ``train`` call takes ``iterations``
+Adam steps, each on the newest sample and ``replay`` samples drawn from the buffer.
 """
 import collections
 
@@ -80,8 +80,8 @@ class LGCAutoencoder:
     compressor. ``workers`` decoders in 'ps', one in 'rar'. All arrays in and out are
     float32 NumPy; values are already divided by the leader's scale."""
 
-    def __init__(self, variant, workers, channels=(16, 32, 32, 16), latent_channels=4, lr=1e-3,
-                 buffer_size=64, replay=3, seed=0):
+    def __init__(self, variant, workers, channels=(16, 32, 32, 16), latent_channels=4, lr=3e-3,
+                 buffer_size=64, replay=3, iterations=4, seed=0):
         if variant not in VARIANTS:
             raise ValueError(f"lgc_variant must be one of {VARIANTS}, got {variant!r}")
         _check_sizes(list(channels), latent_channels)
@@ -90,6 +90,7 @@ class LGCAutoencoder:
         self.depth = len(channels)
         self.latent_channels = latent_channels
         self.replay = int(replay)
+        self.iterations = int(iterations)
         # A private generator: no global torch RNG is read or reseeded.
         self.generator = torch.Generator().manual_seed(int(seed))
         init = torch.random.fork_rng(devices=[])
@@ -143,10 +144,14 @@ class LGCAutoencoder:
         self.buffer.append((np.array(rows, dtype=np.float32), int(innovation_count)))
 
     def train(self):
-        """One Adam step on the newest sample and up to ``replay`` older ones. Returns the
-        loss."""
-        if not self.buffer:
-            return 0.0
+        """``iterations`` Adam steps, each on the newest sample and up to ``replay`` older
+        ones. Returns the last step's loss."""
+        loss = 0.0
+        for _ in range(self.iterations if self.buffer else 0):
+            loss = self._train_step()
+        return loss
+
+    def _train_step(self):
         picks = [len(self.buffer) - 1]
         if len(self.buffer) > 1:
             older = torch.randint(0, len(self.buffer) - 1, (self.replay,), generator=self.generator)
