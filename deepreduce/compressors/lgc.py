@@ -61,11 +61,11 @@ DEFAULTS = {
     "lgc_latent_channels": 4,      # latent = latent_channels * ceil(k / 2**depth) floats
     "lgc_lr": 3e-3,                # Adam's learning rate for the autoencoder
     "lgc_buffer": 64,              # training samples kept (the newest)
-    "lgc_replay": 3,               # older samples replayed per training step
-    "lgc_train_iters": 4,          # Adam steps per stage-2 step (on rank 0)
+    "lgc_replay": 1,               # older samples replayed per training step
+    "lgc_train_iters": 2,          # Adam steps per stage-2 step (on rank 0)
     "lgc_seed": 0,                 # initial weights and the training generator
     "lgc_dense_ends": True,        # first and last tensor of a step stay dense (the paper)
-    "lgc_min_numel": 1000,         # smaller tensors stay dense (a frame would cost more)
+    "lgc_min_numel": 32,           # smaller tensors stay dense (two frames would cost more)
     "lgc_index": "rice",           # lossless index codec of the index sets
 }
 
@@ -170,7 +170,7 @@ class LGCCtx:
 class LGCCompressor(Compressor):
     def __init__(self, variant="ps", dense_steps=100, train_steps=200, compress_ratio=1e-3,
                  innovation_ratio=1e-5, channels=(16, 32, 32, 16), latent_channels=4, ae_lr=3e-3,
-                 buffer_size=64, replay=3, train_iters=4, seed=0, dense_ends=True, min_numel=1000, index="rice",
+                 buffer_size=64, replay=1, train_iters=2, seed=0, dense_ends=True, min_numel=32, index="rice",
                  transport=None, world_size=None):
         super().__init__(average=True, tensors_size_are_same=False)
         self.autoencoder_module = _torch_autoencoder()
@@ -233,6 +233,14 @@ class LGCCompressor(Compressor):
         if step < self.dense_steps:
             return STAGE_DENSE
         return STAGE_TOPK if step < self.dense_steps + self.train_steps else STAGE_LGC
+
+    STAGE_LABELS = {STAGE_DENSE: "stage 1 (dense)", STAGE_TOPK: "stage 2 (top-k, training the autoencoder)",
+                    STAGE_LGC: "stage 3 (LGC)"}
+
+    def stage_label(self):
+        """The stage the next step runs in (of the tensor furthest behind), for logs."""
+        stage = min((self.stage(name) for name in self.order), default=STAGE_DENSE)
+        return self.STAGE_LABELS[stage] + (f", {self.variant}" if stage == STAGE_LGC else "")
 
     def topk_count(self, numel):
         return max(1, int(numel * self.compress_ratio))
