@@ -301,7 +301,8 @@ def test_resnet20_on_generated_cifar10_through_the_three_stages(tmp_path, varian
     from test_data_loaders import write_cifar
 
     write_cifar(tmp_path / "cifar", per_batch=16, test=8)  # 80 images: 5 steps per epoch
-    params = {"compressor": "lgc", "lgc_variant": variant, "lgc_dense_steps": 3, "lgc_train_steps": 5}
+    params = {"compressor": "lgc", "lgc_variant": variant, "lgc_dense_steps": 3, "lgc_train_steps": 5,
+              "lgc_min_numel": 32}
     out = tmp_path / "out"
     assert main(["train", "--dataset", "cifar10", "--data-dir", str(tmp_path / "cifar"), "--workers", "2",
                  "--epochs", "3", "--batch-size", "8", "--no-progress", "--no-baseline", "--out", str(out),

@@ -65,7 +65,7 @@ DEFAULTS = {
     "lgc_train_iters": 2,          # Adam steps per stage-2 step (on rank 0)
     "lgc_seed": 0,                 # initial weights and the training generator
     "lgc_dense_ends": True,        # first and last tensor of a step stay dense (the paper)
-    "lgc_min_numel": 32,           # smaller tensors stay dense (two frames would cost more)
+    "lgc_min_numel": 1000,         # smaller tensors stay dense (as DeepReduce's min_numel)
     "lgc_index": "rice",           # lossless index codec of the index sets
 }
 
@@ -170,7 +170,7 @@ class LGCCtx:
 class LGCCompressor(Compressor):
     def __init__(self, variant="ps", dense_steps=100, train_steps=200, compress_ratio=1e-3,
                  innovation_ratio=1e-5, channels=(16, 32, 32, 16), latent_channels=4, ae_lr=3e-3,
-                 buffer_size=64, replay=1, train_iters=2, seed=0, dense_ends=True, min_numel=32, index="rice",
+                 buffer_size=64, replay=1, train_iters=2, seed=0, dense_ends=True, min_numel=1000, index="rice",
                  transport=None, world_size=None):
         super().__init__(average=True, tensors_size_are_same=False)
         self.autoencoder_module = _torch_autoencoder()

@@ -1,0 +1,120 @@
+"""LGC beside top-k and DeepReduce (rice + qsgd), at ratios 1e-3 and 1e-2, on the default task of ``deepreduce train`` (digits, the
+small CNN, 2 workers, 20 epochs of 23 steps, seed 0), every run through the real command
+line. Prints, per run: final accuracy; bytes sent relative to dense over LGC's three stage
+ranges (steps [0, D), [D, D+T), [D+T, end)) and overall; encode and decode milliseconds per
+step (the communicator's accounting, mean over ranks); wall seconds.
+
+Then, on 2 gloo ranks with random gradients, the bytes per rank per stage-3 step of single
+tensors the autoencoder codes, against top-k at the same ratio (frame headers included).
+
+    python benchmarks/lgc_table.py [--dense-steps 44] [--train-steps 88] [--epochs 20]
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+import distributed  # noqa: E402  (the tests' spawner: gloo over loopback)
+
+def configs(dense_steps, train_steps):
+    runs = [("dense", {"compressor": "none", "memory": "none", "communicator": "allreduce"})]
+    for ratio in (1e-3, 1e-2):
+        topk = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": ratio}
+        lgc = {"compressor": "lgc", "compress_ratio": ratio, "lgc_dense_steps": dense_steps,
+               "lgc_train_steps": train_steps}
+        runs += [(f"top-k {ratio:g}", topk),
+                 (f"DR rice+qsgd {ratio:g}", dict(topk, deepreduce="both", index="rice", value="qsgd")),
+                 (f"LGC ps {ratio:g}", dict(lgc, lgc_variant="ps")),
+                 (f"LGC rar {ratio:g}", dict(lgc, lgc_variant="rar"))]
+        if ratio == 1e-3:  # small tensors top-k'd too, not sent dense
+            runs += [(f"LGC ps {ratio:g}, lgc_min_numel 32", dict(lgc, lgc_variant="ps", lgc_min_numel=32)),
+                     (f"LGC rar {ratio:g}, lgc_min_numel 32", dict(lgc, lgc_variant="rar", lgc_min_numel=32))]
+    return runs
+
+
+def train(params, epochs, out):
+    cmd = [sys.executable, "-m", "deepreduce", "train", "--params", json.dumps(params), "--no-baseline",
+           "--no-progress", "--epochs", str(epochs), "--out", str(out)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return json.loads((out / "log.json").read_text())["runs"][0]
+
+
+def row(label, run, bounds):
+    steps = run["steps"]
+    dense_per_step = steps[0]["dense_bytes"]
+    ranges = [(0, bounds[0]), (bounds[0], bounds[1]), (bounds[1], len(steps)), (0, len(steps))]
+    rel = [sum(s["bytes_sent"] for s in steps[a:b]) / (dense_per_step * max(b - a, 1)) for a, b in ranges]
+    epochs = run["epochs"][1:]
+    enc = 1e3 * np.mean([e["encode_s_per_step"] for e in epochs])
+    dec = 1e3 * np.mean([e["decode_s_per_step"] for e in epochs])
+    return (f"| {label} | {run['final']['metric']:.4f} | " + " | ".join(f"{100 * r:.3f}%" for r in rel)
+            + f" | {enc:.2f} | {dec:.3f} | {run['final']['wall_s']:.1f} |")
+
+
+def step_seconds(run, first_epoch, last_epoch):
+    """Mean wall seconds per step over whole epochs first..last (1-based)."""
+    e = run["epochs"]
+    steps = sum(1 for s in run["steps"] if first_epoch <= s["epoch"] <= last_epoch)
+    return (e[last_epoch]["wall_s"] - e[first_epoch - 1]["wall_s"]) / steps
+
+
+def _coded_tensor_bytes(rank, world_size, variant, shape, ratio):
+    import deepreduce
+    from deepreduce.compressors.topk import TopKCompressor
+    grc = deepreduce.grace_from_params({"compressor": "lgc", "lgc_variant": variant, "compress_ratio": ratio,
+                                        "lgc_dense_steps": 1, "lgc_train_steps": 8, "lgc_dense_ends": False})
+    rng = np.random.default_rng(rank)
+    sent = []
+    for _ in range(14):
+        g = rng.standard_normal(shape).astype(np.float32)
+        before = grc.stats.per_name.get("w")
+        before = before.bytes_sent if before else 0
+        grc.step(g, "w")
+        sent.append(grc.stats.per_name["w"].bytes_sent - before)
+    topk = TopKCompressor(ratio)
+    tensors, ctx = topk.compress(g, "w")
+    return float(np.mean(sent[10:])), topk.wire_bytes(tensors, ctx)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dense-steps", type=int, default=44)
+    ap.add_argument("--train-steps", type=int, default=88)
+    ap.add_argument("--epochs", type=int, default=20)
+    args = ap.parse_args()
+    bounds = (args.dense_steps, args.dense_steps + args.train_steps)
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (label, params) in enumerate(configs(args.dense_steps, args.train_steps)):
+            runs[label] = train(params, args.epochs, pathlib.Path(tmp) / str(i))
+    print("| run | accuracy | bytes vs dense: stage 1 steps | stage 2 steps | stage 3 steps | overall "
+          "| encode ms/step | decode ms/step | wall s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, run in runs.items():
+        print(row(label, run, bounds))
+    for variant in ("ps", "rar"):
+        run = runs[f"LGC {variant} 0.001"]
+        changes = {c["stage"].split(" (")[0]: c["epoch"] for c in run["stage_changes"]}
+        s2 = step_seconds(run, changes["stage 2"] + 1, changes["stage 3"] - 1)
+        s3 = step_seconds(run, changes["stage 3"] + 1, args.epochs)
+        print(f"\nLGC {variant}: a stage-2 step (autoencoder training on rank 0) takes {1e3 * s2:.1f} ms, "
+              f"a stage-3 step {1e3 * s3:.1f} ms: training costs {100 * (s2 - s3) / s3:.0f}% of a step "
+              f"while it runs, {100 * (s2 - s3) * args.train_steps / run['final']['wall_s']:.0f}% of the run")
+    print("\nOne coded tensor, bytes per rank per stage-3 step (2 ranks) vs top-k at the same ratio:")
+    print("| tensor | ratio | k | LGC ps | LGC rar | top-k | ps / top-k | rar / top-k |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for shape, ratio in [((512, 64), 1e-3), ((64, 64, 3, 3), 1e-3), ((512, 64), 1e-2), ((256, 256, 3, 3), 1e-3)]:
+        ps, topk = distributed.run(_coded_tensor_bytes, 2, "ps", shape, ratio, timeout=600)[0]
+        rar, _ = distributed.run(_coded_tensor_bytes, 2, "rar", shape, ratio, timeout=600)[0]
+        k = max(1, int(np.prod(shape) * ratio))
+        print(f"| {'x'.join(map(str, shape))} | {ratio:g} | {k} | {ps:.0f} | {rar:.0f} | {topk} | "
+              f"{ps / topk:.2f} | {rar / topk:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
