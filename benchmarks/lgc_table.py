@@ -5,9 +5,11 @@ ranges (steps [0, D), [D, D+T), [D+T, end)) and overall; encode and decode milli
 step (the communicator's accounting, mean over ranks); wall seconds.
 
 Then, on 2 gloo ranks with random gradients, the bytes per rank per stage-3 step of single
-tensors the autoencoder codes, against top-k at the same ratio (frame headers included).
+tensors the autoencoder codes, against top-k at the same ratio (frame headers included),
+with LGC's own split of the time (``compressor.timings``: encode = selection, coding and
+the latent; exchange = its collectives; decode = the decoders and the aggregate).
 
-    python benchmarks/lgc_table.py [--dense-steps 44] [--train-steps 88] [--epochs 20]
+    python benchmarks/lgc_table.py [--dense-steps 44] [--train-steps 88] [--epochs 20] [--tensors-only]
 """
 import argparse
 import json
@@ -69,16 +71,19 @@ def _coded_tensor_bytes(rank, world_size, variant, shape, ratio):
     grc = deepreduce.grace_from_params({"compressor": "lgc", "lgc_variant": variant, "compress_ratio": ratio,
                                         "lgc_dense_steps": 1, "lgc_train_steps": 8, "lgc_dense_ends": False})
     rng = np.random.default_rng(rank)
-    sent = []
-    for _ in range(14):
+    sent, timings = [], grc.compressor.timings.seconds
+    for step in range(14):
         g = rng.standard_normal(shape).astype(np.float32)
         before = grc.stats.per_name.get("w")
         before = before.bytes_sent if before else 0
+        if step == 10:
+            start = dict(timings)
         grc.step(g, "w")
         sent.append(grc.stats.per_name["w"].bytes_sent - before)
     topk = TopKCompressor(ratio)
     tensors, ctx = topk.compress(g, "w")
-    return float(np.mean(sent[10:])), topk.wire_bytes(tensors, ctx)
+    split = {kind: 1e3 * (timings[kind] - start[kind]) / 4 for kind in timings}
+    return float(np.mean(sent[10:])), topk.wire_bytes(tensors, ctx), split
 
 
 def main():
@@ -86,7 +91,14 @@ def main():
     ap.add_argument("--dense-steps", type=int, default=44)
     ap.add_argument("--train-steps", type=int, default=88)
     ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--tensors-only", action="store_true", help="only the per-tensor table (a minute)")
     args = ap.parse_args()
+    if not args.tensors_only:
+        training_table(args)
+    tensor_table()
+
+
+def training_table(args):
     bounds = (args.dense_steps, args.dense_steps + args.train_steps)
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -105,15 +117,21 @@ def main():
         print(f"\nLGC {variant}: a stage-2 step (autoencoder training on rank 0) takes {1e3 * s2:.1f} ms, "
               f"a stage-3 step {1e3 * s3:.1f} ms: training costs {100 * (s2 - s3) / s3:.0f}% of a step "
               f"while it runs, {100 * (s2 - s3) * args.train_steps / run['final']['wall_s']:.0f}% of the run")
+
+
+def tensor_table():
     print("\nOne coded tensor, bytes per rank per stage-3 step (2 ranks) vs top-k at the same ratio:")
-    print("| tensor | ratio | k | LGC ps | LGC rar | top-k | ps / top-k | rar / top-k |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| tensor | ratio | k | LGC ps | LGC rar | top-k | ps / top-k | rar / top-k "
+          "| ps ms: encode / exchange / decode | rar ms: encode / exchange / decode |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for shape, ratio in [((512, 64), 1e-3), ((64, 64, 3, 3), 1e-3), ((512, 64), 1e-2), ((256, 256, 3, 3), 1e-3)]:
-        ps, topk = distributed.run(_coded_tensor_bytes, 2, "ps", shape, ratio, timeout=600)[0]
-        rar, _ = distributed.run(_coded_tensor_bytes, 2, "rar", shape, ratio, timeout=600)[0]
+        ps, topk, ps_ms = distributed.run(_coded_tensor_bytes, 2, "ps", shape, ratio, timeout=600)[0]
+        rar, _, rar_ms = distributed.run(_coded_tensor_bytes, 2, "rar", shape, ratio, timeout=600)[0]
         k = max(1, int(np.prod(shape) * ratio))
         print(f"| {'x'.join(map(str, shape))} | {ratio:g} | {k} | {ps:.0f} | {rar:.0f} | {topk} | "
-              f"{ps / topk:.2f} | {rar / topk:.2f} |")
+              f"{ps / topk:.2f} | {rar / topk:.2f} | " + " | ".join(
+                  " / ".join(f"{ms[kind]:.2f}" for kind in ("encode", "exchange", "decode"))
+                  for ms in (ps_ms, rar_ms)) + " |")
 
 
 if __name__ == "__main__":
