@@ -160,10 +160,10 @@ class LGCCtx:
     """One call's local result. ``finish`` (run by decompress) decodes what the
     collectives brought and commits the new state; ``result`` is then the aggregate."""
 
-    __slots__ = ("numel", "restore", "wire_bytes", "finish", "result")
+    __slots__ = ("restore", "wire_bytes", "finish", "result")
 
-    def __init__(self, numel, restore, wire_bytes=0, finish=None, result=None):
-        self.numel, self.restore, self.wire_bytes = numel, restore, wire_bytes
+    def __init__(self, wire_bytes, finish=None, result=None):
+        self.restore, self.wire_bytes = None, wire_bytes  # restore: set by compress
         self.finish, self.result = finish, result
 
 
@@ -184,9 +184,9 @@ class LGCCompressor(Compressor):
         self.compress_ratio, self.innovation_ratio = compress_ratio, innovation_ratio
         self.dense_ends = bool(dense_ends)
         self.min_numel = min_numel
+        self.autoencoder_module.check_sizes(channels, latent_channels)
         self.ae_options = dict(channels=tuple(channels), latent_channels=latent_channels, lr=ae_lr,
                                buffer_size=buffer_size, replay=replay, iterations=train_iters, seed=seed)
-        self.autoencoder_module._check_sizes(list(channels), latent_channels)
         self.block = 1 << len(channels)
         self.frames = frames.FrameCodec(LosslessIndex(index))
         self.select = Selector()
@@ -298,7 +298,7 @@ class LGCCompressor(Compressor):
         if np.isfinite(result).all():  # the same verdict on every rank: the sum is the same
             self.steps[name] += 1
             self.residuals.pop(name, None)
-        return LGCCtx(compensated.size, None, compensated.nbytes, result=result)
+        return LGCCtx(compensated.nbytes, result=result)
 
     # -- stages 2 and 3 ------------------------------------------------------------------
     def _nonfinite(self, n):
@@ -328,7 +328,7 @@ class LGCCompressor(Compressor):
         head = self.frames.open(got, lead_type, n, what, count=k,
                                 latent=latent_size if lead_type == frames.PS_LEAD else None)
         if head.nonfinite:  # every rank learnt it from the same broadcast: all skip round 2
-            return LGCCtx(n, None, sent, result=self._nonfinite(n))
+            return LGCCtx(sent, result=self._nonfinite(n))
         S = head.indices
         mine = gather(x, S)
         if route == "topk":
@@ -367,7 +367,7 @@ class LGCCompressor(Compressor):
         parsed = self._gather_frames(frame, frames.VALUES, name, k, count=k)
         sent += frame.nbytes
         if parsed is None:
-            return LGCCtx(n, None, sent, result=self._nonfinite(n))
+            return LGCCtx(sent, result=self._nonfinite(n))
         rows = np.stack([p.sections["values"] for p in parsed])
         # Rank 0 trains in stage 2 on the tensors the autoencoder will code; its weights go
         # to everyone when stage 3 begins.
@@ -379,7 +379,7 @@ class LGCCompressor(Compressor):
         def finish():
             self._commit(name, x, S, mine)
             return scatter(S, rows.sum(axis=0) / len(rows), n)
-        return LGCCtx(n, None, sent, finish=finish)
+        return LGCCtx(sent, finish=finish)
 
     def innovation_count(self, n, k):
         return min(k, max(1, int(n * self.innovation_ratio)))
@@ -397,7 +397,7 @@ class LGCCompressor(Compressor):
         parsed = self._gather_frames(frame, frames.INNOVATION, name, k)
         sent += frame.nbytes
         if parsed is None:
-            return LGCCtx(n, None, sent, result=self._nonfinite(n))
+            return LGCCtx(sent, result=self._nonfinite(n))
 
         def finish():
             rebuilt = []
@@ -409,7 +409,7 @@ class LGCCompressor(Compressor):
                 rebuilt.append(out)
             self._commit(name, x, S, rebuilt[self.transport.rank])
             return scatter(S, sum(rebuilt) / len(rebuilt), n)
-        return LGCCtx(n, None, sent, finish=finish)
+        return LGCCtx(sent, finish=finish)
 
     def _ps_decode(self, latent, scale, positions, values, worker, k):
         """Decoder ``worker`` on the leader's latent and that worker's innovation,
@@ -435,14 +435,14 @@ class LGCCompressor(Compressor):
         self.timings.lap("exchange")
         sent += vector.nbytes
         if summed[-1] != 0.0:
-            return LGCCtx(n, None, sent, result=self._nonfinite(n))
+            return LGCCtx(sent, result=self._nonfinite(n))
         gain = clamp_gain(summed[size], summed[size + 1])
 
         def finish():
             total = self.autoencoder.decode(summed[:size], k) * (scale * gain)
             self._commit(name, x, S, own * gain)
             return scatter(S, total / self.transport.size, n)
-        return LGCCtx(n, None, sent, finish=finish)
+        return LGCCtx(sent, finish=finish)
 
     def _commit(self, name, x, S, rebuilt):
         """The step was finite everywhere: count it and keep as error feedback what the

@@ -36,8 +36,9 @@ import torch.nn.functional as F
 VARIANTS = ("ps", "rar")
 
 
-def _check_sizes(channels, latent_channels):
-    if not channels or any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in channels):
+def check_sizes(channels, latent_channels):
+    """Refuse autoencoder sizes that cannot build a network, naming the key."""
+    if not isinstance(channels, (list, tuple)) or not channels or any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in channels):
         raise ValueError(f"lgc_channels must be a non-empty list of positive integers, got {channels!r}")
     if not isinstance(latent_channels, int) or isinstance(latent_channels, bool) or latent_channels < 1:
         raise ValueError(f"lgc_latent_channels must be a positive integer, got {latent_channels!r}")
@@ -84,7 +85,7 @@ class LGCAutoencoder:
                  buffer_size=64, replay=1, iterations=2, seed=0):
         if variant not in VARIANTS:
             raise ValueError(f"lgc_variant must be one of {VARIANTS}, got {variant!r}")
-        _check_sizes(list(channels), latent_channels)
+        check_sizes(channels, latent_channels)
         self.variant = variant
         self.workers = int(workers)
         self.depth = len(channels)
