@@ -4,7 +4,8 @@ line. Prints, per run: final accuracy; bytes sent relative to dense over LGC's t
 ranges (steps [0, D), [D, D+T), [D+T, end)) and overall; encode and decode milliseconds per
 step (the communicator's accounting, mean over ranks); wall seconds.
 
-Then, on 2 gloo ranks with random gradients, the bytes per rank per stage-3 step of single
+Then the whole-step stage-3 bytes of ResNet-20 on a generated CIFAR-10 file; and, on 2 gloo
+ranks with random gradients, the bytes per rank per stage-3 step of single
 tensors the autoencoder codes, against top-k at the same ratio (frame headers included),
 with LGC's own split of the time (``compressor.timings``: encode = selection, coding and
 the latent; exchange = its collectives; decode = the decoders and the aggregate).
@@ -39,9 +40,9 @@ def configs(dense_steps, train_steps):
     return runs
 
 
-def train(params, epochs, out):
+def train(params, epochs, out, *extra):
     cmd = [sys.executable, "-m", "deepreduce", "train", "--params", json.dumps(params), "--no-baseline",
-           "--no-progress", "--epochs", str(epochs), "--out", str(out)]
+           "--no-progress", "--epochs", str(epochs), "--out", str(out), *extra]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return json.loads((out / "log.json").read_text())["runs"][0]
 
@@ -95,6 +96,7 @@ def main():
     args = ap.parse_args()
     if not args.tensors_only:
         training_table(args)
+        resnet20_table()
     tensor_table()
 
 
@@ -117,6 +119,30 @@ def training_table(args):
         print(f"\nLGC {variant}: a stage-2 step (autoencoder training on rank 0) takes {1e3 * s2:.1f} ms, "
               f"a stage-3 step {1e3 * s3:.1f} ms: training costs {100 * (s2 - s3) / s3:.0f}% of a step "
               f"while it runs, {100 * (s2 - s3) * args.train_steps / run['final']['wall_s']:.0f}% of the run")
+
+
+def resnet20_table():
+    """Whole-step stage-3 bytes of ResNet-20 (65 tensors, 270 k weights) on a generated
+    CIFAR-10 file (random images: bytes only, no accuracy), 2 workers, 16 steps."""
+    from test_data_loaders import write_cifar
+    print("\nResNet-20, generated CIFAR-10, 2 workers: bytes per worker per stage-3 step (whole step)")
+    print("| ratio | top-k | LGC ps | LGC rar | LGC ps, min_numel 32, no dense ends | LGC ps / top-k | last / top-k |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = write_cifar(pathlib.Path(tmp) / "cifar", per_batch=16, test=8)
+        extra = ("--dataset", "cifar10", "--data-dir", str(data), "--batch-size", "8")
+        lgc = {"compressor": "lgc", "lgc_dense_steps": 2, "lgc_train_steps": 4}
+        for ratio in (1e-3, 1e-2):
+            configs = [{"compressor": "topk", "memory": "residual", "communicator": "allgather"},
+                       dict(lgc, lgc_variant="ps"), dict(lgc, lgc_variant="rar"),
+                       dict(lgc, lgc_variant="ps", lgc_min_numel=32, lgc_dense_ends=False)]
+            sent = []
+            for i, params in enumerate(configs):
+                run = train(dict(params, compress_ratio=ratio), 3, pathlib.Path(tmp) / f"{ratio}-{i}", *extra)
+                # Steps 7..: stage 3 after the step that also broadcast the autoencoder.
+                sent.append(np.mean([s["bytes_sent"] for s in run["steps"][7:]]) / 2)
+            print(f"| {ratio:g} | " + " | ".join(f"{b:.0f}" for b in sent)
+                  + f" | {sent[1] / sent[0]:.2f} | {sent[3] / sent[0]:.2f} |")
 
 
 def tensor_table():
