@@ -22,12 +22,16 @@ Three stages, counted in steps per tensor name (a step that is not finite does n
 
 Error feedback is LGC's own: each rank keeps, per tensor, what the receivers did not get
 of its compensated gradient (its values off S, and on S the difference to what its
-decoder rebuilt), so ``memory`` must be 'none'. LGC runs its collectives itself inside
+decoder rebuilt), so ``memory`` must be 'none'. Decoded values are scaled by a
+least-squares gain g >= 0 (ours, not the paper's: 'ps' each worker's own, sent with its
+innovation; 'rar' one common gain whose terms ride in the latents' allreduce), so a
+worker's error never exceeds its values and error feedback cannot grow however poorly the
+autoencoder has learnt. LGC runs its collectives itself inside
 ``compress`` (like powersgd), so ``communicator`` must be 'allreduce' (the default); its
 payload list is empty and ``decompress`` decodes what the collectives brought.
 
 How each tensor travels (``route``): dense in stage 1, and in every stage when it has fewer
-than ``lgc_min_numel`` elements (a frame would cost more than the values) or, with
+than ``lgc_min_numel`` elements (as DeepReduce's min_numel: little to save) or, with
 ``lgc_dense_ends`` (default True, as in the paper), when it is the first or the last tensor
 of a step (learnt from the order of the names in stage 1). A tensor whose k is below the
 autoencoder's block (2**depth values: too short for a latent) stays on stage 2's top-k in
