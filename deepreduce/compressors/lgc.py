@@ -66,7 +66,7 @@ DEFAULTS = {
     "lgc_lr": 3e-3,                # Adam's learning rate for the autoencoder
     "lgc_buffer": 64,              # training samples kept (the newest)
     "lgc_replay": 1,               # older samples replayed per training step
-    "lgc_train_iters": 2,          # Adam steps per stage-2 step (on rank 0)
+    "lgc_train_iters": 1,          # Adam steps per stage-2 step (on rank 0)
     "lgc_seed": 0,                 # initial weights and the training generator
     "lgc_dense_ends": True,        # first and last tensor of a step stay dense (the paper)
     "lgc_min_numel": 1000,         # smaller tensors stay dense (as DeepReduce's min_numel)
@@ -174,7 +174,7 @@ class LGCCtx:
 class LGCCompressor(Compressor):
     def __init__(self, variant="ps", dense_steps=100, train_steps=200, compress_ratio=1e-3,
                  innovation_ratio=1e-5, channels=(16, 32, 32, 16), latent_channels=4, ae_lr=3e-3,
-                 buffer_size=64, replay=1, train_iters=2, seed=0, dense_ends=True, min_numel=1000, index="rice",
+                 buffer_size=64, replay=1, train_iters=1, seed=0, dense_ends=True, min_numel=1000, index="rice",
                  transport=None, world_size=None):
         super().__init__(average=True, tensors_size_are_same=False)
         self.autoencoder_module = _torch_autoencoder()

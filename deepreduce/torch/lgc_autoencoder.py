@@ -82,7 +82,7 @@ class LGCAutoencoder:
     float32 NumPy; values are already divided by the leader's scale."""
 
     def __init__(self, variant, workers, channels=(16, 32, 32, 16), latent_channels=4, lr=3e-3,
-                 buffer_size=64, replay=1, iterations=2, seed=0):
+                 buffer_size=64, replay=1, iterations=1, seed=0):
         if variant not in VARIANTS:
             raise ValueError(f"lgc_variant must be one of {VARIANTS}, got {variant!r}")
         check_sizes(channels, latent_channels)
