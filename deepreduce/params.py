@@ -50,3 +50,45 @@ def grace_from_params(params):
     communicator_cls = lookup(COMMUNICATORS, "communicator", p["communicator"])
     return communicator_cls(compressor, memory, p["world_size"], transport=p["transport"],
                             auto_off=AutoOff.from_params(p))
+
+
+# Every params key deepreduce reads: (default as documented, who reads it, what it does).
+# The documentation's params page is generated from this table and DEFAULTS, and a test
+# checks that every key the code reads is here, so the two cannot drift apart.
+KEYS = {
+    "compressor": (None, "grace_from_params", "the compressor's name (see the registry)"),
+    "memory": (None, "grace_from_params", "the memory's name: none, residual, dgc, efsignsgd, powersgd"),
+    "communicator": (None, "grace_from_params", "allreduce, allgather, broadcast, alltoall"),
+    "compress_ratio": (None, "topk, randomk, dgc, adaq", "kept fraction: k = max(1, int(n·ratio))"),
+    "quantum_num": (None, "qsgd, sketch, DeepReduce value codec qsgd", "quantization levels s"),
+    "bucket_size": (None, "qsgd (128); DeepReduce value codec qsgd (512 when absent)", "values per norm bucket"),
+    "threshold": (None, "threshold", "send every |g| >= threshold"),
+    "momentum": (None, "signum, dgc memory", "β of signum's momentum; DGC's momentum correction"),
+    "lr": (None, "efsignsgd compressor and memory", "the learning rate folded into EF-signSGD"),
+    "compress_rank": (None, "powersgd compressor and memory", "rank r of P·Qᵀ"),
+    "gradient_clipping": (None, "dgc memory", "clip by the global norm before accumulating"),
+    "kernel": (None, "topk", "accepted for GRACE scripts and ignored: selection is C"),
+    "world_size": (None, "communicator, powersgd, dgc memory", "None: the transport's size"),
+    "transport": (None, "communicator, powersgd, dgc memory", "a Transport, 'torch', 'mpi', 'local', None: detect"),
+    "auto_off": (None, "communicator", "send a tensor dense when compressing costs more than it saves"),
+    "bandwidth": (None, "auto_off", "link bytes/s for auto_off's cost model (None: measured)"),
+    "auto_off_warmup": ("2", "auto_off", "compressed steps measured before deciding"),
+    "auto_off_interval": ("100", "auto_off", "steps between re-measurements"),
+    "inceptionn_bits": ("10", "inceptionn", "error bound 2^-bits below which values are dropped"),
+    "deepreduce": ("None", "deepreduce_from_params", "wrap the compressor: None, 'value', 'index', 'both'"),
+    "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, raw"),
+    "value": ("'polyfit'", "DeepReduce wrappers", "value codec: polyfit, dexp, deflate, qsgd, fp16, bf16, raw"),
+    "fpr": ("0.1·r/d", "bloom index codec", "the Bloom filter's false-positive rate"),
+    "policy": ("'leftmost'", "bloom index codec", "leftmost, random (P1), p0, conflict_sets (P2)"),
+    "poly_degree": ("5", "polyfit value codec", "degree of each segment's polynomial"),
+    "deflate_level": ("6", "deflate value codec", "zlib level"),
+    "sort": ("False", "DeepReduce wrappers", "accepted for DeepReduce scripts; polyfit always sorts"),
+    "micro-benchmark": ("False", "DeepReduce wrappers", "print per-tensor codec sizes and times"),
+    "min_numel": ("1000", "DeepReduce wrappers", "tensors of fewer elements travel dense"),
+}
+
+
+def documented_default(key):
+    """The default shown for ``key``: GRACE's (DEFAULTS) where it has one, else KEYS's."""
+    default = KEYS[key][0]
+    return repr(DEFAULTS[key]) if default is None else default

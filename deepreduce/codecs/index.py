@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._native import check, check_frame, ffi, lib, u8, u32
-from ..errors import FrameError
+from ..errors import FrameError, UnknownNameError
 from .workspace import Workspace
 
 
@@ -124,7 +124,7 @@ class BloomIndex:
 
     def __init__(self, fpr=None, policy="leftmost"):
         if policy not in POLICIES:
-            raise ValueError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
+            raise UnknownNameError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
         if fpr is not None and not 0.0 < fpr < 1.0:
             raise ValueError(f"fpr must be in (0, 1), got {fpr!r}")
         self.fpr = fpr
@@ -209,4 +209,4 @@ def index_codec(name, fpr=None, policy="leftmost"):
         return RawIndex()
     if key in _LOSSLESS_NAMES:
         return LosslessIndex(key)
-    raise ValueError(f"unknown index codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")
+    raise UnknownNameError(f"unknown index codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")

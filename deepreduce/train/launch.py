@@ -88,6 +88,18 @@ def launch(fn, workers, *args):
     elif workers == 1:
         _spawned(0, 1, _free_port(), fn, args)
     else:
-        import torch.multiprocessing as mp
-        mp.spawn(_spawned, args=(workers, _free_port(), fn, args), nprocs=workers, join=True)
+        spawn(fn, workers, args)
     return mode
+
+
+def spawn(fn, workers, args, while_waiting=None):
+    """Run fn(rank, workers, *args) in ``workers`` new processes on gloo over loopback;
+    call ``while_waiting()`` every 0.1 s until they finish (e.g. to draw their progress).
+    A worker's exception is raised here."""
+    import torch.multiprocessing as mp
+    context = mp.spawn(_spawned, args=(workers, _free_port(), fn, args), nprocs=workers, join=False)
+    while not context.join(timeout=0.1):
+        if while_waiting is not None:
+            while_waiting()
+    if while_waiting is not None:
+        while_waiting()

@@ -130,14 +130,18 @@ def _epoch_record(epoch, rows, loss_sum, seen, metric, test_loss, prev, world_si
         wall_s=wall_s)
 
 
-def _progress_bar(label, cfg, dataset, world_size):
-    from tqdm import tqdm
+def _progress_bar(label, cfg, dataset, world_size, channel):
     steps = steps_per_epoch(len(dataset.train_tensors(0)[0]), world_size, cfg.batch_size)
+    if channel is not None:  # the process that spawned us draws the bar
+        from .progress import ChannelBar
+        return ChannelBar(channel, label, cfg.epochs * steps)
+    from tqdm import tqdm
     return tqdm(total=cfg.epochs * steps, desc=label, unit="step", dynamic_ncols=True)
 
 
-def train_run(label, params, cfg, dataset, rank, world_size):
-    """Train one model with one params dict; returns its log (identical on every rank)."""
+def train_run(label, params, cfg, dataset, rank, world_size, channel=None):
+    """Train one model with one params dict; returns its log (identical on every rank).
+    ``channel``: a queue to send rank 0's progress to, instead of drawing a bar here."""
     task = TASKS[dataset.task]
     torch.manual_seed(cfg.seed)
     model = build_model(cfg.model, dataset.meta, cfg.hidden)
@@ -145,7 +149,7 @@ def train_run(label, params, cfg, dataset, rank, world_size):
     optimizer = make_optimizer(cfg, model)
     schedule = make_schedule(cfg, optimizer)
     grc = make_communicator(params)
-    bar = _progress_bar(label, cfg, dataset, world_size) if rank == 0 and cfg.progress else None
+    bar = _progress_bar(label, cfg, dataset, world_size, channel) if rank == 0 and cfg.progress else None
 
     metric, test_loss = evaluate(model, task, dataset.test, rank, world_size)
     epochs = [dict(epoch=0, metric=metric, test_loss=test_loss, train_loss=None, bytes_sent=0,
@@ -193,12 +197,12 @@ def _set_threads(world_size):
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
 
 
-def run_worker(rank, world_size, cfg):
+def run_worker(rank, world_size, cfg, channel=None):
     """Body of every worker (the process group is already initialised): train each run in
     ``cfg.runs`` in turn; rank 0 writes the logs and plot and prints the summary."""
     _set_threads(world_size)
     dataset = load_dataset(cfg.dataset, cfg.data_dir, seed=cfg.seed)
-    results = [train_run(label, params, cfg, dataset, rank, world_size)
+    results = [train_run(label, params, cfg, dataset, rank, world_size, channel)
                for label, params in cfg.runs]
     if rank == 0:
         from .report import write_outputs

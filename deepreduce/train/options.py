@@ -2,9 +2,8 @@
 import argparse
 import json
 import os
-import time
 
-from .config import DATASET_DEFAULTS, DEFAULT_PARAMS, DENSE_PARAMS, MODEL_NAMES, TrainConfig
+from .config import DATASET_DEFAULTS, DEFAULT_PARAMS, DENSE_PARAMS, MODEL_NAMES, make_config
 
 # Individual flags and the params keys they set.
 PARAM_FLAGS = {"compressor": "compressor", "memory": "memory", "communicator": "communicator",
@@ -147,18 +146,10 @@ def build_params(args):
 
 
 def config_from_args(args, launcher):
-    defaults = DATASET_DEFAULTS[args.dataset]
-    pick = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in defaults.items()}
-    for name in ("epochs", "batch_size"):
-        if pick[name] < 1:
-            raise ValueError(f"--{name.replace('_', '-')}={pick[name]} must be >= 1")
-    if args.hidden is not None and pick["model"] != "mlp":
-        raise ValueError(f"--hidden sets the mlp's layer widths; model {pick['model']!r} "
-                         f"has none to set (add --model mlp)")
     runs = [("compressed", build_params(args))]
     if not args.no_baseline:
         runs.append(("dense", dict(DENSE_PARAMS)))
-    out = args.out or os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
-    return TrainConfig(dataset=args.dataset, data_dir=args.data_dir, momentum=args.momentum,
-                       seed=args.seed, hidden=args.hidden, out=out, runs=runs, progress=not args.no_progress,
-                       launcher=launcher, **pick)
+    overrides = {name: getattr(args, name) for name in DATASET_DEFAULTS[args.dataset]}
+    return make_config(args.dataset, runs, launcher=launcher, out=args.out, progress=not args.no_progress,
+                       data_dir=args.data_dir, momentum=args.momentum, seed=args.seed, hidden=args.hidden,
+                       spell=lambda key: "--" + key.replace("_", "-"), **overrides)
