@@ -2,8 +2,9 @@
 built and checked by the C core (``dr_frame_layout`` / ``dr_frame_seal`` /
 ``dr_frame_parse``), with index sets coded by one of our lossless index codecs.
 
-Frame parameters: params[0] the frame type (below), params[1] flags (bit 0: the sender's
-gradient was not finite, and the frame carries no sections), params[2:4] zero.
+Frame parameters: params[0] the frame type (below), params[1:4] zero. A worker whose
+gradient is not finite sends the project's non-finite marker frame instead
+(``dr_frame_nonfinite``: kind LGC, the numel the receiver expects, nothing else).
 numel is the length of the vector the index section indexes into; count the number of
 indices. Types and their sections:
 
@@ -18,14 +19,13 @@ indices. Types and their sections:
 """
 import numpy as np
 
-from .._native import as_frame_bytes, check, ffi, lib, parse_frame, u8
+from .._native import as_frame_bytes, check, ffi, is_nonfinite_frame, lib, nonfinite_frame, parse_frame, u8
 from ..codecs import Workspace
 from ..errors import FrameError
 
 SET, VALUES, PS_LEAD, RAR_LEAD, INNOVATION = 1, 2, 3, 4, 5
 TYPE_NAMES = {SET: "index set", VALUES: "values", PS_LEAD: "ps leader", RAR_LEAD: "rar leader",
               INNOVATION: "innovation"}
-NONFINITE = 1
 # Sections per frame type, after the index section (if any): (name, float32 count or None
 # for "count" entries).
 _LAYOUT = {SET: (True, ()), VALUES: (False, (("values", "count"),)),
@@ -51,9 +51,11 @@ class FrameCodec:
         self.index = index
         self.work = Workspace()
 
-    def nonfinite(self, frame_type):
-        """The frame a worker whose gradient is not finite sends in place of its own."""
-        return self._seal(frame_type, NONFINITE, 0, 0, [])
+    @staticmethod
+    def nonfinite(numel):
+        """The frame a worker whose gradient is not finite sends in place of one over
+        ``numel`` entries."""
+        return nonfinite_frame(lib.DR_KIND_LGC, numel)
 
     def build(self, frame_type, numel, indices=None, **floats):
         """A frame of ``frame_type`` over a vector of ``numel`` entries: ``indices`` (if
@@ -62,19 +64,19 @@ class FrameCodec:
         sections = [self._index_section(indices, numel)] if has_index else []
         sections += [np.ascontiguousarray(floats[name], dtype=np.float32).view(np.uint8) for name, _ in layout]
         count = indices.size if has_index else floats["values"].size
-        return self._seal(frame_type, 0, numel, count, sections)
+        return self._seal(frame_type, numel, count, sections)
 
     def _index_section(self, indices, numel):
         plan = self.index.plan(indices, numel, self.work)
         out = np.empty(max(plan.bound, 1), dtype=np.uint8)
         return out[:plan.write(u8(out), out.nbytes)]
 
-    def _seal(self, frame_type, flags, numel, count, sections):
+    def _seal(self, frame_type, numel, count, sections):
         f = ffi.new("dr_frame *")
         f.kind, f.value_codec, f.dtype = lib.DR_KIND_LGC, lib.DR_VALUE_RAW, lib.DR_DTYPE_FLOAT32
         f.index_codec = self.index.codec_id if _LAYOUT[frame_type][0] else lib.DR_INDEX_RAW
         f.nsections, f.numel, f.count = len(sections), numel, count
-        f.params = (frame_type, flags, 0, 0)
+        f.params = (frame_type, 0, 0, 0)
         for i, section in enumerate(sections):
             f.section_len[i] = section.nbytes
         size = ffi.new("size_t *")
@@ -89,16 +91,14 @@ class FrameCodec:
         """Check a received frame against what this rank expects (type, numel, and where
         known the count and latent size) and return it Parsed."""
         buf = as_frame_bytes(payload, what)
+        if is_nonfinite_frame(buf, lib.DR_KIND_LGC, numel, what):
+            return Parsed(True)
         f = parse_frame(buf, what)
         if f.kind != lib.DR_KIND_LGC or f.params[0] != frame_type:
             raise FrameError(f"{what}: not an LGC {TYPE_NAMES[frame_type]} frame (kind {f.kind}, "
                              f"type {f.params[0]}); a payload of another compressor or stage")
-        if f.params[1] & ~NONFINITE or f.params[2] or f.params[3]:
-            raise FrameError(f"{what}: unknown flags or parameters {tuple(f.params)}")
-        if f.params[1] & NONFINITE:
-            if f.nsections or f.numel or f.count:
-                raise FrameError(f"{what}: a non-finite marker carries no data")
-            return Parsed(True)
+        if f.params[1] or f.params[2] or f.params[3]:
+            raise FrameError(f"{what}: unknown parameters {tuple(f.params)}")
         has_index, layout = _LAYOUT[frame_type]
         if f.numel != numel:
             raise FrameError(f"{what}: frame over {f.numel} entries, expected {numel}")

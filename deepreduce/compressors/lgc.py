@@ -38,8 +38,8 @@ autoencoder's block (2**depth values: too short for a latent) stays on stage 2's
 stage 3. Every other tensor is coded by the autoencoder in stage 3.
 
 A gradient that is not finite on any rank gives every rank a non-finite aggregate (all
-NaN; so AMP's GradScaler skips the step) and changes no state: the bad rank sends a marker
-frame in place of its data, every rank sees it after the same collective, and nothing is
+NaN; so AMP's GradScaler skips the step) and changes no state (so ``rollback`` has nothing
+to take back): the bad rank sends the non-finite marker frame in place of its data, every rank sees it after the same collective, and nothing is
 committed. Nobody is left waiting: every rank runs the same collectives.
 """
 import time
@@ -47,31 +47,17 @@ import time
 import numpy as np
 
 from .. import edge
-from .._native import check, f32, ffi, lib, u32
+from .._native import all_finite, check, f32, ffi, lib, u32
 from ..base import Compressor
 from ..codecs.index import LosslessIndex
+from ..params import LGC_KEYS
 from . import _lgc_frames as frames
 
 STAGE_DENSE, STAGE_TOPK, STAGE_LGC = 1, 2, 3
 STATE_FORMAT = 1
-# The params keys LGC reads beside GRACE's, with their defaults (compress_ratio defaults
-# to 1e-3 for lgc: see deepreduce.params).
-DEFAULTS = {
-    "lgc_variant": "ps",           # 'ps' (parameter server) or 'rar' (ring allreduce)
-    "lgc_dense_steps": 100,        # stage 1 length, in steps
-    "lgc_train_steps": 200,        # stage 2 length, in steps
-    "lgc_innovation_ratio": 1e-5,  # 'ps': each worker's innovation, as a fraction of n
-    "lgc_channels": (16, 32, 32, 16),  # encoder widths; the depth sets the block 2**depth
-    "lgc_latent_channels": 4,      # latent = latent_channels * ceil(k / 2**depth) floats
-    "lgc_lr": 3e-3,                # Adam's learning rate for the autoencoder
-    "lgc_buffer": 64,              # training samples kept (the newest)
-    "lgc_replay": 1,               # older samples replayed per training step
-    "lgc_train_iters": 1,          # Adam steps per stage-2 step (on rank 0)
-    "lgc_seed": 0,                 # initial weights and the training generator
-    "lgc_dense_ends": True,        # first and last tensor of a step stay dense (the paper)
-    "lgc_min_numel": 1000,         # smaller tensors stay dense (as DeepReduce's min_numel)
-    "lgc_index": "rice",           # lossless index codec of the index sets
-}
+# The params keys LGC reads beside GRACE's, with their defaults (the table, with what each
+# key means, is deepreduce.params.LGC_KEYS; compress_ratio defaults to 1e-3 for lgc).
+DEFAULTS = {key: default for key, (default, _) in LGC_KEYS.items()}
 
 
 def _torch_autoencoder():
@@ -172,10 +158,14 @@ class LGCCtx:
 
 
 class LGCCompressor(Compressor):
-    def __init__(self, variant="ps", dense_steps=100, train_steps=200, compress_ratio=1e-3,
-                 innovation_ratio=1e-5, channels=(16, 32, 32, 16), latent_channels=4, ae_lr=3e-3,
-                 buffer_size=64, replay=1, train_iters=1, seed=0, dense_ends=True, min_numel=1000, index="rice",
-                 transport=None, world_size=None):
+    def __init__(self, variant=DEFAULTS["lgc_variant"], dense_steps=DEFAULTS["lgc_dense_steps"],
+                 train_steps=DEFAULTS["lgc_train_steps"], compress_ratio=1e-3,
+                 innovation_ratio=DEFAULTS["lgc_innovation_ratio"], channels=DEFAULTS["lgc_channels"],
+                 latent_channels=DEFAULTS["lgc_latent_channels"], ae_lr=DEFAULTS["lgc_lr"],
+                 buffer_size=DEFAULTS["lgc_buffer"], replay=DEFAULTS["lgc_replay"],
+                 train_iters=DEFAULTS["lgc_train_iters"], seed=DEFAULTS["lgc_seed"],
+                 dense_ends=DEFAULTS["lgc_dense_ends"], min_numel=DEFAULTS["lgc_min_numel"],
+                 index=DEFAULTS["lgc_index"], transport=None, world_size=None):
         super().__init__(average=True, tensors_size_are_same=False)
         self.autoencoder_module = _torch_autoencoder()
         if variant not in self.autoencoder_module.VARIANTS:
@@ -267,7 +257,7 @@ class LGCCompressor(Compressor):
             self.steps[name] = 0
         residual = self.residuals.get(name)
         compensated = flat + residual if residual is not None else flat.copy()
-        finite = bool(np.isfinite(compensated).all())
+        finite = all_finite(compensated)
         route = self.route(name, flat.size)
         self.timings.start()
         if route == "dense":
@@ -299,15 +289,12 @@ class LGCCompressor(Compressor):
         summed = self.transport.allreduce(compensated, f"{name}/lgc-dense")
         self.timings.lap("exchange")
         result = summed / size
-        if np.isfinite(result).all():  # the same verdict on every rank: the sum is the same
+        if all_finite(result):  # the same verdict on every rank: the sum is the same
             self.steps[name] += 1
             self.residuals.pop(name, None)
         return LGCCtx(compensated.nbytes, result=result)
 
     # -- stages 2 and 3 ------------------------------------------------------------------
-    def _nonfinite(self, n):
-        return np.full(n, np.nan, dtype=np.float32)
-
     def _sparse(self, x, finite, name, route):
         """Round 1: the leader's broadcast; round 2: every rank's part. Returns the ctx."""
         t = self.transport
@@ -332,7 +319,7 @@ class LGCCompressor(Compressor):
         head = self.frames.open(got, lead_type, n, what, count=k,
                                 latent=latent_size if lead_type == frames.PS_LEAD else None)
         if head.nonfinite:  # every rank learnt it from the same broadcast: all skip round 2
-            return LGCCtx(sent, result=self._nonfinite(n))
+            return LGCCtx(sent, result=edge.nan_filled(n))
         S = head.indices
         mine = gather(x, S)
         if route == "topk":
@@ -344,7 +331,7 @@ class LGCCompressor(Compressor):
 
     def _lead_frame(self, x, k, lead_type, finite, name):
         if not finite:
-            return self.frames.nonfinite(lead_type)
+            return self.frames.nonfinite(x.size)
         S = self.select(x, k, f"LGC top-k of {name!r}")
         if lead_type == frames.SET:
             return self.frames.build(frames.SET, x.size, S)
@@ -367,11 +354,11 @@ class LGCCompressor(Compressor):
 
     def _topk_round(self, x, mine, S, finite, name, leader, sent):
         n, k = x.size, S.size
-        frame = self.frames.build(frames.VALUES, k, values=mine) if finite else self.frames.nonfinite(frames.VALUES)
+        frame = self.frames.build(frames.VALUES, k, values=mine) if finite else self.frames.nonfinite(k)
         parsed = self._gather_frames(frame, frames.VALUES, name, k, count=k)
         sent += frame.nbytes
         if parsed is None:
-            return LGCCtx(sent, result=self._nonfinite(n))
+            return LGCCtx(sent, result=edge.nan_filled(n))
         rows = np.stack([p.sections["values"] for p in parsed])
         # Rank 0 trains in stage 2 on the tensors the autoencoder will code; its weights go
         # to everyone when stage 3 begins.
@@ -397,11 +384,11 @@ class LGCCompressor(Compressor):
             gain = np.array([least_squares_gain(decoded, mine)], dtype=np.float32)
             frame = self.frames.build(frames.INNOVATION, k, positions, values=values, gain=gain)
         else:
-            frame = self.frames.nonfinite(frames.INNOVATION)
+            frame = self.frames.nonfinite(k)
         parsed = self._gather_frames(frame, frames.INNOVATION, name, k)
         sent += frame.nbytes
         if parsed is None:
-            return LGCCtx(sent, result=self._nonfinite(n))
+            return LGCCtx(sent, result=edge.nan_filled(n))
 
         def finish():
             rebuilt = []
@@ -439,7 +426,7 @@ class LGCCompressor(Compressor):
         self.timings.lap("exchange")
         sent += vector.nbytes
         if summed[-1] != 0.0:
-            return LGCCtx(sent, result=self._nonfinite(n))
+            return LGCCtx(sent, result=edge.nan_filled(n))
         gain = clamp_gain(summed[size], summed[size + 1])
 
         def finish():
