@@ -89,7 +89,7 @@ KEYS = {
     "deflate_level": ("6", "deflate value codec", "zlib level"),
     "sort": ("False", "DeepReduce wrappers", "accepted for DeepReduce scripts; polyfit always sorts"),
     "micro-benchmark": ("False", "DeepReduce wrappers", "print per-tensor codec sizes and times"),
-    "min_numel": ("1000", "DeepReduce wrappers", "tensors of fewer elements travel dense"),
+    "min_numel": ("1000", "DeepReduce wrappers", "tensors of at most this many elements skip the codecs (raw top-k)"),
 }
 # LGC's keys: (default, what it does); deepreduce.compressors.lgc takes its defaults from here.
 LGC_KEYS = {
