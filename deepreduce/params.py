@@ -80,6 +80,7 @@ KEYS = {
     "spardl_teams": ("1", "spardl", "d, the number of teams; must divide the world size"),
     "spardl_index_codec": ("'rice'", "spardl", "index codec of SparDL's hops: rice, ef, varint, raw"),
     "inceptionn_bits": ("10", "inceptionn", "error bound 2^-bits below which values are dropped"),
+    "threelc_sparsity": ("1.0", "3lc", "M = max|g|·sparsity, in [1, 2): higher rounds more entries to 0"),
     "deepreduce": ("None", "deepreduce_from_params", "wrap the compressor: None, 'value', 'index', 'both'"),
     "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, raw"),
     "value": ("'polyfit'", "DeepReduce wrappers", "value codec: polyfit, dexp, deflate, qsgd, fp16, bf16, raw"),
