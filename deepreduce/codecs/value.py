@@ -11,6 +11,7 @@ import numpy as np
 from .._native import check, check_frame, f32, ffi, lib, u8, u32
 from ..compressors._framed import StepKeys
 from ..errors import FrameError
+from .checks import array_of, section
 
 
 def _written():
@@ -30,7 +31,10 @@ class ValueCodec:
         raise NotImplementedError
 
     def encode(self, values, ptr, cap, name, work):
-        """Write the section for ``values``; return (bytes written, perm or None)."""
+        """Write the section for ``values`` (float32); return (bytes written, perm or None)."""
+        return self._write(array_of(values, np.float32, f"{self.name} values of {name!r}"), ptr, cap, name, work)
+
+    def _write(self, values, ptr, cap, name, work):
         raise NotImplementedError
 
     def decode(self, buf, off, length, r, params, work):
@@ -43,6 +47,7 @@ class ValueCodec:
 
     def _decode_into(self, decoder, buf, off, length, r, work, *args):
         """Run a C decoder that writes r floats into a workspace array."""
+        section(buf, off, length, f"{self.name} value section")
         out = work.array("values", r, np.float32)
         check_frame(decoder(u8(buf) + off, length, r, *args, f32(out)), f"{self.name} value section")
         return out
@@ -55,11 +60,12 @@ class RawValues(ValueCodec):
     def bound(self, r):
         return 4 * r
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         ffi.memmove(ptr, f32(values), values.nbytes)
         return values.nbytes, None
 
     def decode(self, buf, off, length, r, params, work):
+        section(buf, off, length, "raw value section")
         self._zero_params(params)
         if length != 4 * r:
             raise FrameError(f"raw value section: {length} bytes for {r} values, expected {4 * r}")
@@ -78,7 +84,7 @@ class CastValues(ValueCodec):
     def bound(self, r):
         return 2 * r
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         written = _written()
         check(self._encode(f32(values), values.size, ptr, cap, written), f"{self.name} of {name!r}")
         return written[0], None
@@ -106,7 +112,7 @@ class PolyfitValues(ValueCodec):
     def bound(self, r):
         return lib.dr_value_polyfit_bound(r, self.degree, 0)
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         perm = work.array("perm", values.size, np.uint32)
         scratch = work.array("polyfit", lib.dr_value_polyfit_workspace_size(values.size), np.uint8)
         written = _written()
@@ -133,7 +139,7 @@ class DexpValues(ValueCodec):
     def bound(self, r):
         return lib.dr_value_dexp_bound(r)
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         perm = work.array("perm", values.size, np.uint32)
         scratch = work.array("dexp", lib.dr_value_dexp_workspace_size(values.size), np.uint8)
         written = _written()
@@ -164,13 +170,14 @@ class DeflateValues(ValueCodec):
     def _zlib_work(self, work, r):
         return ffi.from_buffer(work.array("zlib", lib.dr_value_deflate_workspace_size(r, self.level), np.uint8))
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         written = _written()
         check(lib.dr_value_deflate_encode(f32(values), values.size, self.level, ptr, cap, written,
                                           self._zlib_work(work, values.size)), f"deflate of {name!r}")
         return written[0], None
 
     def decode(self, buf, off, length, r, params, work):
+        section(buf, off, length, "deflate value section")
         self._zero_params(params)
         out = work.array("values", r, np.float32)
         check_frame(lib.dr_value_deflate_decode(u8(buf) + off, length, r, f32(out), self._zlib_work(work, r)),
@@ -197,7 +204,7 @@ class QsgdValues(ValueCodec):
     def bound(self, r):
         return lib.dr_value_qsgd_bound(r, self.params[1], self.params[0])
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         s, bucket = self.params
         written = _written()
         check(lib.dr_value_qsgd_encode(f32(values), values.size, bucket, s, self.keys.next(name), ptr, cap, written),
