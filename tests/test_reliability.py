@@ -116,3 +116,177 @@ def test_bloom_on_an_empty_tensor():
     codec = index_codec("bloom")
     section, rebuilt = encode_section(codec, np.empty(0, dtype=np.uint32), 0)
     assert rebuilt.size == 0 and section.size == 0
+
+
+# ------------------------------------------------------------- item 2: randomk payloads
+def test_randomk_refuses_a_payload_of_the_wrong_length():
+    """k + 10^8 values segfaulted: the scatter ran over the k indices of ctx."""
+    c = grace_from_params({"compressor": "randomk", "compress_ratio": 0.01}).compressor
+    x = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
+    (values,), ctx = c.compress(x, "w")
+    for bad in (np.zeros(values.size + 10 ** 6, np.float32), values[:-1], values.astype(np.int32),
+                values.reshape(1, -1)):
+        with pytest.raises(FrameError, match="random-k payload"):
+            c.decompress([bad], ctx)
+    assert np.array_equal(c.decompress([values], ctx)[ctx.indices], values)
+
+
+# ------------------------------------------------------------- item 3: sparse receivers
+def sparse_payload(name, x, **params):
+    c = grace_from_params({"compressor": name, **params}).compressor
+    return c, *c.compress(x, "w")
+
+
+def test_sparse_receivers_refuse_another_kind_and_repeated_or_unsorted_indices():
+    x = np.random.default_rng(2).standard_normal(5000).astype(np.float32)
+    topk, (frame,), ctx = sparse_payload("topk", x, compress_ratio=0.01)
+    threshold, (other,), _ = sparse_payload("threshold", x, threshold=2.5)
+    with pytest.raises(FrameError, match="codec"):
+        topk.decompress([other], ctx)
+    with pytest.raises(FrameError, match="codec"):
+        threshold.decompress([frame], ctx)
+    header = int(lib.dr_frame_header_size(2))
+    idx = frame[header:header + 4 * 50].view(np.uint32).copy()
+    values = frame[header + 4 * 50:-4].tobytes()
+    for forged in (np.r_[idx[:2], idx[1], idx[3:]], idx[::-1].copy(), np.r_[idx[:-1], 5000]):
+        bad = forged_frame(lib.DR_KIND_TOPK, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 5000, 50, (0, 0, 0, 0),
+                           [forged.astype(np.uint32).tobytes(), values])
+        with pytest.raises(FrameError, match="corrupt"):
+            topk.decompress([bad], ctx)
+    nonzero = forged_frame(lib.DR_KIND_TOPK, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 5000, 50, (0, 1, 0, 0),
+                           [idx.tobytes(), values])
+    with pytest.raises(FrameError, match="field"):
+        topk.decompress([nonzero], ctx)
+    # NaN and Inf values pass through the raw value section untouched (SPEC §2).
+    odd = np.frombuffer(values, dtype=np.float32).copy()
+    odd[:2] = [np.nan, np.inf]
+    out = topk.decompress([forged_frame(lib.DR_KIND_TOPK, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 5000, 50,
+                                        (0, 0, 0, 0), [idx.tobytes(), odd.tobytes()])], ctx)
+    assert np.isnan(out[idx[0]]) and np.isinf(out[idx[1]])
+
+
+# ------------------------------------------------------------- item 4: the codec layer
+def test_codecs_refuse_arrays_of_the_wrong_dtype():
+    work = Workspace()
+    for name in ("bloom", "ef", "rice", "raw"):
+        with pytest.raises(TypeError, match="uint32"):
+            index_codec(name).plan(np.arange(10, dtype=np.float32), 100, work)
+        with pytest.raises(TypeError, match="uint32"):
+            index_codec(name).plan(np.arange(10, dtype=np.int64), 100, work)
+    buf = np.zeros(64, dtype=np.uint8)
+    for name in ("fp16", "bf16", "qsgd", "polyfit", "dexp", "deflate", "raw"):
+        with pytest.raises(TypeError, match="float32"):
+            value_codec(name).encode(np.ones(8, dtype=np.float64), u8(buf), buf.nbytes, "w", work)
+
+
+@pytest.mark.parametrize("off, length", [(2 ** 30, 4), (0, 2 ** 30), (-1, 4), (60, 8)])
+def test_codec_decoders_refuse_a_section_outside_the_frame(off, length):
+    buf = np.zeros(64, dtype=np.uint8)
+    work = Workspace()
+    for name in ("rle", "huffman", "ef", "rice", "varint", "raw", "bloom"):
+        with pytest.raises(FrameError, match="outside the 64-byte frame"):
+            index_codec(name).decode(buf, off, length, 1000, 1, (0, 0), work, True)
+    for name in ("fp16", "bf16", "qsgd", "polyfit", "dexp", "deflate", "raw"):
+        with pytest.raises(FrameError, match="outside the 64-byte frame"):
+            value_codec(name).decode(buf, off, length, 1, (0, 0), work)
+    with pytest.raises(TypeError, match="uint8"):
+        index_codec("ef").decode(buf.view(np.int8), 0, 4, 1000, 1, (0, 0), work, True)
+
+
+# ------------------------------------------------------------- item 5: odd inputs
+def every_compressor_config():
+    """(params) for every compressor, plain and under each DeepReduce wrapper."""
+    from deepreduce.pairings import natural_params
+    from deepreduce.registry import COMPRESSORS
+    for name in sorted(COMPRESSORS):
+        yield natural_params(name)
+        if name != "powersgd":  # powersgd communicates inside compress: nothing to wrap
+            for mode, index, value in (("index", "bloom", "raw"), ("value", "raw", "polyfit"),
+                                       ("both", "ef", "qsgd")):
+                yield {**natural_params(name), "deepreduce": mode, "index": index, "value": value, "min_numel": 0}
+
+
+def compressor_of(params):
+    from deepreduce.wrappers import deepreduce_from_params
+    return deepreduce_from_params(params).compressor
+
+
+@pytest.mark.parametrize("params", list(every_compressor_config()), ids=lambda p: f"{p['compressor']}"
+                         f"-{p.get('deepreduce', 'plain')}")
+def test_empty_and_near_float_max_tensors_through_every_compressor(params):
+    """An empty tensor gave "invalid argument" in topk, randomk and dgc; finite values near
+    ±3e38 made qsgd's bucket norm overflow. Both now round-trip (fp16 excepted for the
+    huge values: they are beyond float16, see the fp16 test)."""
+    c = compressor_of(params)
+    empty = np.zeros((0, 3), dtype=np.float32)
+    tensors, ctx = c.compress(empty, "w")
+    assert c.decompress(tensors, ctx).shape == (0, 3)
+    if params["compressor"] == "fp16":
+        return
+    huge = np.where(np.arange(600) % 2, 3e38, -3.2e38).astype(np.float32)
+    tensors, ctx = c.compress(huge, "w")
+    out = np.asarray(c.decompress(tensors, ctx))
+    assert out.shape == huge.shape and np.isfinite(out).all()
+
+
+def test_qsgd_near_float_max_stays_unbiased():
+    c = grace_from_params({"compressor": "qsgd", "quantum_num": 64, "bucket_size": 16}).compressor
+    x = np.full(16, 3e38, dtype=np.float32)
+    outs = [np.asarray(c.decompress(*[c.compress(x, "w")][0])) for _ in range(400)]
+    mean = np.mean(outs, axis=0, dtype=np.float64)
+    assert np.all(np.abs(mean / 3e38 - 1) < 0.05)
+
+
+@pytest.mark.parametrize("name, key, bad, error, match", [
+    ("topk", "compress_ratio", "0.1", TypeError, "compress_ratio must be a number, got '0.1'"),
+    ("topk", "compress_ratio", None, TypeError, "compress_ratio must be a number, got None"),
+    ("randomk", "compress_ratio", 0, ValueError, r"compress_ratio must be in \(0, 1\]"),
+    ("dgc", "compress_ratio", True, TypeError, "compress_ratio must be a number"),
+    ("adaq", "compress_ratio", 1.5, ValueError, r"compress_ratio must be in \(0, 1\]"),
+    ("qsgd", "quantum_num", 1.5, ValueError, "quantum_num must be an integer, got 1.5"),
+    ("qsgd", "bucket_size", 2 ** 40, ValueError, r"bucket_size must be an integer in \[1, 4294967295\]"),
+    ("sketch", "quantum_num", "7", TypeError, "quantum_num \\(bins\\) must be a number"),
+    ("signum", "momentum", 1.5, ValueError, r"momentum must be in \[0.0, 1.0\]"),
+    ("signum", "momentum", "0.9", TypeError, "momentum must be a number"),
+    ("threshold", "threshold", -1, ValueError, "threshold must be in"),
+    ("efsignsgd", "lr", 0, ValueError, "lr must be positive"),
+    ("powersgd", "compress_rank", 0.5, ValueError, "compress_rank must be an integer"),
+])
+def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad, error, match):
+    with pytest.raises(error, match=match):
+        grace_from_params({"compressor": name, key: bad})
+
+
+@pytest.mark.parametrize("value, key, bad, match", [
+    ("qsgd", "quantum_num", 2.5, "quantum_num must be an integer"),
+    ("qsgd", "bucket_size", 2 ** 40, "bucket_size must be an integer in"),
+    ("polyfit", "poly_degree", 2.5, "poly_degree must be an integer"),
+    ("deflate", "deflate_level", "6", "deflate_level must be a number"),
+    ("qsgd", "fpr", "0.1", "fpr must be a number"),
+    ("qsgd", "min_numel", "10", "min_numel must be a number")])
+def test_bad_wrapper_parameters_are_refused(value, key, bad, match):
+    from deepreduce.wrappers import deepreduce_from_params
+    with pytest.raises((TypeError, ValueError), match=match):
+        deepreduce_from_params({"compressor": "topk", "deepreduce": "both", "index": "bloom", "value": value,
+                                key: bad})
+
+
+def test_fp16_payload_of_the_wrong_length_or_dtype_is_a_frame_error():
+    c = grace_from_params({"compressor": "fp16"}).compressor
+    x = np.linspace(-1, 1, 100, dtype=np.float32)
+    (half,), ctx = c.compress(x, "w")
+    for bad in (half[:-1], np.zeros(101, np.float16), half.astype(np.float32)):
+        with pytest.raises(FrameError, match="fp16 payload"):
+            c.decompress([bad], ctx)
+
+
+def test_fp16_overflow_is_infinity_as_in_torch_and_grace():
+    """Decided (docs/reliability.md): |x| > 65504 rounds to ±Inf as IEEE round-to-nearest
+    gives, the same as torch's .half(), its fp16 DDP hook and GRACE, so AMP's GradScaler
+    sees the overflow and skips the step; 65504 and values that round to it are kept."""
+    torch = pytest.importorskip("torch")
+    c = grace_from_params({"compressor": "fp16"}).compressor
+    x = np.array([65504, 65519.99, 65520, -7e4, 1e38, 1.0], dtype=np.float32)
+    out = np.asarray(c.decompress(*c.compress(x, "w")))
+    assert out.tolist() == [65504, 65504, np.inf, -np.inf, np.inf, 1.0]
+    assert np.array_equal(out, torch.from_numpy(x).half().float().numpy())

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._native import check, check_frame, ffi, lib, u8, u32
 from ..errors import DeepReduceError, FrameError
-from .checks import array_of, section
+from ..checks import array_of, number, section
 from .workspace import Workspace
 
 
@@ -132,7 +132,7 @@ class BloomIndex:
     def __init__(self, fpr=None, policy="leftmost"):
         if policy not in POLICIES:
             raise ValueError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
-        if fpr is not None and not 0.0 < fpr < 1.0:
+        if fpr is not None and not 0.0 < number(fpr, "fpr", 0.0, 1.0, high_open=True):
             raise ValueError(f"fpr must be in (0, 1), got {fpr!r}")
         self.fpr = fpr
         self.policy_name = policy

@@ -11,7 +11,7 @@ import numpy as np
 from .._native import check, check_frame, f32, ffi, lib, u8, u32
 from ..compressors._framed import StepKeys
 from ..errors import FrameError
-from .checks import array_of, section
+from ..checks import array_of, integer, section
 
 
 def _written():
@@ -39,6 +39,10 @@ class ValueCodec:
 
     def decode(self, buf, off, length, r, params, work):
         """The r values of the section at buf[off:off+length] (possibly a view)."""
+        section(buf, off, length, f"{self.name} value section")
+        return self._read(buf, off, length, r, params, work)
+
+    def _read(self, buf, off, length, r, params, work):
         raise NotImplementedError
 
     def _zero_params(self, params):
@@ -47,7 +51,6 @@ class ValueCodec:
 
     def _decode_into(self, decoder, buf, off, length, r, work, *args):
         """Run a C decoder that writes r floats into a workspace array."""
-        section(buf, off, length, f"{self.name} value section")
         out = work.array("values", r, np.float32)
         check_frame(decoder(u8(buf) + off, length, r, *args, f32(out)), f"{self.name} value section")
         return out
@@ -64,8 +67,7 @@ class RawValues(ValueCodec):
         ffi.memmove(ptr, f32(values), values.nbytes)
         return values.nbytes, None
 
-    def decode(self, buf, off, length, r, params, work):
-        section(buf, off, length, "raw value section")
+    def _read(self, buf, off, length, r, params, work):
         self._zero_params(params)
         if length != 4 * r:
             raise FrameError(f"raw value section: {length} bytes for {r} values, expected {4 * r}")
@@ -89,7 +91,7 @@ class CastValues(ValueCodec):
         check(self._encode(f32(values), values.size, ptr, cap, written), f"{self.name} of {name!r}")
         return written[0], None
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         self._zero_params(params)
         return self._decode_into(self._decode, buf, off, length, r, work)
 
@@ -104,9 +106,7 @@ class PolyfitValues(ValueCodec):
     fixed_size = False
 
     def __init__(self, degree=lib.DR_POLYFIT_DEFAULT_DEGREE):
-        if not 0 <= int(degree) <= lib.DR_POLYFIT_MAX_DEGREE:
-            raise ValueError(f"poly_degree must be in [0, {lib.DR_POLYFIT_MAX_DEGREE}], got {degree!r}")
-        self.degree = int(degree)
+        self.degree = integer(degree, "poly_degree", 0, lib.DR_POLYFIT_MAX_DEGREE)
         self.params = (self.degree, 0)
 
     def bound(self, r):
@@ -120,7 +120,7 @@ class PolyfitValues(ValueCodec):
                                           ffi.from_buffer(scratch)), f"polyfit of {name!r}")
         return written[0], perm
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         packed, unused = params
         degree, flags = packed & 0xFF, packed >> 8
         if unused or degree > lib.DR_POLYFIT_MAX_DEGREE or flags & ~lib.DR_POLYFIT_COEF_F32:
@@ -147,7 +147,7 @@ class DexpValues(ValueCodec):
                                        ffi.from_buffer(scratch)), f"dexp of {name!r}")
         return written[0], perm
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         self._zero_params(params)
         return self._decode_into(lib.dr_value_dexp_decode, buf, off, length, r, work)
 
@@ -160,9 +160,7 @@ class DeflateValues(ValueCodec):
     fixed_size = False
 
     def __init__(self, level=lib.DR_DEFLATE_DEFAULT_LEVEL):
-        if not 0 <= int(level) <= 9:
-            raise ValueError(f"deflate_level must be in [0, 9], got {level!r}")
-        self.level = int(level)
+        self.level = integer(level, "deflate_level", 0, 9)
 
     def bound(self, r):
         return lib.dr_value_deflate_bound(r)
@@ -176,8 +174,7 @@ class DeflateValues(ValueCodec):
                                           self._zlib_work(work, values.size)), f"deflate of {name!r}")
         return written[0], None
 
-    def decode(self, buf, off, length, r, params, work):
-        section(buf, off, length, "deflate value section")
+    def _read(self, buf, off, length, r, params, work):
         self._zero_params(params)
         out = work.array("values", r, np.float32)
         check_frame(lib.dr_value_deflate_decode(u8(buf) + off, length, r, f32(out), self._zlib_work(work, r)),
@@ -194,11 +191,8 @@ class QsgdValues(ValueCodec):
     codec_id = lib.DR_VALUE_QSGD
 
     def __init__(self, quantum_num=lib.DR_QSGD_DEFAULT_QUANTUM, bucket_size=lib.DR_QSGD_DEFAULT_BUCKET):
-        if not 1 <= int(quantum_num) <= lib.DR_QSGD_MAX_QUANTUM:
-            raise ValueError(f"quantum_num must be in [1, {lib.DR_QSGD_MAX_QUANTUM}], got {quantum_num!r}")
-        if int(bucket_size) < 1:
-            raise ValueError(f"bucket_size must be a positive integer, got {bucket_size!r}")
-        self.params = (int(quantum_num), int(bucket_size))
+        self.params = (integer(quantum_num, "quantum_num", 1, lib.DR_QSGD_MAX_QUANTUM),
+                       integer(bucket_size, "bucket_size", 1, 0xFFFFFFFF))  # uint32 in the frame
         self.keys = StepKeys()
 
     def bound(self, r):
@@ -211,7 +205,7 @@ class QsgdValues(ValueCodec):
               f"qsgd of {name!r}")
         return written[0], None
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         s, bucket = params
         if not (1 <= s <= lib.DR_QSGD_MAX_QUANTUM and bucket >= 1):
             raise FrameError(f"qsgd value section: bad parameters s={s}, bucket={bucket}")

@@ -23,11 +23,12 @@ def encode(kind, flat, indices, what):
     return frame
 
 
-def decode(payload, numel, what):
-    """The dense float32 tensor a raw sparse payload describes (zeros elsewhere)."""
+def decode(payload, kind, numel, what):
+    """The dense float32 tensor a raw sparse payload of sparsifier ``kind`` describes
+    (zeros elsewhere); a frame of another kind is refused."""
     frame = as_frame_bytes(payload, what)
     dense = edge.zeros(numel)
-    check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, f32(dense), numel, ffi.NULL), what)
+    check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, kind, f32(dense), numel), what)
     return dense
 
 
@@ -61,4 +62,4 @@ class Sparsifier(Compressor):
 
     def decompress(self, tensors, ctx):
         frame, = tensors
-        return ctx.restore(decode(frame, ctx.numel, f"{type(self).__name__} payload"))
+        return ctx.restore(decode(frame, getattr(lib, self.frame_kind), ctx.numel, f"{type(self).__name__} payload"))

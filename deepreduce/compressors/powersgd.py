@@ -13,6 +13,7 @@ import numpy as np
 from .. import edge
 from .._native import name_key
 from ..base import Compressor
+from ..checks import integer
 
 
 def orthonormalize(matrix, eps=1e-8):
@@ -37,9 +38,7 @@ class PowerSGDCtx:
 class PowerSGDCompressor(Compressor):
     def __init__(self, rank=1, use_memory=True, transport=None, world_size=None):
         super().__init__()
-        if int(rank) < 1:
-            raise ValueError(f"compress_rank must be a positive integer, got {rank!r}")
-        self.rank = int(rank)
+        self.rank = integer(rank, "compress_rank", 1, 2 ** 31 - 1)
         self.use_memory = use_memory
         self.q_memory = {}
         self._steps = {}
@@ -73,7 +72,7 @@ class PowerSGDCompressor(Compressor):
 
     def compress(self, tensor, name):
         shaped, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        if len(restore.shape) <= 1:
+        if len(restore.shape) <= 1 or shaped.size == 0:  # vectors and empty tensors go dense
             return [shaped], PowerSGDCtx(None, None, restore, dense=True)
         n = restore.shape[0]
         matrix = shaped.reshape(n, -1)

@@ -3,8 +3,10 @@ import numpy as np
 from .. import edge
 from .._native import check, f32, lib, name_key, u32, workspace
 from ..base import Compressor
+from ..errors import FrameError
 from ._sparse import SparseCtx
 from .topk import topk_count
+from ..checks import fraction
 
 
 class RandomKCompressor(Compressor):
@@ -16,9 +18,7 @@ class RandomKCompressor(Compressor):
 
     def __init__(self, compress_ratio):
         super().__init__()
-        if not 0.0 < compress_ratio <= 1.0:
-            raise ValueError(f"compress_ratio must be in (0, 1], got {compress_ratio!r}")
-        self.compress_ratio = compress_ratio
+        self.compress_ratio = fraction(compress_ratio, "compress_ratio")
         self.steps = {}  # name -> how many times it was compressed
 
     @classmethod
@@ -39,6 +39,13 @@ class RandomKCompressor(Compressor):
 
     def decompress(self, tensors, ctx):
         values, = tensors
+        values = np.asarray(values)
+        # The indices are this rank's own (ctx): the payload must carry exactly one value
+        # for each, or the scatter would read past them.
+        if values.dtype.kind != "f" or values.shape != ctx.indices.shape:
+            raise FrameError(f"random-k payload: {values.size} values of dtype {values.dtype}, expected "
+                             f"{ctx.indices.size} float values (k of this tensor); a payload of another tensor, "
+                             "ratio or compressor")
         values = np.ascontiguousarray(values, dtype=np.float32)
         dense = edge.zeros(ctx.numel)
         check(lib.dr_scatter(u32(ctx.indices), f32(values), values.size, f32(dense), ctx.numel),

@@ -2,6 +2,7 @@ import numpy as np
 
 from .._native import check, f32, lib
 from ._framed import FramedCompressor, sign_vote
+from ..checks import number
 
 
 class SignumCompressor(FramedCompressor):
@@ -13,7 +14,7 @@ class SignumCompressor(FramedCompressor):
 
     def __init__(self, momentum=0.9):
         super().__init__(average=False)
-        self.momentum = float(momentum)
+        self.momentum = number(momentum, "momentum", 0.0, 1.0)
         self.momenta = {}
 
     @classmethod
