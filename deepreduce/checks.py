@@ -65,3 +65,15 @@ def integer(value, what, low, high):
     if not low <= x <= high:
         raise ValueError(f"{what} must be an integer in [{low}, {high}], got {value!r}")
     return int(x)
+
+
+def dense_payload(payload, numel, what):
+    """A payload that carries the tensor's values as they are (none, powersgd's vectors):
+    ``numel`` floating-point values, else FrameError. Returned unchanged (NumPy or torch)."""
+    is_torch = hasattr(payload, "numel") and not isinstance(payload, np.ndarray)
+    size = payload.numel() if is_torch else np.size(payload)
+    floating = payload.dtype.is_floating_point if is_torch else np.asarray(payload).dtype.kind == "f"
+    if size != numel or not floating:
+        raise FrameError(f"{what}: {size} values of dtype {payload.dtype}, expected {numel} floating-point values; "
+                         "a payload of another tensor or compressor")
+    return payload

@@ -13,7 +13,7 @@ import numpy as np
 from .. import edge
 from .._native import name_key
 from ..base import Compressor
-from ..checks import integer
+from ..checks import dense_payload, integer
 
 
 def orthonormalize(matrix, eps=1e-8):
@@ -88,7 +88,7 @@ class PowerSGDCompressor(Compressor):
     def decompress(self, tensors, ctx):
         if ctx.dense:
             tensor, = tensors
-            return ctx.restore(tensor)
+            return ctx.restore(dense_payload(tensor, ctx.restore.numel, "powersgd dense payload"))
         return ctx.restore((ctx.p @ ctx.q.T).reshape(-1))
 
     def wire_bytes(self, tensors, ctx):
