@@ -10,7 +10,25 @@
 
 /* The receiver's own tensor: at most this many elements (a fuzzed numel above it is
  * decoded against this size, so the decoder sees a mismatch and must refuse). */
-#define FUZZ_MAX_NUMEL ((size_t)1 << 18)
+#define FUZZ_MAX_NUMEL ((size_t)1 << 16)
+
+/* FUZZ_ONLY=<number> in the environment pins every input to one decoder (the frame's
+ * kind for fuzz_frame, the codec selector for fuzz_sections), so a campaign can give
+ * each decoder its own count; unset or negative: the input chooses. Read once by
+ * LLVMFuzzerInitialize. */
+static int fuzz_only = -1;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *only = getenv("FUZZ_ONLY");
+    (void)argc;
+    (void)argv;
+    if (only != NULL && *only != '\0')
+        fuzz_only = atoi(only);
+    return 0;
+}
 
 static uint32_t fuzz_get_u32(const uint8_t *p)
 {

@@ -1,7 +1,8 @@
 /* libFuzzer target: the frame parser and every compressor's decoder, as a receiver
  * calls them. Each input is tried as it came (the CRC refuses almost all mutations:
  * that path is the parser's) and after fuzz_fix_frame, so the fields and sections
- * behind the checksum are reached. The receiver's tensor has the frame's numel (capped
+ * behind the checksum are reached. With FUZZ_ONLY=<kind> only the fixed-up frame runs,
+ * its kind byte pinned. The receiver's tensor has the frame's numel (capped
  * at FUZZ_MAX_NUMEL); DeepReduce frames go through their index, value and permutation
  * sections. */
 #include "fuzz_common.h"
@@ -76,9 +77,9 @@ static void decode_frame(const uint8_t *buf, size_t len)
         return;
     n = f.numel <= FUZZ_MAX_NUMEL ? (size_t)f.numel : FUZZ_MAX_NUMEL;
     r = f.count <= n ? (size_t)f.count : n;
-    dense = malloc((n + 1) * sizeof *dense);
-    idx = malloc((n + 1) * sizeof *idx);
-    scratch = malloc((n + 1) * sizeof *scratch);
+    dense = malloc((n ? n : 1) * sizeof *dense);
+    idx = malloc((n ? n : 1) * sizeof *idx);
+    scratch = malloc((n ? n : 1) * sizeof *scratch);
     if (dense == NULL || idx == NULL || scratch == NULL)
         goto done;
     decoder = decoder_of(f.kind);
@@ -104,11 +105,14 @@ done:
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *copy;
-    decode_frame(data, size);
+    if (fuzz_only < 0)
+        decode_frame(data, size);
     copy = malloc(size + 1);
     if (copy == NULL)
         return 0;
     memcpy(copy, data, size);
+    if (size > 5 && fuzz_only >= 0)
+        copy[5] = (uint8_t)fuzz_only;
     if (fuzz_fix_frame(copy, size))
         decode_frame(copy, size);
     free(copy);

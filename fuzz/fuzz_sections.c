@@ -2,7 +2,7 @@
  * around it. Input: a 20-byte header (codec selector u8: index codecs 0..6 then value
  * codecs 7..13; three bytes unused; d u32 capped at FUZZ_MAX_NUMEL; r u32 taken mod
  * d + 1; params u32 p_a, u32 p_b) and then the section. Bloom runs the receiver's
- * bounded rebuild. */
+ * bounded rebuild. FUZZ_ONLY=<selector> pins the codec. */
 #include "fuzz_common.h"
 
 #define SECTION_HEADER 20u
@@ -15,14 +15,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     float *val;
     if (size < SECTION_HEADER)
         return 0;
-    codec = data[0] % (DR_INDEX_COUNT_ + DR_VALUE_COUNT_);
+    codec = (fuzz_only >= 0 ? fuzz_only : data[0]) % (DR_INDEX_COUNT_ + DR_VALUE_COUNT_);
     d = fuzz_get_u32(data + 4) % (FUZZ_MAX_NUMEL + 1);
     r = fuzz_get_u32(data + 8) % (d + 1);
     pa = fuzz_get_u32(data + 12);
     pb = fuzz_get_u32(data + 16);
-    idx = malloc((d + 1) * sizeof *idx);
-    scratch = malloc((d + 1) * sizeof *scratch);
-    val = malloc((d + 1) * sizeof *val);
+    idx = malloc((d ? d : 1) * sizeof *idx);
+    scratch = malloc((d ? d : 1) * sizeof *scratch);
+    val = malloc((d ? d : 1) * sizeof *val);
     if (idx != NULL && scratch != NULL && val != NULL) {
         const uint8_t *in = data + SECTION_HEADER;
         size_t len = size - SECTION_HEADER;
