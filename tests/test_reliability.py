@@ -290,3 +290,29 @@ def test_fp16_overflow_is_infinity_as_in_torch_and_grace():
     out = np.asarray(c.decompress(*c.compress(x, "w")))
     assert out.tolist() == [65504, 65504, np.inf, -np.inf, np.inf, 1.0]
     assert np.array_equal(out, torch.from_numpy(x).half().float().numpy())
+
+
+# ------------------------------------------------------------- peers: a dead MPI rank
+@pytest.mark.slow
+@pytest.mark.parametrize("how, names_rank", [("exit", r"\[\[\d+,\d+\],1\]"), ("kill", r"process rank 1 ")])
+def test_a_dead_mpi_rank_ends_the_job_naming_the_rank(how, names_rank):
+    """Open MPI's runtime ends the job when a rank dies (our transport leaves its errors
+    returning, and never blocks in Python outside an MPI call): the survivors do not
+    hang, and mpirun's message names the failed rank."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    exe = shutil.which("mpirun")
+    assert exe is not None, "mpirun missing: run scripts/setup.sh (openmpi-bin)"
+    pytest.importorskip("mpi4py")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
+    script = os.path.join(os.path.dirname(__file__), "mpi_dead_rank.py")
+    start = time.monotonic()
+    result = subprocess.run([exe, "--oversubscribe", "-np", "3", sys.executable, script, how], capture_output=True,
+                            text=True, timeout=120, env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "finished" not in result.stdout, output
+    assert re.search(names_rank, output), output
+    assert time.monotonic() - start < 60
