@@ -6,6 +6,7 @@ C pointers without copying and C status codes into Python exceptions.
 """
 import numpy as np
 
+from . import edge
 from ._core import ffi, lib
 from .errors import DeepReduceError, FrameError
 
@@ -60,12 +61,38 @@ def u8(array):
 
 def as_frame_bytes(payload, what):
     """A received payload as a contiguous uint8 array, or a FrameError saying why not."""
-    if hasattr(payload, "numpy") and not isinstance(payload, np.ndarray):  # a torch tensor
-        payload = payload.detach().cpu().numpy()
-    array = np.asarray(payload)
+    array = edge.as_numpy(payload)
     if array.dtype != np.uint8:
         raise FrameError(f"{what}: expected a framed uint8 payload, got dtype {array.dtype}")
     return np.ascontiguousarray(array.reshape(-1))
+
+
+def all_finite(flat):
+    """Whether a float32 array holds no NaN and no infinity (one streaming pass in C)."""
+    return lib.dr_all_finite(f32(flat), flat.size) == 1
+
+
+def nonfinite_frame(kind, numel):
+    """The marker frame a compressor sends instead of encoding a tensor that holds a NaN
+    or an infinity: it says so and carries nothing else (DR_FRAME_FLAG_NONFINITE)."""
+    frame = np.empty(lib.DR_FRAME_NONFINITE_SIZE, dtype=np.uint8)
+    written = ffi.new("size_t *")
+    check(lib.dr_frame_nonfinite(kind, numel, u8(frame), frame.nbytes, written), "non-finite marker frame")
+    return frame
+
+
+def is_nonfinite_frame(buf, kind, numel, what):
+    """Whether the received frame ``buf`` is a valid non-finite marker of ``kind`` for
+    ``numel`` elements. A forged or mismatched marker raises FrameError."""
+    marker = ffi.new("int *")
+    check_frame(lib.dr_frame_is_nonfinite(u8(buf), buf.nbytes, kind, numel, marker), what)
+    return marker[0] == 1
+
+
+def decoded_marker(buf, kind, numel, what):
+    """For a decoder: NaN in all numel entries when ``buf`` is the non-finite marker of
+    ``kind``, None when it is any other frame (the codec's own decoder then judges it)."""
+    return edge.nan_filled(numel) if is_nonfinite_frame(buf, kind, numel, what) else None
 
 
 def parse_frame(buf, what):

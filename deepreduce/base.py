@@ -5,14 +5,18 @@ A ``Communicator`` holds a ``Compressor`` and a ``Memory`` and runs, for each gr
 communication, so a failed collective never leaves residuals half-applied. ``ctx`` stays
 on the rank that made it: every rank decompresses every rank's payload with its own ctx.
 
-Inside ``step`` all work happens on flat float32 NumPy arrays (see ``deepreduce.edge``);
-the result is turned back into the caller's tensor type, dtype, device and shape.
+``step`` hands the memory and the compressor the caller's kind of tensor (a torch
+tensor when the caller passed torch, NumPy otherwise) in the caller's shape, as CPU
+float32 sharing memory with the core's flat buffer (see ``deepreduce.edge``), so parts
+written against GRACE's classes with torch operations mix freely with ours. The result
+is turned back into the caller's tensor type, dtype, device and shape.
 """
 import time
 from abc import ABC, abstractmethod
 
 from . import edge
 from . import stats as _stats
+from ._native import all_finite
 
 
 class Compressor(ABC):
@@ -45,6 +49,11 @@ class Compressor(ABC):
         """Combine the decompressed tensors of all ranks (default: their sum)."""
         return sum(tensors)
 
+    def rollback(self, name):
+        """Take back what this step's compress changed in the state kept for ``name``:
+        the step's aggregate was non-finite, so the optimizer skips it. Compressors with
+        state (signum's momentum) override this; the default has none."""
+
     @classmethod
     def from_params(cls, params):
         """Build from a params dict (keys and defaults of ``grace_from_params``)."""
@@ -60,6 +69,12 @@ class Memory(ABC):
 
     def update(self, tensor, name, compressor, tensors, ctx):
         """Remember what compression lost for ``name`` (default: nothing)."""
+
+    def rollback(self, name):
+        """Take back what this step changed in the state kept for ``name`` (since its
+        compensate): the step's aggregate was non-finite on some rank, so the optimizer
+        (a mixed-precision loss scaler) skips it. Memories with per-name state override
+        this; the default has none."""
 
     def forget(self, name):
         """Drop what is kept for ``name``: its compensated tensor was just sent exactly
@@ -128,18 +143,24 @@ class Communicator(ABC):
     def step(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
         transport = self.transport  # bind now: a missing process group fails before any state changes
+        # Memories and compressors see the caller's kind and shape (powersgd needs the
+        # matrix shape; a GRACE-style part needs torch), as a view of flat.
+        working = restore.working(flat)
         if self.auto_off is not None and self.auto_off.wants_dense(name, transport, flat.size):
-            return restore(self._dense_step(flat.reshape(restore.shape), name))
+            return restore(self._dense_step(working, name))
         codec = self.codec()
         start = time.perf_counter()
-        # Memories and compressors see a float32 NumPy view with the input's shape
-        # (powersgd needs the matrix shape).
-        compensated = self.memory.compensate(flat.reshape(restore.shape), name)
+        compensated = self.memory.compensate(working, name)
         tensors, ctx = codec.compress(compensated, name)
         self.memory.update(compensated, name, codec, tensors, ctx)
         encode_seconds = time.perf_counter() - start
         self._decode_seconds = 0.0
         result = self.send_receive(tensors, name, ctx)
+        if not all_finite(edge.to_core(result, what=f"result {name!r}")[0]):
+            # A NaN/Inf on some rank: every rank's result is non-finite and the step is
+            # skipped, so every rank takes back what it wrote for this tensor.
+            self.memory.rollback(name)
+            codec.rollback(name)
         wire_bytes = codec.wire_bytes(tensors, ctx)
         if self.auto_off is not None:
             self.auto_off.observe_compressed(name, time.perf_counter() - start,
@@ -153,8 +174,9 @@ class Communicator(ABC):
         sent exactly, so the memory forgets the tensor (and costs nothing while the
         tensor stays dense)."""
         compensated = self.memory.compensate(tensor, name)
-        self.memory.forget(name)
         flat, restore = edge.to_core(compensated, what=f"gradient {name!r}")
+        if all_finite(flat):  # a non-finite step is skipped downstream: keep the memory
+            self.memory.forget(name)
         start = time.perf_counter()
         summed = self.transport.allreduce(flat.copy(), f"{name}/dense")
         self.auto_off.observe_dense(name, time.perf_counter() - start)

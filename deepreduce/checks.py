@@ -7,6 +7,7 @@ import numbers
 
 import numpy as np
 
+from . import edge
 from .errors import FrameError
 
 
@@ -68,12 +69,10 @@ def integer(value, what, low, high):
 
 
 def dense_payload(payload, numel, what):
-    """A payload that carries the tensor's values as they are (none, powersgd's vectors):
-    ``numel`` floating-point values, else FrameError. Returned unchanged (NumPy or torch)."""
-    is_torch = hasattr(payload, "numel") and not isinstance(payload, np.ndarray)
-    size = payload.numel() if is_torch else np.size(payload)
-    floating = payload.dtype.is_floating_point if is_torch else np.asarray(payload).dtype.kind == "f"
-    if size != numel or not floating:
-        raise FrameError(f"{what}: {size} values of dtype {payload.dtype}, expected {numel} floating-point values; "
+    """A payload that carries the tensor's values as they are (none, powersgd's vectors)
+    as a NumPy array: ``numel`` floating-point values, else FrameError."""
+    array = edge.as_numpy(payload)
+    if array.size != numel or array.dtype.kind != "f":
+        raise FrameError(f"{what}: {array.size} values of dtype {array.dtype}, expected {numel} floating-point values; "
                          "a payload of another tensor or compressor")
-    return payload
+    return array

@@ -4,6 +4,13 @@ flat float32 NumPy arrays the C core works on, and where results turn back.
 A CPU float32 tensor or array crosses without a copy (a view). Other float dtypes are
 converted here; CUDA tensors are staged through pinned host memory. ``Restore`` remembers
 the input's type, dtype, device and shape so the result comes back as the input came in.
+
+The caller's *kind* (torch or NumPy) crosses every role boundary, so that memories,
+compressors and communicators written against GRACE's classes with torch operations mix
+with ours: ``Restore.working`` gives a memory and a compressor the tensor in the
+caller's kind and shape (CPU float32, a zero-copy view), ``Restore.wrap`` turns a
+compressor's NumPy payload into the caller's kind (``torch.from_numpy``, no copy), and
+``as_numpy`` / ``like`` carry payloads of either kind through the transports.
 """
 import sys
 
@@ -13,20 +20,26 @@ CORE_DTYPE = np.float32
 _NUMPY_FLOATS = (np.float16, np.float32, np.float64)
 
 
-def _is_torch(x):
-    return type(x).__module__.split(".")[0] == "torch" and sys.modules.get("torch") is not None
+def is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch" and "torch" in sys.modules
+
+
+def _torch():
+    """The torch module, already imported by whoever handed us a tensor."""
+    return sys.modules["torch"]
 
 
 class Restore:
     """Turns a flat float32 result back into the caller's kind of array."""
 
-    __slots__ = ("shape", "dtype", "torch_device", "is_torch")
+    __slots__ = ("shape", "dtype", "torch_device", "is_torch", "on_cpu")
 
-    def __init__(self, shape, dtype, torch_device=None, is_torch=False):
+    def __init__(self, shape, dtype, torch_device=None, is_torch=False, on_cpu=None):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.torch_device = torch_device
         self.is_torch = is_torch
+        self.on_cpu = (torch_device is None or torch_device.type == "cpu") if on_cpu is None else on_cpu
 
     @property
     def numel(self):
@@ -35,19 +48,31 @@ class Restore:
             n *= s
         return n
 
+    def wrap(self, array):
+        """A NumPy array (a payload, a state buffer) in the caller's kind, sharing its
+        memory: a CPU torch tensor when the caller passed torch, else the array itself."""
+        return _torch().from_numpy(array) if self.is_torch else array
+
+    def working(self, flat):
+        """The flat float32 core array as the roles see it: the caller's kind and shape,
+        on the CPU, sharing flat's memory."""
+        return _torch().from_numpy(flat).view(self.shape) if self.is_torch else flat.reshape(self.shape)
+
     def __call__(self, flat):
-        if _is_torch(flat):  # a compressor already produced a tensor (e.g. user code)
-            import torch
-            return flat.reshape(self.shape).to(dtype=self.dtype, device=self.torch_device) \
-                if self.is_torch else flat.detach().cpu().numpy().reshape(self.shape).astype(self.dtype, copy=False)
-        flat = np.asarray(flat)
-        if not self.is_torch:
-            return flat.reshape(self.shape).astype(self.dtype, copy=False)
-        import torch
-        out = torch.from_numpy(np.ascontiguousarray(flat)).reshape(self.shape)
+        if is_torch(flat):  # a compressor already produced a tensor (e.g. user code)
+            if not self.is_torch:
+                return flat.detach().cpu().numpy().reshape(self.shape).astype(self.dtype, copy=False)
+            out = flat.reshape(self.shape)
+        else:
+            flat = np.asarray(flat)
+            if not self.is_torch:
+                return flat.reshape(self.shape).astype(self.dtype, copy=False)
+            if not flat.flags.c_contiguous:
+                flat = np.ascontiguousarray(flat)
+            out = _torch().from_numpy(flat).view(self.shape)
         if out.dtype != self.dtype:
             out = out.to(self.dtype)
-        if self.torch_device.type != "cpu":
+        if not self.on_cpu or out.device.type != "cpu":
             out = out.to(self.torch_device, non_blocking=True)
         return out
 
@@ -55,7 +80,7 @@ class Restore:
 def to_core(x, what="tensor"):
     """Return ``(flat, restore)``: ``flat`` a 1-D C-contiguous float32 NumPy array holding
     x's values (a view when x is CPU float32), ``restore`` the way back."""
-    if _is_torch(x):
+    if is_torch(x):
         return _torch_to_core(x, what)
     if isinstance(x, np.ndarray):
         if x.dtype.type not in _NUMPY_FLOATS:
@@ -69,18 +94,73 @@ def to_core(x, what="tensor"):
 
 
 def _torch_to_core(t, what):
-    import torch
-    if not t.dtype.is_floating_point:
-        raise TypeError(f"{what}: expected a floating-point tensor, got dtype {t.dtype}")
-    restore = Restore(t.shape, t.dtype, t.device, is_torch=True)
+    torch = _torch()
+    dtype = t.dtype
+    if dtype is torch.float32 and t.is_cpu:  # the common case, kept short: a view
+        return t.detach().numpy().reshape(-1), Restore(t.shape, dtype, t.device, True, True)
+    device = t.device
+    restore = Restore(t.shape, dtype, device, is_torch=True)
+    if not dtype.is_floating_point:
+        raise TypeError(f"{what}: expected a floating-point tensor, got dtype {dtype}")
     t = t.detach()
-    if t.device.type != "cpu":
+    if device.type != "cpu":
         staged = torch.empty(t.shape, dtype=torch.float32, pin_memory=torch.cuda.is_available())
         staged.copy_(t, non_blocking=False)
         t = staged
-    elif t.dtype != torch.float32:
+    else:
         t = t.to(torch.float32)
-    return np.ascontiguousarray(t.reshape(-1).numpy()), restore
+    return t.reshape(-1).numpy(), restore
+
+
+def as_numpy(payload):
+    """A payload of either kind as a NumPy array, without a copy where the memory allows
+    (CPU tensors). bfloat16, which NumPy lacks, travels as float32 (``like`` casts back)."""
+    if not is_torch(payload):
+        return np.asarray(payload)
+    t = payload.detach()
+    if t.dtype is _torch().bfloat16:
+        t = t.float()
+    return t.numpy() if t.device.type == "cpu" else t.cpu().numpy()
+
+
+def to_kind(array, template, dtype=None):
+    """A NumPy array in the kind of ``template``: a torch tensor (zero-copy on the CPU) on
+    template's device when template is one, else the array; cast to ``dtype`` (a dtype
+    of that kind) when given."""
+    if not is_torch(template):
+        return array if dtype is None else array.astype(dtype, copy=False)
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    out = _torch().from_numpy(array)
+    if dtype is not None and out.dtype != dtype:
+        out = out.to(dtype)
+    return out if template.device.type == "cpu" else out.to(template.device)
+
+
+def like(array, template):
+    """A NumPy result in the kind and dtype of ``template`` (the payload it answers), with
+    template's shape when the element count allows (a 0-d scalar payload comes back 0-d)."""
+    if not is_torch(template):
+        return array
+    out = to_kind(array, template, template.dtype)
+    return out.reshape(template.shape) if out.numel() == template.numel() and out.dim() != template.dim() else out
+
+
+def writable_view(x):
+    """x's memory as a flat float32 NumPy view, or None if x is not contiguous CPU
+    float32 (a conversion would copy, and writes through it would be lost)."""
+    if is_torch(x):
+        if not x.is_cpu or x.dtype is not _torch().float32 or not x.is_contiguous():
+            return None
+        return x.detach().numpy().reshape(-1)
+    if isinstance(x, np.ndarray) and x.dtype == CORE_DTYPE and x.flags.c_contiguous and x.flags.writeable:
+        return x.reshape(-1)
+    return None
+
+
+def nan_filled(n):
+    """What a non-finite marker frame decodes to: NaN in every entry."""
+    return np.full(n, np.nan, dtype=CORE_DTYPE)
 
 
 def zeros(n):

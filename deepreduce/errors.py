@@ -14,3 +14,9 @@ class FrameError(DeepReduceError, ValueError):
 class CommunicationError(DeepReduceError, RuntimeError):
     """A collective failed: a peer died, timed out, or ranks disagree on the sequence of
     tensors. The message names the tensor and the rank."""
+
+
+class UnknownNameError(DeepReduceError, NotImplementedError, ValueError):
+    """A params dict names a compressor, memory or communicator that does not exist. It
+    is a NotImplementedError, as GRACE's helper raised, and a ValueError; the message
+    lists the valid names."""

@@ -2,9 +2,12 @@
 
 Classes are imported lazily so ``import deepreduce`` stays light. A name listed with
 ``None`` is part of the contract but not built yet: asking for it raises
-NotImplementedError; a name not listed at all raises ValueError with the valid names.
+NotImplementedError; a name not listed at all raises UnknownNameError, which is both a
+NotImplementedError (what GRACE's helper raised) and a ValueError, with the valid names.
 """
 import importlib
+
+from .errors import UnknownNameError
 
 COMPRESSORS = {
     "none": "deepreduce.compressors.none:NoneCompressor",
@@ -13,12 +16,14 @@ COMPRESSORS = {
     "randomk": "deepreduce.compressors.randomk:RandomKCompressor",
     "threshold": "deepreduce.compressors.threshold:ThresholdCompressor",
     "qsgd": "deepreduce.compressors.qsgd:QSGDCompressor",
+    "qsgd_cuda": "deepreduce.compressors.qsgd:QSGDCompressor_CUDA",
     "terngrad": "deepreduce.compressors.terngrad:TernGradCompressor",
     "onebit": "deepreduce.compressors.onebit:OneBitCompressor",
     "signsgd": "deepreduce.compressors.signsgd:SignSGDCompressor",
     "signum": "deepreduce.compressors.signum:SignumCompressor",
     "efsignsgd": "deepreduce.compressors.efsignsgd:EFSignSGDCompressor",
     "natural": "deepreduce.compressors.natural:NaturalCompressor",
+    "natural_cuda": "deepreduce.compressors.natural:NaturalCompressor_CUDA",
     "dgc": "deepreduce.compressors.dgc:DgcCompressor",
     "powersgd": "deepreduce.compressors.powersgd:PowerSGDCompressor",
     "adaq": "deepreduce.compressors.adaq:AdaqCompressor",
@@ -50,7 +55,7 @@ def lookup(table, role, name, aliases=None):
     key = (aliases or {}).get(name, name)
     if key not in table:
         valid = ", ".join(sorted(set(table) | set(aliases or {})))
-        raise ValueError(f"unknown {role} {name!r}; valid names: {valid}")
+        raise UnknownNameError(f"unknown {role} {name!r}; valid names: {valid}")
     target = table[key]
     if target is None:
         raise NotImplementedError(f"{role} {name!r} is part of deepreduce's contract but not built yet")

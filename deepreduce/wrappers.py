@@ -49,12 +49,13 @@ import time
 import numpy as np
 
 from . import edge
-from ._native import as_frame_bytes, check, check_frame, f32, ffi, lib, parse_frame, u8, u32
+from ._native import (all_finite, as_frame_bytes, check, check_frame, decoded_marker, f32, ffi, lib,
+                      nonfinite_frame, parse_frame, u8, u32)
 from .base import Compressor
 from .codecs import Workspace, index_codec, value_codec
 from .codecs.value import RawValues
 from .compressors._sparse import SparseCtx, selected_values
-from .errors import FrameError
+from .errors import FrameError, UnknownNameError
 from .params import grace_from_params
 from .checks import integer
 
@@ -117,7 +118,9 @@ class _Wrapper(Compressor):
     def compress(self, tensor, name):
         start = time.perf_counter()
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        if flat.size < self.min_numel:
+        if not all_finite(flat):  # the fact travels, not the garbage: NaN on every rank
+            frame, indices = nonfinite_frame(self.kind, flat.size), np.empty(0, dtype=np.uint32)
+        elif flat.size < self.min_numel:
             frame = _dense_frame(flat)
             indices = np.arange(flat.size, dtype=np.uint32)
         else:
@@ -126,7 +129,7 @@ class _Wrapper(Compressor):
         ctx = SparseCtx(flat.size, indices, restore)
         if self.micro_benchmark:
             self._report(name, frame, ctx, time.perf_counter() - start)
-        return [frame], ctx
+        return [restore.wrap(frame)], ctx
 
     def _support(self, tensor, flat, name):
         """(dense tensor to gather values from, ascending uint32 indices)."""
@@ -174,6 +177,9 @@ class _Wrapper(Compressor):
         payload, = tensors
         what = f"{self!r} payload"
         buf = as_frame_bytes(payload, what)
+        marker = decoded_marker(buf, self.kind, ctx.numel, what)
+        if marker is not None:
+            return ctx.restore(marker)
         f = parse_frame(buf, what)
         dense = ctx.numel < self.min_numel
         expected = ((lib.DR_KIND_NONE, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 1) if dense else
@@ -219,6 +225,9 @@ class _Wrapper(Compressor):
 
     def aggregate(self, tensors):
         return self.sparsifier.aggregate(tensors)
+
+    def rollback(self, name):
+        self.sparsifier.rollback(name)
 
     # -- micro-benchmark --------------------------------------------------------------
     def _report(self, name, frame, ctx, encode_seconds):
@@ -297,6 +306,6 @@ def deepreduce_from_params(params):
     mode = params.get("deepreduce")
     if mode is not None:
         if mode not in WRAPPERS:
-            raise ValueError(f"unknown deepreduce mode {mode!r}; valid modes: None, {', '.join(WRAPPERS)}")
+            raise UnknownNameError(f"unknown deepreduce mode {mode!r}; valid modes: None, {', '.join(WRAPPERS)}")
         grc.compressor = WRAPPERS[mode](grc.compressor, params)
     return grc

@@ -16,8 +16,7 @@ from deepreduce._native import lib, u8
 from deepreduce.codecs import Workspace, index_codec, value_codec
 from deepreduce.codecs.index import NAMES as INDEX_NAMES, POLICIES, encode_section
 from deepreduce.codecs.value import NAMES as VALUE_NAMES
-from deepreduce.pairings import natural_params
-from deepreduce.registry import COMPRESSORS
+from deepreduce.pairings import PAIRINGS, natural_params
 from deepreduce.wrappers import deepreduce_from_params
 
 
@@ -34,7 +33,7 @@ def framed(payload):
 
 
 def frames():
-    for name in sorted(COMPRESSORS):
+    for name in sorted(PAIRINGS):
         configs = [natural_params(name)]
         if name != "powersgd":
             configs += [{**natural_params(name), "deepreduce": "both", "index": index, "value": value,

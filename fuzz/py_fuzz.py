@@ -16,8 +16,7 @@ import zlib
 import numpy as np
 
 from deepreduce import FrameError
-from deepreduce.pairings import natural_params
-from deepreduce.registry import COMPRESSORS
+from deepreduce.pairings import PAIRINGS, natural_params
 from deepreduce.wrappers import deepreduce_from_params
 
 SLOW_SECONDS = 1.0
@@ -30,7 +29,7 @@ def configs():
                ("both", "rle", "dexp", "leftmost"), ("value", "raw", "deflate", "leftmost"),
                ("both", "huffman", "fp16", "leftmost"), ("both", "rice", "bf16", "leftmost"),
                ("both", "varint", "raw", "leftmost")]
-    for name in sorted(COMPRESSORS):
+    for name in sorted(PAIRINGS):
         yield natural_params(name)
         if name != "powersgd":
             for mode, index, value, policy in wrapped:

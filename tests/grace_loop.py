@@ -18,12 +18,13 @@ def synthetic_task(seed=0, n=512, features=20, classes=4):
     return inputs, labels
 
 
-def train(rank, world_size, params, steps=30, batch=32, lr=0.1):
+def train(rank, world_size, params, steps=30, batch=32, lr=0.1, grc=None):
     """Returns the final parameters (flat), the full-data loss before training and after
-    every step, and the held-out accuracy."""
+    every step, and the held-out accuracy. ``grc``, when given, is used instead of the
+    communicator ``params`` describe."""
     model = make_model()  # same initial model on every rank
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-    grc = communicator(params)
+    grc = communicator(params) if grc is None else grc
     inputs, labels = synthetic_task()
     shard = torch.arange(rank, inputs.shape[0], world_size)
     with torch.no_grad():

@@ -55,7 +55,7 @@ def test_dense_steps_leave_no_memory_behind(memory):
     grc = grace_from_params(dict(TOPK, memory=memory, bandwidth=1e13))  # fast link: dense after warm-up
     g = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
     outs = [grc.step(g, "w") for _ in range(4)]
-    state = getattr(grc.memory, "residuals", None) or getattr(grc.memory, "velocities", {})
+    state = getattr(grc.memory, "residuals", None) or getattr(grc.memory, "gradients", {})
     assert "w" not in state
     # the first dense step sends the gradient plus everything kept back so far
     assert np.count_nonzero(outs[2]) == 1000

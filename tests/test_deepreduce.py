@@ -438,7 +438,7 @@ def test_dgc_memory_zeroes_what_the_wrapper_sent():
                                   "compress_ratio": 0.01, "deepreduce": "both", "index": "bloom", "value": "qsgd",
                                   "policy": "p0"})
     grc.step(gradient(20), "w")
-    v = grc.memory.velocities["w"]
+    v = grc.memory.gradients["w"]
     assert v.size == D and 300 < np.count_nonzero(v == 0) < 600
 
 

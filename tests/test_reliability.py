@@ -196,9 +196,8 @@ def test_codec_decoders_refuse_a_section_outside_the_frame(off, length):
 # ------------------------------------------------------------- item 5: odd inputs
 def every_compressor_config():
     """(params) for every compressor, plain and under each DeepReduce wrapper."""
-    from deepreduce.pairings import natural_params
-    from deepreduce.registry import COMPRESSORS
-    for name in sorted(COMPRESSORS):
+    from deepreduce.pairings import PAIRINGS, natural_params
+    for name in sorted(PAIRINGS):
         yield natural_params(name)
         if name != "powersgd":  # powersgd communicates inside compress: nothing to wrap
             for mode, index, value in (("index", "bloom", "raw"), ("value", "raw", "polyfit"),

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._native import check, check_frame, ffi, lib, u8, u32
-from ..errors import DeepReduceError, FrameError
+from ..errors import DeepReduceError, FrameError, UnknownNameError
 from ..checks import array_of, number, section
 from .workspace import Workspace
 
@@ -131,7 +131,7 @@ class BloomIndex:
 
     def __init__(self, fpr=None, policy="leftmost"):
         if policy not in POLICIES:
-            raise ValueError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
+            raise UnknownNameError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
         if fpr is not None and not 0.0 < number(fpr, "fpr", 0.0, 1.0, high_open=True):
             raise ValueError(f"fpr must be in (0, 1), got {fpr!r}")
         self.fpr = fpr
@@ -267,4 +267,4 @@ def index_codec(name, fpr=None, policy="leftmost"):
         return RawIndex()
     if key in _LOSSLESS_NAMES:
         return LosslessIndex(key)
-    raise ValueError(f"unknown index codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")
+    raise UnknownNameError(f"unknown index codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")

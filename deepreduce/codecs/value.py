@@ -10,7 +10,7 @@ import numpy as np
 
 from .._native import check, check_frame, f32, ffi, lib, u8, u32
 from ..compressors._framed import StepKeys
-from ..errors import FrameError
+from ..errors import FrameError, UnknownNameError
 from ..checks import array_of, integer, section
 
 
@@ -232,4 +232,4 @@ def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib
         return CastValues(key)
     if key == "raw":
         return RawValues()
-    raise ValueError(f"unknown value codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")
+    raise UnknownNameError(f"unknown value codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")

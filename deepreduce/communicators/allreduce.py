@@ -1,5 +1,6 @@
 import numpy as np
 
+from .. import edge
 from ..base import Communicator
 
 
@@ -8,16 +9,18 @@ class Allreduce(Communicator):
     payloads add up elementwise (none, fp16, randomk, powersgd)."""
 
     def send_receive(self, tensors, name, ctx):
-        for payload in tensors:
+        payloads = [edge.as_numpy(t) for t in tensors]
+        for payload in payloads:
             # A frame (uint8) is bytes, not numbers: the sum of frames is garbage that
             # only fails later, at decode, with a message about dtypes. Every rank sees
             # the same compressor, so all refuse here together and none is left waiting.
-            if np.asarray(payload).dtype == np.uint8:
+            if payload.dtype == np.uint8:
                 raise ValueError(
                     f"{type(self.compressor).__name__} sends framed byte payloads, which cannot be "
                     f"summed by an allreduce (tensor {name!r}); use communicator='allgather'")
         reduced = []
-        for i, payload in enumerate(tensors):
+        for i, (payload, original) in enumerate(zip(payloads, tensors)):
+            # Summed in a copy: the payload may share memory with the memory's tensor.
             summed = self.transport.allreduce(payload.copy(), name if i == 0 else f"{name}#{i}")
-            reduced.append(self.average(summed))
+            reduced.append(self.average(edge.like(summed, original)))
         return self.decompress(reduced, ctx)

@@ -31,7 +31,7 @@ class ChunkedCodec(Compressor):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         payloads, contexts = [], []
         for j, (lo, hi) in enumerate(self.bounds(flat.size)):
-            tensors, ctx = self.inner.compress(flat[lo:hi], f"{name}/chunk{j}")
+            tensors, ctx = self.inner.compress(restore.wrap(flat[lo:hi]), f"{name}/chunk{j}")
             payloads.append(tensors)
             contexts.append(ctx)
         return payloads, (contexts, restore)
@@ -40,6 +40,11 @@ class ChunkedCodec(Compressor):
         contexts, restore = ctx
         parts = [edge.to_core(self.inner.decompress(t, c))[0] for t, c in zip(tensors, contexts)]
         return restore(np.concatenate(parts) if parts else edge.zeros(0))
+
+    def rollback(self, name):
+        for j in range(self.chunks):
+            self.inner.rollback(f"{name}/chunk{j}")
+            self.inner.rollback(f"{name}/chunk{j}/reduced")
 
     def wire_bytes(self, tensors, ctx):
         contexts, _ = ctx

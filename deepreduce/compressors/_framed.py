@@ -5,7 +5,8 @@ the encoder's parameters; one whose encoding does not fit that shape overrides
 import numpy as np
 
 from .. import edge
-from .._native import as_frame_bytes, check, f32, ffi, lib, name_key, u8, workspace
+from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, ffi, lib, name_key,
+                       nonfinite_frame, u8, workspace)
 from ..base import Compressor
 
 
@@ -40,6 +41,11 @@ class StepKeys:
 
 
 class FramedCompressor(Compressor):
+    """A tensor holding a NaN or an infinity is not encoded: the non-finite marker frame
+    of ``frame_kind`` travels instead, and decodes to NaN on every rank. So the aggregate
+    is non-finite (a loss scaler skips the step) and no encoder ever sees the garbage."""
+
+    frame_kind = None  # the enum dr_kind in the frame, e.g. "DR_KIND_QSGD"
     # The C functions, by name: e.g. "dr_qsgd_decode", "dr_qsgd_encode", "dr_qsgd_size".
     decoder = None
     encoder = None
@@ -71,12 +77,19 @@ class FramedCompressor(Compressor):
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        return [self.encode(flat, name)], FrameCtx(flat.size, restore)
+        if all_finite(flat):
+            frame = self.encode(flat, name)
+        else:
+            frame = nonfinite_frame(getattr(lib, self.frame_kind), flat.size)
+        return [restore.wrap(frame)], FrameCtx(flat.size, restore)
 
     def decompress(self, tensors, ctx):
         payload, = tensors
         what = f"{type(self).__name__} payload"
         frame = as_frame_bytes(payload, what)
+        marker = decoded_marker(frame, getattr(lib, self.frame_kind), ctx.numel, what)
+        if marker is not None:
+            return ctx.restore(marker)
         out = np.empty(ctx.numel, dtype=np.float32)
         check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         return ctx.restore(out)

@@ -4,7 +4,8 @@ import numpy as np
 
 from .. import edge
 from ..base import Compressor
-from .._native import as_frame_bytes, check, f32, ffi, lib, u8, u32
+from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, ffi, lib,
+                       nonfinite_frame, u8, u32)
 
 
 def selected_values(flat, indices):
@@ -23,10 +24,13 @@ def encode(kind, flat, indices, what):
     return frame
 
 
-def decode(payload, kind, numel, what):
-    """The dense float32 tensor a raw sparse payload of sparsifier ``kind`` describes
-    (zeros elsewhere); a frame of another kind is refused."""
+def decode(kind, payload, numel, what):
+    """The dense float32 tensor a raw sparse payload describes (zeros elsewhere; NaN
+    everywhere for the non-finite marker)."""
     frame = as_frame_bytes(payload, what)
+    marker = decoded_marker(frame, kind, numel, what)
+    if marker is not None:
+        return marker
     dense = edge.zeros(numel)
     check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, kind, f32(dense), numel), what)
     return dense
@@ -47,7 +51,9 @@ class SparseCtx:
 class Sparsifier(Compressor):
     """Base of the compressors that send a subset of entries (topk, threshold, dgc): a
     subclass picks ascending uint32 indices in ``select``; the frame, the ctx and
-    decompression are shared. ``frame_kind`` names the enum dr_kind in the frame."""
+    decompression are shared. ``frame_kind`` names the enum dr_kind in the frame. A
+    tensor holding a NaN or an infinity selects nothing: its non-finite marker travels
+    (NaN on every rank), instead of a selection that would silently drop the NaN."""
 
     frame_kind = None
 
@@ -56,10 +62,14 @@ class Sparsifier(Compressor):
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        indices = self.select(flat, name)
-        frame = encode(getattr(lib, self.frame_kind), flat, indices, f"{type(self).__name__} of {name!r}")
-        return [frame], SparseCtx(flat.size, indices, restore)
+        kind = getattr(lib, self.frame_kind)
+        if all_finite(flat):
+            indices = self.select(flat, name)
+            frame = encode(kind, flat, indices, f"{type(self).__name__} of {name!r}")
+        else:
+            indices, frame = np.empty(0, dtype=np.uint32), nonfinite_frame(kind, flat.size)
+        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore)
 
     def decompress(self, tensors, ctx):
         frame, = tensors
-        return ctx.restore(decode(frame, getattr(lib, self.frame_kind), ctx.numel, f"{type(self).__name__} payload"))
+        return ctx.restore(decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload"))

@@ -8,6 +8,7 @@ class AdaqCompressor(FramedCompressor):
     parts are each thresholded (from a sample) to about compress_ratio of the entries;
     the selected indices travel with one mean per sign. Variable size, empty is legal."""
 
+    frame_kind = "DR_KIND_ADAQ"
     decoder = "dr_adaq_decode"
 
     def __init__(self, compress_ratio=0.01):

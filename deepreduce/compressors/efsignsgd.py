@@ -7,6 +7,7 @@ class EFSignSGDCompressor(FramedCompressor):
     already carries the learning rate and the error feedback (pair with the efsignsgd
     memory). The aggregate is the sum divided by lr, not averaged."""
 
+    frame_kind = "DR_KIND_EFSIGNSGD"
     encoder, size, decoder = "dr_efsignsgd_encode", "dr_efsignsgd_size", "dr_efsignsgd_decode"
     label = "efsignsgd"
 

@@ -16,11 +16,11 @@ class FP16Compressor(Compressor):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         half = np.empty(flat.size, dtype=np.float16)
         check(lib.dr_f32_to_f16(f32(flat), u16(half.view(np.uint16)), flat.size), f"fp16 of {name!r}")
-        return [half], restore
+        return [restore.wrap(half)], restore
 
     def decompress(self, tensors, ctx):
         half, = tensors
-        half = np.asarray(half)
+        half = edge.as_numpy(half)
         if half.dtype != np.float16 or half.size != ctx.numel:
             raise FrameError(f"fp16 payload: {half.size} values of dtype {half.dtype}, expected {ctx.numel} float16 "
                              "values; a payload of another tensor or compressor")

@@ -8,6 +8,7 @@ class InceptionnCompressor(FramedCompressor):
     band: |x| >= 1 kept as float32, smaller bands in 16 or 8 bits, values below the error
     bound 2^-bound_bits dropped. The size depends on the data."""
 
+    frame_kind = "DR_KIND_INCEPTIONN"
     decoder = "dr_inceptionn_decode"
 
     def __init__(self, bound_bits=None):

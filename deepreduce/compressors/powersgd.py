@@ -7,11 +7,15 @@ by the transport's true world size (GRACE's helper built it with world_size=1, s
 allreduce has nothing left to do; vectors (1-D tensors) are sent dense instead.
 Random starting matrices come from a private generator keyed by (name, step), equal on
 every rank, never from a global RNG.
+
+A non-finite gradient on any rank makes the all-reduced P and Q non-finite on every
+rank, so the result is non-finite everywhere; such a Q is not kept (``q_memory`` stays as
+it was before the step).
 """
 import numpy as np
 
 from .. import edge
-from .._native import name_key
+from .._native import all_finite, name_key
 from ..base import Compressor
 from ..checks import dense_payload, integer
 
@@ -28,6 +32,23 @@ def orthonormalize(matrix, eps=1e-8):
     return matrix
 
 
+def orthogonalize(matrix):
+    """GRACE's helper: Gram-Schmidt on the columns of a 2-D torch tensor or NumPy array,
+    in place (a zero column stays zero instead of turning NaN)."""
+    if len(matrix.shape) != 2:
+        raise ValueError(f"orthogonalize expects a 2-D matrix, got shape {tuple(matrix.shape)}")
+    view = edge.writable_view(matrix)
+    if view is not None:
+        orthonormalize(view.reshape(matrix.shape))
+        return
+    flat, restore = edge.to_core(matrix, what="matrix")  # another dtype or device: a copy
+    orthonormalize(flat.reshape(restore.shape))
+    if edge.is_torch(matrix):
+        matrix.copy_(restore(flat))
+    else:
+        matrix[...] = flat.reshape(restore.shape)
+
+
 class PowerSGDCtx:
     __slots__ = ("p", "q", "restore", "dense")
 
@@ -36,7 +57,15 @@ class PowerSGDCtx:
 
 
 class PowerSGDCompressor(Compressor):
-    def __init__(self, rank=1, use_memory=True, transport=None, world_size=None):
+    """GRACE's signature and defaults: ``PowerSGDCompressor(rank=1, use_memory=False,
+    world_size=...)``. ``use_memory`` keeps Q between steps (the helper turns it on with the
+    powersgd memory). ``world_size`` is the transport's when left None; a value that
+    disagrees with the process group is refused (CommunicationError) at the first step
+    rather than used as the divisor (GRACE's helper left it 1 and so summed where it meant
+    to average).
+    ``q_memory[name]`` holds Q in the caller's kind."""
+
+    def __init__(self, rank=1, use_memory=False, world_size=None, transport=None):
         super().__init__()
         self.rank = integer(rank, "compress_rank", 1, 2 ** 31 - 1)
         self.use_memory = use_memory
@@ -45,6 +74,14 @@ class PowerSGDCompressor(Compressor):
         self._transport_choice = transport
         self._world_size = world_size
         self._transport = None
+
+    @property
+    def world_size(self):
+        return self._world_size if self._world_size is not None else self.transport.size
+
+    @world_size.setter
+    def world_size(self, value):
+        self._world_size = value
 
     @classmethod
     def from_params(cls, params):
@@ -59,30 +96,34 @@ class PowerSGDCompressor(Compressor):
         return self._transport
 
     def _allreduce_mean(self, matrix, name):
+        size = self.transport.size  # binding it checks world_size against the group
         flat = self.transport.allreduce(np.ascontiguousarray(matrix).reshape(-1), name)
-        return (flat / self.transport.size).reshape(matrix.shape)
+        return (flat / size).reshape(matrix.shape)
 
     def _start_q(self, name, m, r):
         step = self._steps.get(name, 0)
         self._steps[name] = step + 1
         if self.use_memory and name in self.q_memory:
-            return self.q_memory[name]
+            kept, _ = edge.to_core(self.q_memory[name], what=f"Q of {name!r}")
+            if kept.size == m * r:
+                return kept.reshape(m, r)
         generator = np.random.Generator(np.random.Philox(key=name_key(name, step)))
         return orthonormalize(generator.standard_normal((m, r)).astype(np.float32))
 
     def compress(self, tensor, name):
         shaped, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         if len(restore.shape) <= 1 or shaped.size == 0:  # vectors and empty tensors go dense
-            return [shaped], PowerSGDCtx(None, None, restore, dense=True)
+            return [restore.wrap(shaped)], PowerSGDCtx(None, None, restore, dense=True)
         n = restore.shape[0]
         matrix = shaped.reshape(n, -1)
         m = matrix.shape[1]
         r = min(n, m, self.rank)
         q = self._start_q(name, m, r)
-        p = orthonormalize(self._allreduce_mean(matrix @ q, f"{name}/P"))
-        q = self._allreduce_mean(matrix.T @ p, f"{name}/Q")
-        if self.use_memory:
-            self.q_memory[name] = q
+        with np.errstate(invalid="ignore", over="ignore"):  # a non-finite gradient stays non-finite
+            p = orthonormalize(self._allreduce_mean(matrix @ q, f"{name}/P"))
+            q = self._allreduce_mean(matrix.T @ p, f"{name}/Q")
+        if self.use_memory and all_finite(q.reshape(-1)):  # equal on every rank: all keep it or none
+            self.q_memory[name] = restore.wrap(q)
         return [], PowerSGDCtx(p, q, restore)
 
     def decompress(self, tensors, ctx):

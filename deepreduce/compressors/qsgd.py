@@ -8,6 +8,7 @@ class QSGDCompressor(FramedCompressor):
     levels in [-s, s] (s = quantum_num) by unbiased stochastic rounding; int8 levels when
     s < 128, else int16. A zero bucket decodes to zeros (GRACE's gave NaN)."""
 
+    frame_kind = "DR_KIND_QSGD"
     encoder, size, decoder = "dr_qsgd_encode", "dr_qsgd_size", "dr_qsgd_decode"
     label = "qsgd"
     params = ("quantum_num", "bucket_size")
@@ -22,3 +23,9 @@ class QSGDCompressor(FramedCompressor):
     @classmethod
     def from_params(cls, params):
         return cls(params["quantum_num"], params["bucket_size"])
+
+
+class QSGDCompressor_CUDA(QSGDCompressor):
+    """GRACE's ``qsgd_cuda``: the same method, which GRACE ran through a CUDA extension. Here
+    the C core runs it for CPU and CUDA tensors alike (CUDA ones staged through pinned
+    memory), with the same frames, so ranks may mix the two names."""

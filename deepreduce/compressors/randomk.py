@@ -1,7 +1,7 @@
 import numpy as np
 
 from .. import edge
-from .._native import check, f32, lib, name_key, u32, workspace
+from .._native import all_finite, check, f32, lib, name_key, u32, workspace
 from ..base import Compressor
 from ..errors import FrameError
 from ._sparse import SparseCtx
@@ -9,17 +9,47 @@ from .topk import topk_count
 from ..checks import fraction
 
 
+def draw_indices(numel, k, key):
+    """k distinct ascending uint32 indices below numel, drawn by the C core from the
+    counter-based stream ``key``: the same on every rank that derives the same key."""
+    indices = np.empty(k, dtype=np.uint32)
+    _, work = workspace(lib.dr_randomk_workspace_size(numel))
+    check(lib.dr_randomk(key, numel, k, u32(indices), work), "random-k index draw")
+    return indices
+
+
+def sparsify(tensor, compress_ratio):
+    """GRACE's helper: ``(indices, values)`` of k = max(1, int(n·ratio)) random entries of
+    the flattened tensor, indices int64 and values in the tensor's dtype, of its kind and
+    device. As GRACE's, it draws from the global generator (torch's for a tensor,
+    NumPy's for an array), so seeding that reproduces it; the k indices are distinct."""
+    flat, _ = edge.to_core(tensor, what="tensor")
+    if edge.is_torch(tensor):
+        import torch
+        key = int(torch.randint(0, 2 ** 62, (1,)).item())
+    else:
+        key = int(np.random.randint(0, 2 ** 62, dtype=np.int64))
+    indices = draw_indices(flat.size, topk_count(flat.size, compress_ratio), key)
+    values = flat[indices]
+    return edge.to_kind(indices.astype(np.int64), tensor), edge.to_kind(values, tensor, tensor.dtype)
+
+
 class RandomKCompressor(Compressor):
     """k distinct entries chosen uniformly at random; only the values travel.
 
     Every rank draws the same indices from a counter-based generator keyed by (tensor
-    name, per-name step), so the payloads line up and sum with allreduce. No global RNG
-    (torch's, NumPy's) is read or reseeded."""
+    name, ``global_step``), so the payloads line up and sum with allreduce. As in GRACE,
+    ``global_step`` counts every compress call (all ranks call in the same order); unlike
+    GRACE, no global RNG (torch's, NumPy's) is read or reseeded, and the k indices are
+    distinct (GRACE drew them with replacement).
+
+    A tensor holding a NaN or an infinity sends k NaN values, so the sum is non-finite on
+    every rank wherever that rank's NaN sat."""
 
     def __init__(self, compress_ratio):
         super().__init__()
         self.compress_ratio = fraction(compress_ratio, "compress_ratio")
-        self.steps = {}  # name -> how many times it was compressed
+        self.global_step = 0
 
     @classmethod
     def from_params(cls, params):
@@ -27,25 +57,26 @@ class RandomKCompressor(Compressor):
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        step = self.steps.get(name, 0)
-        self.steps[name] = step + 1
+        key = name_key(name, self.global_step)
+        self.global_step += 1
         k = topk_count(flat.size, self.compress_ratio)
-        indices = np.empty(k, dtype=np.uint32)
-        _, work = workspace(lib.dr_randomk_workspace_size(flat.size))
-        check(lib.dr_randomk(name_key(name, step), flat.size, k, u32(indices), work), f"random-k of {name!r}")
-        values = np.empty(k, dtype=np.float32)
-        check(lib.dr_gather(f32(flat), flat.size, u32(indices), k, f32(values)), f"random-k of {name!r}")
-        return [values], SparseCtx(flat.size, indices, restore)
+        indices = draw_indices(flat.size, k, key)
+        if all_finite(flat):
+            values = np.empty(k, dtype=np.float32)
+            check(lib.dr_gather(f32(flat), flat.size, u32(indices), k, f32(values)), f"random-k of {name!r}")
+        else:
+            values = edge.nan_filled(k)
+        return [restore.wrap(values)], SparseCtx(flat.size, indices, restore)
 
     def decompress(self, tensors, ctx):
         values, = tensors
-        values = np.asarray(values)
+        values = edge.as_numpy(values)
         # The indices are this rank's own (ctx): the payload must carry exactly one value
         # for each, or the scatter would read past them.
         if values.dtype.kind != "f" or values.shape != ctx.indices.shape:
             raise FrameError(f"random-k payload: {values.size} values of dtype {values.dtype}, expected "
-                             f"{ctx.indices.size} float values (k of this tensor); a payload of another tensor, "
-                             "ratio or compressor")
+                             f"{ctx.indices.size} float values (one per index this rank drew); a payload of "
+                             "another tensor, ratio or compressor")
         values = np.ascontiguousarray(values, dtype=np.float32)
         dense = edge.zeros(ctx.numel)
         check(lib.dr_scatter(u32(ctx.indices), f32(values), values.size, f32(dense), ctx.numel),

@@ -7,6 +7,7 @@ class SketchCompressor(FramedCompressor):
     """Quantile sketch: ``quantum_num`` bins with edges at quantiles of the values; each
     entry sends its bin index, and decodes to its bin's mean."""
 
+    frame_kind = "DR_KIND_SKETCH"
     encoder, size, decoder = "dr_sketch_encode", "dr_sketch_size", "dr_sketch_decode"
     label = "sketch"
     params = ("bins",)

@@ -1,13 +1,49 @@
 import numpy as np
 
+from .. import edge
 from .._native import check, f32, ffi, lib, u32
-from ._sparse import Sparsifier
+from ._sparse import Sparsifier, selected_values
 from ..checks import fraction
 
 
 def topk_count(numel, compress_ratio):
     """k = max(1, int(numel * ratio)); 0 for an empty tensor (nothing to select)."""
     return min(numel, max(1, int(numel * compress_ratio)))
+
+
+def select_topk(flat, k, work):
+    """Ascending uint32 indices of the k largest |flat| (exact radix select in C).
+    ``work`` is a uint8 scratch array, grown and returned: ``(indices, work)``."""
+    indices = np.empty(k, dtype=np.uint32)
+    needed = lib.dr_topk_workspace_size(flat.size, k)
+    if work.nbytes < needed:
+        work = np.empty(needed, dtype=np.uint8)
+    check(lib.dr_topk_select(f32(flat), flat.size, k, u32(indices), ffi.from_buffer(work)), "top-k selection")
+    return indices, work
+
+
+def sparsify(tensor, compress_ratio, kernel="torch"):
+    """GRACE's helper: ``(values, indices)`` of the k = max(1, int(n·ratio)) entries of
+    largest magnitude of the flattened tensor; values in the tensor's dtype, indices
+    int32, both of the tensor's kind and device. Indices come in ascending order
+    (GRACE's torch.topk order was unspecified). ``kernel`` is accepted and ignored."""
+    flat, _ = edge.to_core(tensor, what="tensor")
+    indices, _ = select_topk(flat, topk_count(flat.size, compress_ratio), np.empty(0, dtype=np.uint8))
+    values = selected_values(flat, indices)
+    return edge.to_kind(values, tensor, tensor.dtype), edge.to_kind(indices.astype(np.int32), tensor)
+
+
+def desparsify(tensors, numel):
+    """GRACE's helper: the dense flat tensor of ``numel`` entries holding ``values`` at
+    ``indices`` and zeros elsewhere, in the values' kind, dtype and device."""
+    values, indices = tensors
+    dense = edge.zeros(numel)
+    vals = np.ascontiguousarray(edge.as_numpy(values), dtype=np.float32).reshape(-1)
+    idx = np.ascontiguousarray(edge.as_numpy(indices)).reshape(-1)
+    if idx.size != vals.size or (idx.size and (idx.min() < 0 or idx.max() >= numel)):
+        raise ValueError(f"desparsify: {idx.size} indices for {vals.size} values, each must be in [0, {numel})")
+    check(lib.dr_scatter(u32(idx.astype(np.uint32)), f32(vals), vals.size, f32(dense), numel), "desparsify")
+    return edge.to_kind(dense, values, values.dtype)
 
 
 class TopKCompressor(Sparsifier):
@@ -30,11 +66,5 @@ class TopKCompressor(Sparsifier):
 
     def select(self, flat, name):
         """Ascending uint32 indices of the k largest magnitudes."""
-        k = topk_count(flat.size, self.compress_ratio)
-        indices = np.empty(k, dtype=np.uint32)
-        needed = lib.dr_topk_workspace_size(flat.size, k)
-        if self._work.nbytes < needed:
-            self._work = np.empty(needed, dtype=np.uint8)
-        check(lib.dr_topk_select(f32(flat), flat.size, k, u32(indices), ffi.from_buffer(self._work)),
-              f"top-k of {name!r}")
+        indices, self._work = select_topk(flat, topk_count(flat.size, self.compress_ratio), self._work)
         return indices

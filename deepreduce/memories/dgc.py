@@ -9,8 +9,9 @@ clamped to ±sqrt(Σ_ranks ||g||² / world_size), the global norm agreed by an a
 import numpy as np
 
 from .. import edge
-from .._native import check, f32, lib, u32
+from .._native import all_finite, check, f32, lib, u32
 from ..base import Memory
+from ..state import TensorState
 
 
 class DgcMemory(Memory):
@@ -20,8 +21,10 @@ class DgcMemory(Memory):
         self.world_size = world_size
         self._transport_choice = transport
         self._transport = None
-        self.momenta = {}   # u
-        self.velocities = {}  # v
+        # GRACE's names: ``residuals`` holds the momentum u, ``gradients`` the accumulation
+        # v; both in the caller's kind and shape.
+        self.residuals = TensorState()
+        self.gradients = TensorState()
 
     @classmethod
     def from_params(cls, params, compressor):
@@ -37,28 +40,40 @@ class DgcMemory(Memory):
         return np.clip(flat, -limit, limit)
 
     def compensate(self, tensor, name):
+        self.residuals.settle(name)
+        self.gradients.settle(name)
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         if self.gradient_clipping:
             flat = self._clip(flat, name)
-        u = self.momenta.get(name)
-        if u is None:
-            self.momenta[name] = flat.copy()
-            self.velocities[name] = flat.copy()
+        if not all_finite(flat):  # the step will be skipped: leave u and v as they were
+            return restore(flat)
+        u, u_old = self.residuals.write(name, restore, flat.size)
+        v, v_old = self.gradients.write(name, restore, flat.size)
+        if u_old is None or v_old is None:
+            u[:] = flat
+            v[:] = flat
         else:
-            check(lib.dr_axpby(self.momentum, f32(u), 1.0, f32(flat), f32(u), u.size), "dgc momentum")
-            v = self.velocities[name]
-            check(lib.dr_axpby(1.0, f32(v), 1.0, f32(u), f32(v), v.size), "dgc accumulation")
-        return restore(self.velocities[name].copy())
+            check(lib.dr_axpby(self.momentum, f32(u_old), 1.0, f32(flat), f32(u), u.size), "dgc momentum")
+            check(lib.dr_axpby(1.0, f32(v_old), 1.0, f32(u), f32(v), v.size), "dgc accumulation")
+        return restore(v.copy())
 
     def update(self, tensor, name, compressor, tensors, ctx):
+        flat, _ = edge.to_core(tensor, what=f"tensor {name!r}")
+        if not all_finite(flat):
+            return
         indices = getattr(ctx, "indices", None)
-        u, v = self.momenta[name], self.velocities[name]
         if indices is None:  # a compressor that does not say what it sent: mask by value
             sent, _ = edge.to_core(compressor.decompress(tensors, ctx))
             indices = np.flatnonzero(sent).astype(np.uint32)
-        for state in (u, v):
-            check(lib.dr_zero_at(u32(indices), indices.size, f32(state), state.size), "dgc masking")
+        for state in (self.residuals, self.gradients):
+            buffer = state.view(name, flat.size)
+            if buffer is not None:
+                check(lib.dr_zero_at(u32(indices), indices.size, f32(buffer), buffer.size), "dgc masking")
+
+    def rollback(self, name):
+        self.residuals.undo(name)
+        self.gradients.undo(name)
 
     def forget(self, name):
-        self.momenta.pop(name, None)
-        self.velocities.pop(name, None)
+        self.residuals.drop(name)
+        self.gradients.drop(name)

@@ -1,24 +1,32 @@
 import numpy as np
 
 from .. import edge
-from .._native import check, f32, lib
+from .._native import all_finite, check, f32, lib
 from ..base import Memory
+from ..state import TensorState
 
 
 class ResidualMemory(Memory):
     """Error feedback: e = x − D(C(x)) is kept per tensor and the next gradient becomes
-    x = β·e + γ·g. The residual buffer is allocated once per name and reused."""
+    x = β·e + γ·g. ``residuals[name]`` is in the caller's kind and shape (a torch tensor
+    for torch callers, as GRACE's); two buffers per name are allocated once and reused.
+
+    A step whose aggregate is non-finite (on any rank) leaves the residual as it was:
+    a loss scaler skips that step, so nothing of it may linger in the memory. The rank
+    whose own tensor was non-finite writes nothing; the others take their write back
+    (``rollback``)."""
 
     def __init__(self, beta=1.0, gamma=1.0):
-        self.residuals = {}
+        self.residuals = TensorState()
         self.beta = beta
         self.gamma = gamma
 
     def compensate(self, tensor, name):
-        residual = self.residuals.get(name)
-        if residual is None:
+        self.residuals.settle(name)
+        if name not in self.residuals:
             return tensor
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+        residual, _ = edge.to_core(self.residuals[name], what=f"residual of {name!r}")
         if flat.size != residual.size:
             raise ValueError(f"tensor {name!r} has {flat.size} elements but its residual has {residual.size}; "
                              "names must be stable and unique per parameter")
@@ -27,12 +35,15 @@ class ResidualMemory(Memory):
         return restore(out)
 
     def update(self, tensor, name, compressor, tensors, ctx):
-        flat, _ = edge.to_core(tensor, what=f"tensor {name!r}")
+        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+        if not all_finite(flat):
+            return
         sent, _ = edge.to_core(compressor.decompress(tensors, ctx), what=f"decompressed {name!r}")
-        residual = self.residuals.get(name)
-        if residual is None or residual.size != flat.size:
-            residual = self.residuals[name] = np.empty_like(flat)
+        residual, _ = self.residuals.write(name, restore, flat.size)
         check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(sent), f32(residual), flat.size), "residual update")
 
+    def rollback(self, name):
+        self.residuals.undo(name)
+
     def forget(self, name):
-        self.residuals.pop(name, None)
+        self.residuals.drop(name)

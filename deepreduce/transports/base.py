@@ -1,5 +1,6 @@
 """What every transport offers the communicators: sum-allreduce, allgather and broadcast
-of variable-size payloads, and alltoall, on 1-D NumPy arrays.
+of variable-size payloads, and alltoall, on payloads of either kind (NumPy arrays or
+CPU torch tensors; results come back in the kind that went in, see ``edge.like``).
 
 A transport subclass supplies a handful of byte-level primitives; this base class builds
 the collectives from them and adds the safety checks that make misuse fail loudly:
@@ -13,6 +14,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from .. import edge
 from ..errors import CommunicationError
 
 
@@ -80,7 +82,8 @@ class Transport(ABC):
     def allreduce(self, array, name):
         """Sum ``array`` over ranks in place and return it. The first time a name is seen
         its element count is checked to match on every rank."""
-        array = np.ascontiguousarray(array)
+        template = array
+        array = np.ascontiguousarray(edge.as_numpy(array))
         with self._guard("allreduce", name):
             if name not in self._agreed:
                 counts = self._agree(name, array.size, "allreduce")
@@ -90,11 +93,12 @@ class Transport(ABC):
                 self._agreed.add(name)
             if self.size > 1:
                 self._allreduce_sum_inplace(array)
-        return array
+        return edge.like(array, template)
 
     def allgather(self, array, name):
         """Every rank's ``array`` (any sizes, possibly empty, same dtype), in rank order."""
-        array = np.ascontiguousarray(array).reshape(-1)
+        template = array
+        array = np.ascontiguousarray(edge.as_numpy(array)).reshape(-1)
         data = array.view(np.uint8)
         with self._guard("allgather", name):
             sizes = self._agree(name, data.nbytes, "allgather")
@@ -104,11 +108,12 @@ class Transport(ABC):
                 gathered = [data[:0] for _ in range(self.size)]  # nothing to move: skip the engine
             else:
                 gathered = self._allgatherv_bytes(data, [int(s) for s in sizes])
-        return [self._as_dtype(g, array.dtype, name) for g in gathered]
+        return [edge.like(self._as_dtype(g, array.dtype, name), template) for g in gathered]
 
     def broadcast(self, array, root, name):
         """Root's ``array`` on every rank (non-roots pass an array of the same dtype)."""
-        array = np.ascontiguousarray(array).reshape(-1)
+        template = array
+        array = np.ascontiguousarray(edge.as_numpy(array)).reshape(-1)
         with self._guard("broadcast", name):
             nbytes = array.nbytes if self.rank == root else 0
             sizes = self._agree(name, nbytes, "broadcast")
@@ -117,13 +122,14 @@ class Transport(ABC):
                 data = array.view(np.uint8)[:total]
             else:
                 data = self._broadcast_bytes(array.view(np.uint8), total, root)
-        return self._as_dtype(data, array.dtype, name)
+        return edge.like(self._as_dtype(data, array.dtype, name), template)
 
     def alltoall(self, arrays, name):
         """Send arrays[j] to rank j; return what every rank sent to this one, in rank order."""
         if len(arrays) != self.size:
             raise ValueError(f"alltoall of tensor {name!r}: expected {self.size} arrays (one per rank), got {len(arrays)}")
-        arrays = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+        template = arrays[0]
+        arrays = [np.ascontiguousarray(edge.as_numpy(a)).reshape(-1) for a in arrays]
         dtype = arrays[0].dtype
         sends = [a.view(np.uint8) for a in arrays]
         with self._guard("alltoall", name):
@@ -135,7 +141,7 @@ class Transport(ABC):
                     f"while rank {bad} sent a different tensor")
             recv_sizes = [int(rows[j, 1 + self.rank]) for j in range(self.size)]
             received = sends if self.size == 1 else self._alltoallv_bytes(sends, recv_sizes)
-        return [self._as_dtype(r, dtype, name) for r in received]
+        return [edge.like(self._as_dtype(r, dtype, name), template) for r in received]
 
     @staticmethod
     def _as_dtype(data, dtype, name):

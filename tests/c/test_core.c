@@ -69,6 +69,54 @@ static void test_empty_frame(void)
     CHECK(dense[0] == 1.0f);
 }
 
+static void test_nonfinite_marker(void)
+{
+    uint8_t buf[DR_FRAME_NONFINITE_SIZE + 8];
+    size_t len = 0;
+    int marker = -1;
+    float dense[4];
+    dr_frame f;
+    CHECK_OK(dr_frame_nonfinite(DR_KIND_TOPK, 4, buf, sizeof buf, &len));
+    CHECK(len == DR_FRAME_NONFINITE_SIZE);
+    CHECK_OK(dr_frame_parse(buf, len, &f));
+    CHECK(f.flags == DR_FRAME_FLAG_NONFINITE && f.nsections == 0 && f.count == 0 && f.numel == 4);
+    CHECK_OK(dr_frame_is_nonfinite(buf, len, DR_KIND_TOPK, 4, &marker));
+    CHECK(marker == 1);
+    CHECK_STATUS(dr_frame_is_nonfinite(buf, len, DR_KIND_THRESHOLD, 4, &marker), DR_E_FRAME_CODEC);
+    CHECK_STATUS(dr_frame_is_nonfinite(buf, len, DR_KIND_TOPK, 5, &marker), DR_E_FRAME_FIELD);
+    /* A codec's decoder refuses a marker: it carries no sections to decode. */
+    CHECK(dr_sparse_raw_decode(buf, len, dense, 4, NULL) != DR_OK);
+    /* Any other frame is not a marker, and a flipped flag breaks the CRC. */
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 4, NULL, NULL, 0, buf, sizeof buf, &len));
+    CHECK_OK(dr_frame_is_nonfinite(buf, len, DR_KIND_TOPK, 4, &marker));
+    CHECK(marker == 0);
+    buf[10] = DR_FRAME_FLAG_NONFINITE;
+    CHECK_STATUS(dr_frame_is_nonfinite(buf, len, DR_KIND_TOPK, 4, &marker), DR_E_FRAME_CHECKSUM);
+    buf[10] = 0x80; /* an unknown flag */
+    CHECK_STATUS(dr_frame_parse(buf, len, &f), DR_E_FRAME_FIELD);
+    CHECK_STATUS(dr_frame_nonfinite(DR_KIND_COUNT_, 4, buf, sizeof buf, &len), DR_E_ARG);
+    CHECK_STATUS(dr_frame_nonfinite(DR_KIND_TOPK, 4, buf, DR_FRAME_NONFINITE_SIZE - 1, &len),
+                 DR_E_DST_TOO_SMALL);
+}
+
+static void test_dr_all_finite(void)
+{
+    float x[37];
+    size_t i;
+    for (i = 0; i < 37; i++)
+        x[i] = (float)i - 18.0f;
+    CHECK(dr_all_finite(x, 37) == 1);
+    CHECK(dr_all_finite(NULL, 0) == 1);
+    CHECK(dr_all_finite(NULL, 3) == DR_E_ARG);
+    x[36] = INFINITY;
+    CHECK(dr_all_finite(x, 37) == 0);
+    CHECK(dr_all_finite(x, 36) == 1);
+    x[0] = -NAN;
+    CHECK(dr_all_finite(x, 36) == 0);
+    x[0] = 3.4028235e38f; /* the largest float is finite */
+    CHECK(dr_all_finite(x, 36) == 1);
+}
+
 static int cmp_desc_abs(const void *a, const void *b)
 {
     float x = fabsf(*(const float *)a), y = fabsf(*(const float *)b);
@@ -268,6 +316,8 @@ int main(void)
 {
     test_frame_roundtrip_and_corruption();
     test_empty_frame();
+    test_nonfinite_marker();
+    test_dr_all_finite();
     test_topk_matches_sort();
     test_topk_ties_take_lowest();
     test_topk_select_equals_topk();

@@ -334,7 +334,7 @@ static void test_efsignsgd_and_vote(void)
     CHECK_OK(dr_efsignsgd_decode(buf, len, out, 5));
     CHECK(out[0] == 2.4f && out[1] == -2.4f && out[3] == -2.4f && out[4] == 2.4f);
     CHECK_OK(dr_sign_vote(sum, 4));
-    CHECK(sum[0] == 1.0f && sum[1] == -1.0f && sum[2] == 1.0f && sum[3] == -1.0f);
+    CHECK(sum[0] == 1.0f && sum[1] == -1.0f && sum[2] == 1.0f && isnan(sum[3]));
     CHECK_OK(dr_signum_momentum(m, g, 3, 0.9f, 1));
     CHECK(m[0] == 1.0f && m[1] == -1.0f && m[2] == 2.0f);
     g[0] = -9.0f;

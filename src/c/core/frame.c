@@ -4,6 +4,9 @@
 #include <string.h>
 #include <zlib.h>
 
+/* C99 has no static_assert: a negative array size fails the build instead. */
+typedef char dr_nonfinite_size_check[(DR_FRAME_NONFINITE_SIZE == DR_FRAME_FIXED_HEADER + DR_FRAME_TRAILER) ? 1 : -1];
+
 static void put_u32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -71,6 +74,8 @@ int dr_frame_seal(const dr_frame *f, uint8_t *buf, size_t cap, size_t *frame_siz
     int st;
     if (f == NULL || buf == NULL || frame_size == NULL)
         return DR_E_ARG;
+    if ((f->flags & ~DR_FRAME_FLAG_NONFINITE) != 0)
+        return DR_E_ARG;
     laid = *f;
     st = dr_frame_layout(&laid, &total);
     if (st != DR_OK)
@@ -84,7 +89,7 @@ int dr_frame_seal(const dr_frame *f, uint8_t *buf, size_t cap, size_t *frame_siz
     buf[7] = f->value_codec;
     buf[8] = f->dtype;
     buf[9] = (uint8_t)f->nsections;
-    buf[10] = 0;
+    buf[10] = f->flags;
     buf[11] = 0;
     for (i = 0; i < 4; i++)
         put_u32(buf + 12 + 4 * i, f->params[i]);
@@ -117,7 +122,9 @@ int dr_frame_parse(const uint8_t *buf, size_t len, dr_frame *out)
     f.value_codec = buf[7];
     f.dtype = buf[8];
     f.nsections = buf[9];
-    if (buf[10] != 0 || buf[11] != 0 || f.nsections > DR_FRAME_MAX_SECTIONS)
+    f.flags = buf[10];
+    if ((f.flags & ~DR_FRAME_FLAG_NONFINITE) != 0 || buf[11] != 0 ||
+        f.nsections > DR_FRAME_MAX_SECTIONS)
         return DR_E_FRAME_FIELD;
     header = dr_frame_header_size(f.nsections);
     if (len < header + DR_FRAME_TRAILER)
@@ -143,6 +150,46 @@ int dr_frame_parse(const uint8_t *buf, size_t len, dr_frame *out)
     if (f.kind >= DR_KIND_COUNT_ || f.index_codec >= DR_INDEX_COUNT_ ||
         f.value_codec >= DR_VALUE_COUNT_ || f.dtype > DR_DTYPE_FLOAT64 || f.count > f.numel)
         return DR_E_FRAME_FIELD;
+    /* A marker carries nothing but the fact (see DR_FRAME_FLAG_NONFINITE). */
+    if ((f.flags & DR_FRAME_FLAG_NONFINITE) &&
+        (f.nsections != 0 || f.count != 0 || f.index_codec != DR_INDEX_RAW ||
+         f.value_codec != DR_VALUE_RAW || f.params[0] || f.params[1] || f.params[2] || f.params[3]))
+        return DR_E_FRAME_FIELD;
     *out = f;
+    return DR_OK;
+}
+
+int dr_frame_nonfinite(uint8_t kind, uint64_t numel, uint8_t *buf, size_t cap, size_t *written)
+{
+    dr_frame f;
+    if (buf == NULL || written == NULL || kind >= DR_KIND_COUNT_)
+        return DR_E_ARG;
+    memset(&f, 0, sizeof f);
+    f.kind = kind;
+    f.flags = DR_FRAME_FLAG_NONFINITE;
+    f.numel = numel;
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+int dr_frame_is_nonfinite(const uint8_t *buf, size_t len, uint8_t kind, uint64_t numel,
+                          int *is_marker)
+{
+    dr_frame f;
+    int st;
+    if (buf == NULL || is_marker == NULL)
+        return DR_E_ARG;
+    *is_marker = 0;
+    /* Only a frame that says it is a marker is parsed here; any other is the codec's. */
+    if (len < DR_FRAME_NONFINITE_SIZE || get_u32(buf) != DR_FRAME_MAGIC ||
+        (buf[10] & DR_FRAME_FLAG_NONFINITE) == 0)
+        return DR_OK;
+    st = dr_frame_parse(buf, len, &f);
+    if (st != DR_OK)
+        return st;
+    if (f.kind != kind)
+        return DR_E_FRAME_CODEC;
+    if (f.numel != numel)
+        return DR_E_FRAME_FIELD;
+    *is_marker = 1;
     return DR_OK;
 }

@@ -126,7 +126,8 @@ enum dr_value_codec {
 /*     7     1  value_codec  (enum dr_value_codec)                                     */
 /*     8     1  dtype        (enum dr_dtype)                                           */
 /*     9     1  nsections    (0 .. DR_FRAME_MAX_SECTIONS)                              */
-/*    10     2  reserved, must be zero                                                 */
+/*    10     1  flags        (DR_FRAME_FLAG_*; unknown bits are refused)               */
+/*    11     1  reserved, must be zero                                                 */
 /*    12    16  params[4]: uint32 codec parameters, meaning fixed per kind/codec       */
 /*    28     8  numel: dense element count d of the tensor                            */
 /*    36     8  count: entries carried (r for sparse frames, numel for dense ones)     */
@@ -140,11 +141,19 @@ enum dr_value_codec {
 #define DR_FRAME_FIXED_HEADER 44
 #define DR_FRAME_TRAILER 4
 
+/* The sender's tensor held a NaN or an infinity. Such a frame carries the fact, not the
+ * garbage: no sections, count 0, the kind and numel of the tensor it stands for. Every
+ * receiver decodes it to NaN in all numel entries, so the aggregate is non-finite on
+ * every rank (mixed-precision loss scalers then skip the step). */
+#define DR_FRAME_FLAG_NONFINITE 0x01u
+#define DR_FRAME_NONFINITE_SIZE 48 /* DR_FRAME_FIXED_HEADER + DR_FRAME_TRAILER */
+
 typedef struct dr_frame {
     uint8_t kind;
     uint8_t index_codec;
     uint8_t value_codec;
     uint8_t dtype;
+    uint8_t flags; /* DR_FRAME_FLAG_* */
     uint32_t nsections;
     uint32_t params[4];
     uint64_t numel;
@@ -174,6 +183,20 @@ int dr_frame_seal(const dr_frame *f, uint8_t *buf, size_t cap, size_t *frame_siz
  * declared sizes add up to exactly `len`, and the CRC32. Codec-specific contents are
  * validated by the codec's own decoder. */
 int dr_frame_parse(const uint8_t *buf, size_t len, dr_frame *out);
+
+/* Write the DR_FRAME_NONFINITE_SIZE-byte marker frame that stands for a tensor of
+ * `numel` elements of compressor `kind` which held a NaN or an infinity (see
+ * DR_FRAME_FLAG_NONFINITE). DR_E_ARG for an unknown kind or a NULL pointer,
+ * DR_E_DST_TOO_SMALL if cap < DR_FRAME_NONFINITE_SIZE. */
+int dr_frame_nonfinite(uint8_t kind, uint64_t numel, uint8_t *buf, size_t cap, size_t *written);
+
+/* Whether buf[0..len) is a valid non-finite marker frame of `kind` for `numel`
+ * elements: *is_marker = 1 if so, 0 if it is no marker at all (any other frame, valid or
+ * not, is left for the codec's decoder to judge). A frame that sets the flag but fails
+ * dr_frame_parse, or is a marker of another kind or size, is refused with that status
+ * (DR_E_FRAME_CODEC for another kind, DR_E_FRAME_FIELD for another numel). */
+int dr_frame_is_nonfinite(const uint8_t *buf, size_t len, uint8_t kind, uint64_t numel,
+                          int *is_marker);
 
 /* CRC32 (zlib's) of buf[0..len), continuing from `crc` (pass 0 to start). */
 uint32_t dr_crc32(uint32_t crc, const uint8_t *buf, size_t len);

@@ -50,6 +50,8 @@ int dr_sign_vote(float *sum_inout, size_t n)
     if (n > 0 && sum_inout == NULL)
         return DR_E_ARG;
     for (i = 0; i < n; i++)
-        sum_inout[i] = sum_inout[i] >= 0.0f ? 1.0f : -1.0f;
+        /* NaN stays NaN: a rank's non-finite gradient must reach the optimizer. */
+        if (sum_inout[i] == sum_inout[i])
+            sum_inout[i] = sum_inout[i] >= 0.0f ? 1.0f : -1.0f;
     return DR_OK;
 }

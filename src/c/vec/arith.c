@@ -3,6 +3,7 @@
 #include "deepreduce.h"
 
 #include <math.h>
+#include <string.h>
 
 int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_t n)
 {
@@ -23,6 +24,22 @@ float dr_abs_max(const float *x, size_t n)
         m = v > m ? v : m; /* a NaN compares false and is skipped */
     }
     return m;
+}
+
+int dr_all_finite(const float *x, size_t n)
+{
+    /* An all-ones exponent is an infinity or a NaN. OR-ing per-element tests over
+     * integers vectorises without reassociating any float arithmetic. */
+    uint32_t nonfinite = 0;
+    size_t i;
+    if (n > 0 && x == NULL)
+        return DR_E_ARG;
+    for (i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, x + i, sizeof bits);
+        nonfinite |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return nonfinite ? 0 : 1;
 }
 
 static int indices_in_range(const uint32_t *idx, size_t r, size_t n)

@@ -104,7 +104,8 @@ int dr_signsgd_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, siz
                       size_t *written);
 int dr_signsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 
-/* sum_inout[i] = +1 if sum_inout[i] >= 0, else -1 (NaN gives -1). */
+/* sum_inout[i] = +1 if sum_inout[i] >= 0, else -1; a NaN stays NaN (a rank's non-finite
+ * gradient reaches the aggregate). */
 int dr_sign_vote(float *sum_inout, size_t n);
 
 /* Signum: signSGD of the momentum. The caller keeps m per tensor and updates it with

@@ -11,6 +11,11 @@ int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_
 /* Largest |x[i]| (0 for n == 0). NaN entries are ignored. */
 float dr_abs_max(const float *x, size_t n);
 
+/* 1 if every x[i] (i < n) is finite, 0 if any is NaN or infinite (1 for n == 0).
+ * DR_E_ARG if x is NULL with n > 0. Reads the exponent bits only: exact, and one
+ * branch-free streaming pass. */
+int dr_all_finite(const float *x, size_t n);
+
 /* out[j] = dense[idx[j]] for j < r. DR_E_CORRUPT if any idx[j] >= n. */
 int dr_gather(const float *dense, size_t n, const uint32_t *idx, size_t r, float *out);
 

@@ -1,0 +1,78 @@
+"""Per-tensor state (residuals, momenta) that a skipped step can take back.
+
+A memory's or a compressor's state for a tensor name lives in a ``TensorState``: a dict
+from name to a tensor of the caller's kind and shape (a torch tensor for torch callers,
+as GRACE's ``residuals`` were), so scripts that read it keep working. Each name has two
+buffers used in turn: a write goes into the spare one and the one it replaces is kept,
+so ``undo`` restores the previous state without copying. That is what a step whose
+aggregate turned out non-finite needs (a mixed-precision loss scaler skips it, so
+nothing of it may remain in any memory), on every rank, including the ranks whose own
+gradient was finite. Steady state allocates nothing.
+
+Protocol: ``settle(name)`` at the start of a step for that name (forget what could be
+undone from the step before), then any number of ``write(name, ...)``, then ``undo(name)``
+if the step is rejected. A tensor the dict hands out may be written again two steps
+later: callers that keep one longer should copy it.
+"""
+import numpy as np
+
+from . import edge
+
+
+class TensorState(dict):
+    def __init__(self):
+        super().__init__()
+        self._spare = {}  # name -> the other buffer, reused by the next step's write
+        self._undo = {}   # name -> the entry before this step's write (None: there was none)
+
+    def settle(self, name):
+        """A new step for ``name`` begins: what the last one wrote is final."""
+        self._undo.pop(name, None)
+
+    def view(self, name, size):
+        """The flat float32 NumPy buffer of ``self[name]`` if it has ``size`` elements in
+        memory C can write through, else None."""
+        entry = self.get(name)
+        view = edge.writable_view(entry) if entry is not None else None
+        return view if view is not None and view.size == size else None
+
+    def write(self, name, restore, size):
+        """``(new, old)``: the flat float32 NumPy buffer that now backs ``self[name]``
+        (its contents undefined: the caller fills it) and the buffer of the entry it
+        replaced (None when there was none usable). A second write in the same step
+        returns this step's buffer as both."""
+        if name in self._undo:
+            current = self.view(name, size)
+            if current is not None:
+                return current, current
+        old = self.view(name, size)
+        spare = self._spare.pop(name, None)
+        new = edge.writable_view(spare) if spare is not None else None
+        if new is None or new.size != size:
+            new = np.empty(size, dtype=edge.CORE_DTYPE)
+            spare = restore.working(new) if restore.numel == size else restore.wrap(new)
+        previous = self.get(name)
+        self._undo[name] = previous
+        if previous is not None:
+            self._spare[name] = previous
+        self[name] = spare
+        return new, old
+
+    def undo(self, name):
+        """Put back what ``self[name]`` was before this step's write (no-op if this
+        step wrote nothing)."""
+        if name not in self._undo:
+            return
+        before = self._undo.pop(name)
+        rejected = self.pop(name, None)
+        self._spare.pop(name, None)
+        if before is not None:
+            self[name] = before
+        if rejected is not None:
+            self._spare[name] = rejected
+
+    def drop(self, name):
+        """Forget ``name`` entirely."""
+        self.pop(name, None)
+        self._spare.pop(name, None)
+        self._undo.pop(name, None)

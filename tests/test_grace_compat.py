@@ -1,0 +1,290 @@
+"""GRACE drop-in, in one process: the caller's tensor kind at every role boundary, the
+non-finite marker frame, GRACE's names and helper functions, the deliberate differences
+of docs/fixes.md, and the opt-out that lets a real GRACE checkout win. The multi-rank
+half (custom parts mixed with ours, GradScaler, a script using GRACE's names) is in
+test_grace_dropin.py."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import deepreduce  # noqa: E402
+from deepreduce import FrameError, UnknownNameError, grace_from_params  # noqa: E402
+from deepreduce._native import lib, nonfinite_frame  # noqa: E402
+from deepreduce.memories.residual import ResidualMemory  # noqa: E402
+from deepreduce.registry import COMPRESSORS  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LOCAL = {"world_size": 1, "transport": "local"}
+# Every compressor with the memory and communicator it runs with here (world size 1).
+PAIRS = {name: ({"dgc": "dgc", "powersgd": "powersgd", "efsignsgd": "efsignsgd"}.get(name, "residual"),
+                "allreduce" if name in ("none", "fp16", "randomk", "powersgd") else "allgather")
+         for name in COMPRESSORS if COMPRESSORS[name] is not None}
+
+
+def local(compressor, **params):
+    memory, communicator = PAIRS[compressor]
+    return grace_from_params({"compressor": compressor, "memory": memory, "communicator": communicator,
+                              **LOCAL, **params})
+
+
+class Spy:
+    """Wraps a role's method and records the type and shape of what it receives/returns."""
+
+    def __init__(self):
+        self.seen = []
+
+    def watch(self, obj, method):
+        original = getattr(obj, method)
+
+        def spied(*args, **kwargs):
+            out = original(*args, **kwargs)
+            self.seen.append((method, args, out))
+            return out
+        setattr(obj, method, spied)
+
+
+# ---------------------------------------------------------------------------- kinds
+@pytest.mark.parametrize("compressor", ["topk", "qsgd", "randomk", "fp16", "dgc", "powersgd", "signum"])
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_the_callers_kind_crosses_every_role(compressor, kind):
+    grc = local(compressor)
+    spy = Spy()
+    spy.watch(grc.memory, "compensate")
+    spy.watch(grc.compressor, "compress")
+    spy.watch(grc.memory, "update")
+    g = torch.randn(12, 10, dtype=torch.float64)
+    x = g if kind == "torch" else g.numpy()
+    for _ in range(2):
+        out = grc.step(x, "w")
+    expected = torch.Tensor if kind == "torch" else np.ndarray
+    assert isinstance(out, expected) and tuple(out.shape) == (12, 10) and out.dtype == x.dtype
+    for method, args, result in spy.seen:
+        tensor = args[0]
+        assert isinstance(tensor, expected), method
+        assert tuple(tensor.shape) == (12, 10), method
+        assert tensor.dtype in (torch.float32, np.float32), method  # the core's dtype, a view
+        if method == "compress":
+            payloads, _ = result
+            assert all(isinstance(p, expected) for p in payloads), payloads
+    if compressor in ("topk", "qsgd", "randomk"):  # residual: GRACE's name, the caller's kind
+        assert isinstance(grc.memory.residuals["w"], expected)
+
+
+def test_a_cpu_float32_tensor_reaches_the_memory_as_a_view():
+    grc = local("topk")
+    seen = []
+    grc.memory.compensate = lambda tensor, name: seen.append(tensor) or tensor
+    g = torch.randn(100)
+    grc.step(g, "w")
+    assert seen[0].data_ptr() == g.data_ptr()
+
+
+# ---------------------------------------------------------------------------- non-finite
+@pytest.mark.parametrize("compressor", sorted(PAIRS))
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_gradient_gives_a_non_finite_result_and_keeps_the_state(compressor, bad):
+    grc = local(compressor)
+    g = torch.randn(20, 60)
+    for _ in range(2):
+        grc.step(g, "w")
+    before = {attr: {k: v.clone() for k, v in d.items()} for obj in (grc.memory, grc.compressor)
+              for attr, d in vars(obj).items() if isinstance(d, dict) and d and
+              all(isinstance(v, torch.Tensor) for v in d.values())}
+    broken = g.clone()
+    broken[3, 7] = bad
+    out = grc.step(broken, "w")
+    assert not bool(torch.isfinite(out).all())
+    after = {attr: d for obj in (grc.memory, grc.compressor) for attr, d in vars(obj).items() if attr in before}
+    for attr, tensors in before.items():
+        for k, v in tensors.items():
+            assert torch.equal(v, after[attr][k]), f"{attr}[{k!r}] changed"
+    assert bool(torch.isfinite(grc.step(g, "w")).all())  # the next finite step is finite again
+
+
+@pytest.mark.parametrize("compressor", ["topk", "threshold", "qsgd", "signsgd", "terngrad"])
+def test_the_frame_carries_the_fact_not_the_garbage(compressor):
+    c = local(compressor).compressor
+    g = np.random.default_rng(0).standard_normal(5000).astype(np.float32)
+    g[17] = np.nan
+    (frame,), ctx = c.compress(g, "w")
+    assert frame.nbytes == lib.DR_FRAME_NONFINITE_SIZE
+    assert np.isnan(c.decompress([frame], ctx)).all()
+
+
+def test_a_forged_marker_is_refused():
+    topk = local("topk").compressor
+    (frame,), ctx = topk.compress(np.ones(100, dtype=np.float32), "w")
+    with pytest.raises(FrameError, match="codec"):  # a marker of another compressor
+        topk.decompress([nonfinite_frame(lib.DR_KIND_THRESHOLD, 100)], ctx)
+    with pytest.raises(FrameError):  # a marker for a tensor of another size
+        topk.decompress([nonfinite_frame(lib.DR_KIND_TOPK, 99)], ctx)
+    flipped = frame.copy()
+    flipped[10] |= lib.DR_FRAME_FLAG_NONFINITE  # a real frame claiming to be a marker
+    with pytest.raises(FrameError, match="checksum|CRC"):
+        topk.decompress([flipped], ctx)
+
+
+def test_sign_vote_keeps_nan():
+    grc = local("signsgd")
+    g = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+    g[5] = np.inf
+    assert np.isnan(grc.step(g, "w")).all()
+
+
+# ---------------------------------------------------------------------------- names
+@pytest.mark.parametrize("role", ["compressor", "memory", "communicator"])
+def test_unknown_names_are_notimplemented_and_valueerror_with_the_valid_names(role):
+    with pytest.raises(NotImplementedError, match="valid names: .*") as info:
+        grace_from_params({role: "no-such-thing"})
+    assert isinstance(info.value, ValueError) and isinstance(info.value, UnknownNameError)
+    from deepreduce.codecs import index_codec
+    with pytest.raises(NotImplementedError, match="rice"):
+        index_codec("no-such-codec")
+
+
+@pytest.mark.parametrize("name, cls, base", [("qsgd_cuda", "QSGDCompressor_CUDA", "QSGDCompressor"),
+                                             ("natural_cuda", "NaturalCompressor_CUDA", "NaturalCompressor")])
+def test_cuda_names_run_the_c_core(name, cls, base):
+    import importlib
+    grc = grace_from_params({"compressor": name, "communicator": "allgather", **LOCAL})
+    module = importlib.import_module(f"grace_dl.dist.compressor.{name.split('_')[0]}")
+    assert type(grc.compressor) is getattr(module, cls)
+    assert isinstance(grc.compressor, getattr(module, base))
+    g = torch.randn(1000)
+    out = grc.step(g, "w")
+    assert out.shape == g.shape and float((out - g).abs().mean()) < float(g.abs().mean())
+
+
+def test_topk_helpers_behave_as_graces():
+    from grace_dl.dist.compressor.topk import desparsify, sparsify
+    g = torch.randn(7, 50)
+    values, indices = sparsify(g, 0.1, "torch")
+    assert values.dtype == g.dtype and indices.dtype == torch.int32 and values.numel() == 35
+    _, expected = torch.topk(g.flatten().abs(), 35)
+    assert set(indices.tolist()) == set(expected.tolist())
+    assert torch.equal(values, g.flatten()[indices.long()])
+    dense = desparsify((values, indices), g.numel())
+    assert torch.equal(dense[indices.long()], values) and int((dense != 0).sum()) == 35
+    v, i = sparsify(g.numpy(), 0.1)
+    assert isinstance(v, np.ndarray) and np.array_equal(np.sort(i), np.sort(indices.numpy()))
+    with pytest.raises(ValueError, match="indices"):
+        desparsify((values, indices + 1000), g.numel())
+
+
+def test_randomk_helper_follows_the_global_generator_and_draws_distinct_indices():
+    from grace_dl.dist.compressor.randomk import sparsify
+    g = torch.randn(1000)
+    torch.manual_seed(3)
+    a_idx, a_val = sparsify(g, 0.05)
+    torch.manual_seed(3)
+    b_idx, _ = sparsify(g, 0.05)
+    assert torch.equal(a_idx, b_idx) and a_idx.dtype == torch.int64
+    assert a_idx.unique().numel() == 50 and torch.equal(a_val, g[a_idx])
+
+
+def graces_orthogonalize(matrix):
+    """GRACE's Gram-Schmidt, written out in torch as its powersgd.py does it."""
+    for i in range(matrix.shape[1]):
+        col = matrix[:, i:i + 1]
+        col /= torch.sqrt(torch.sum(col ** 2))
+        if i + 1 < matrix.shape[1]:
+            rest = matrix[:, i + 1:]
+            rest -= torch.sum(col * rest, dim=0) * col
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_orthogonalize_works_in_place_as_graces(dtype):
+    from grace_dl.dist.compressor.powersgd import orthogonalize
+    m = torch.randn(9, 3, dtype=dtype)
+    theirs = m.clone()
+    graces_orthogonalize(theirs)
+    assert orthogonalize(m) is None
+    assert torch.allclose(m, theirs, atol=1e-5)
+    zero = torch.zeros(4, 2)
+    orthogonalize(zero)
+    assert torch.equal(zero, torch.zeros(4, 2))  # GRACE's gives NaN here
+
+
+def test_powersgd_constructor_is_graces():
+    from grace_dl.dist.compressor.powersgd import PowerSGDCompressor
+    c = PowerSGDCompressor()
+    assert (c.rank, c.use_memory) == (1, False)
+    assert PowerSGDCompressor(2, True, 4).world_size == 4
+    grc = grace_from_params({"compressor": "powersgd", "memory": "powersgd", **LOCAL})
+    assert grc.compressor.use_memory and grc.compressor.world_size == 1
+    wrong = grace_from_params({"compressor": "powersgd", "memory": "powersgd", **LOCAL})
+    wrong.compressor = PowerSGDCompressor(1, True, 3, transport="local")
+    with pytest.raises(deepreduce.CommunicationError, match="world_size=3 but the local transport has 1"):
+        wrong.step(torch.randn(4, 4), "w")
+
+
+def test_state_attribute_names_are_graces():
+    signum = local("signum")
+    randomk = local("randomk")
+    dgc = local("dgc")
+    for grc in (signum, randomk, dgc):
+        grc.step(torch.randn(30), "a")
+        grc.step(torch.randn(40), "b")
+    assert sorted(signum.compressor.momentums) == ["a", "b"]
+    assert randomk.compressor.global_step == 2
+    assert sorted(dgc.memory.residuals) == sorted(dgc.memory.gradients) == ["a", "b"]
+    assert all(isinstance(v, torch.Tensor) for v in dgc.memory.gradients.values())
+
+
+# ---------------------------------------------------------------------------- fixes.md
+def test_threshold_rule_is_magnitude_at_or_above_the_threshold():
+    """GRACE selects |x| >= min(threshold, max(x)) with the signed max: a tensor of small
+    negative entries would be sent whole. Ours sends |x| >= threshold, possibly nothing."""
+    grc = local("threshold", threshold=0.01)
+    x = np.array([-0.5, -0.001, -0.002, -0.0005], dtype=np.float32)
+    (frame,), ctx = grc.compressor.compress(x, "w")
+    np.testing.assert_array_equal(grc.compressor.decompress([frame], ctx), [-0.5, 0, 0, 0])
+    (frame,), ctx = grc.compressor.compress(x / 100, "w")  # all below: an empty, legal payload
+    assert not grc.compressor.decompress([frame], ctx).any()
+
+
+def test_signum_momentum_is_a_copy_of_the_gradient_not_the_gradient():
+    """GRACE stored the caller's tensor itself as the first momentum, so a training loop
+    that writes the result back into p.grad changed GRACE's momentum too."""
+    grc = local("signum")
+    grad = torch.tensor([1.0, -2.0, 3.0])
+    grad.copy_(grc.step(grad, "w"))  # the loop writes the vote into the gradient
+    assert torch.equal(grc.compressor.momentums["w"], torch.tensor([1.0, -2.0, 3.0]))
+
+
+def test_randomk_indices_are_distinct_and_shared_by_name_and_global_step():
+    a = local("randomk", compress_ratio=0.5).compressor
+    b = local("randomk", compress_ratio=0.5).compressor
+    x = np.arange(1, 101, dtype=np.float32)
+    (va,), ca = a.compress(x, "w")
+    (vb,), cb = b.compress(x, "w")
+    assert np.unique(ca.indices).size == 50 and np.array_equal(ca.indices, cb.indices)
+    (_,), later = a.compress(x, "w")
+    assert not np.array_equal(later.indices, ca.indices)  # global_step moved on
+
+
+# ---------------------------------------------------------------------------- beside a GRACE checkout
+def test_real_grace_on_pythonpath_wins_with_the_opt_out(tmp_path):
+    (tmp_path / "grace_dl" / "dist").mkdir(parents=True)
+    (tmp_path / "grace_dl" / "__init__.py").write_text("WHO = 'GRACE'\n")
+    (tmp_path / "grace_dl" / "dist" / "__init__.py").write_text("")
+    (tmp_path / "grace_dl" / "dist" / "helper.py").write_text("def grace_from_params(params):\n    return 'GRACE'\n")
+    script = ("import grace_dl.dist.helper as h, deepreduce; "
+              "print(h.grace_from_params({}), h.__file__.startswith(%r), deepreduce.__name__)" % str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), DEEPREDUCE_GRACE_DL="off")
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert run.stdout.split() == ["GRACE", "True", "deepreduce"], run.stderr
+    env.pop("DEEPREDUCE_GRACE_DL")
+    run = subprocess.run([sys.executable, "-c", "import grace_dl.dist.helper as h; print(h.__name__, h.grace_from_params)"],
+                         env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert "deepreduce" in run.stdout or "function grace_from_params" in run.stdout, run.stderr
+    env.update(DEEPREDUCE_GRACE_DL="off", PYTHONPATH="")
+    run = subprocess.run([sys.executable, "-c", "import grace_dl"], env=env, capture_output=True, text=True,
+                         cwd=ROOT / "docs")
+    assert "none is on sys.path" in run.stderr
