@@ -1,5 +1,5 @@
 /* libFuzzer target: the frame parser and every compressor's decoder, as a receiver
- * calls them. Each input is tried as it came (the CRC refuses almost all mutations:
+ * calls them (after the non-finite marker check). Each input is tried as it came (the CRC refuses almost all mutations:
  * that path is the parser's) and after fuzz_fix_frame, so the fields and sections
  * behind the checksum are reached. With FUZZ_ONLY=<kind> only the fixed-up frame runs,
  * its kind byte pinned. The receiver's tensor has the frame's numel (capped
@@ -16,7 +16,7 @@ static void fuzz_put_u32(uint8_t *p, uint32_t v)
 }
 
 /* Make buf[0..len) a frame the parser accepts up to its field checks: magic, version,
- * reserved bytes, one to DR_FRAME_MAX_SECTIONS section lengths that add up to the
+ * flags (the defined one kept), reserved byte, up to DR_FRAME_MAX_SECTIONS section lengths that add up to the
  * buffer (each kept where it fits, the last taking the rest) and a fresh CRC. The codec
  * bytes, sizes, parameters and section contents stay the fuzzer's. Returns 0 if len
  * cannot hold a header. */
@@ -25,14 +25,17 @@ static int fuzz_fix_frame(uint8_t *buf, size_t len)
     size_t header, room, i, ns;
     if (len < DR_FRAME_FIXED_HEADER + DR_FRAME_TRAILER)
         return 0;
-    ns = buf[9] >= 1 && buf[9] <= DR_FRAME_MAX_SECTIONS ? buf[9] : 1u + buf[9] % DR_FRAME_MAX_SECTIONS;
+    ns = buf[9] <= DR_FRAME_MAX_SECTIONS ? buf[9] : buf[9] % (DR_FRAME_MAX_SECTIONS + 1u);
+    if (ns == 0 && len != DR_FRAME_FIXED_HEADER + DR_FRAME_TRAILER)
+        ns = 1; /* no sections: only a frame of exactly header + trailer adds up */
     header = dr_frame_header_size((uint32_t)ns);
     if (len < header + DR_FRAME_TRAILER)
         return 0;
     fuzz_put_u32(buf, DR_FRAME_MAGIC);
     buf[4] = DR_FRAME_VERSION;
     buf[9] = (uint8_t)ns;
-    buf[10] = buf[11] = 0;
+    buf[10] &= DR_FRAME_FLAG_NONFINITE; /* the one flag defined: the non-finite marker */
+    buf[11] = 0;
     room = len - header - DR_FRAME_TRAILER;
     for (i = 0; i < ns; i++) {
         uint8_t *field = buf + DR_FRAME_FIXED_HEADER + 4 * i;
@@ -73,7 +76,11 @@ static void decode_frame(const uint8_t *buf, size_t len)
     float *dense;
     uint32_t *idx, *scratch;
     frame_decoder decoder;
+    int marker = 0;
     if (dr_frame_parse(buf, len, &f) != DR_OK)
+        return;
+    /* Receivers ask first whether the frame is the non-finite marker of their kind. */
+    if (dr_frame_is_nonfinite(buf, len, f.kind, f.numel, &marker) != DR_OK || marker)
         return;
     n = f.numel <= FUZZ_MAX_NUMEL ? (size_t)f.numel : FUZZ_MAX_NUMEL;
     r = f.count <= n ? (size_t)f.count : n;

@@ -25,6 +25,7 @@ def tensors():
     for n in (1, 7, 300, 3000):
         yield rng.laplace(size=n).astype(np.float32)
     yield np.zeros(64, dtype=np.float32)
+    yield np.where(np.arange(64) == 5, np.nan, 1.0).astype(np.float32)  # the non-finite marker
 
 
 def framed(payload):

@@ -88,8 +88,10 @@ def fuzz_config(params, seconds, seed, report):
     compressor = deepreduce_from_params(params).compressor
     rng = np.random.default_rng(seed)
     seeds = []
-    for n in (0, 1, 300, 3000):
+    for n in (0, 1, 300, 3000, 64):
         x = rng.laplace(size=n).astype(np.float32)
+        if n == 64:
+            x[5] = np.nan  # compressors send the non-finite marker
         tensors, ctx = compressor.compress(x, "w")
         if len(tensors) == 1:  # powersgd's payload list is empty: nothing travels
             seeds.append((tensors[0], ctx, n))
