@@ -7,6 +7,7 @@
 #include "rng_inline.h"
 #include "qframe.h"
 
+#include <float.h>
 #include <math.h>
 
 static size_t bucket_count(size_t n, uint32_t bucket_size)
@@ -37,9 +38,11 @@ static int quantise_bucket(const float *b, size_t m, uint32_t s, uint64_t key, s
     size_t i;
     for (i = 0; i < m; i++)
         sq += (double)b[i] * (double)b[i];
-    norm = (float)sqrt(sq);
-    if (!isfinite(norm))
+    if (!(sq <= DBL_MAX))
         return DR_E_NUMERIC;
+    /* Finite values near FLT_MAX can have a norm beyond it: send FLT_MAX, still >= every
+     * |x|, so the levels stay unbiased and the decoded values finite. */
+    norm = sqrt(sq) < (double)FLT_MAX ? (float)sqrt(sq) : FLT_MAX;
     dr_qf_put_f32(norm_out, norm);
     /* A zero bucket sends zero levels; dividing by its norm is what gave GRACE NaNs.
      * The ratio is a double so that a subnormal norm cannot overflow it. */

@@ -1,0 +1,146 @@
+"""Mutation fuzzer over the public ``decompress`` of every compressor and every
+DeepReduce wrapper: each payload our encoders write is mutated (bit flips, random
+bytes, header fields, truncation, extension, splices from other payloads) and, for
+framed payloads, resealed with a fresh CRC half of the time so the parsing behind the
+checksum is reached. A decompress must return a tensor of the receiver's shape or raise
+FrameError: any other exception, or an input that takes over a second, is a finding.
+
+    python fuzz/py_fuzz.py --seconds 600          # the long campaign (all configs)
+    python fuzz/py_fuzz.py --seconds 2 --max-configs 5
+"""
+import argparse
+import sys
+import time
+import zlib
+
+import numpy as np
+
+from deepreduce import FrameError
+from deepreduce.pairings import PAIRINGS, natural_params
+from deepreduce.wrappers import deepreduce_from_params
+
+SLOW_SECONDS = 1.0
+
+
+def configs():
+    """Every compressor, plain and under each wrapper mode with a spread of codecs."""
+    wrapped = [("index", "bloom", "raw", "conflict_sets"), ("index", "bloom", "raw", "p0"),
+               ("both", "bloom", "polyfit", "random"), ("both", "ef", "qsgd", "leftmost"),
+               ("both", "rle", "dexp", "leftmost"), ("value", "raw", "deflate", "leftmost"),
+               ("both", "huffman", "fp16", "leftmost"), ("both", "rice", "bf16", "leftmost"),
+               ("both", "varint", "raw", "leftmost")]
+    for name in sorted(PAIRINGS):
+        yield natural_params(name)
+        if name != "powersgd":
+            for mode, index, value, policy in wrapped:
+                yield {**natural_params(name), "deepreduce": mode, "index": index, "value": value,
+                       "policy": policy, "min_numel": 0}
+
+
+def label(params):
+    extra = "" if "deepreduce" not in params else \
+        f"/{params['deepreduce']}:{params['index']}+{params['value']}:{params['policy']}"
+    return params["compressor"] + extra
+
+
+class Mutator:
+    """Byte-level mutations; a framed payload may be resealed (CRC recomputed)."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, payload, others):
+        data = bytearray(np.asarray(payload).view(np.uint8).reshape(-1).tobytes())
+        for _ in range(int(self.rng.integers(1, 4))):
+            data = self._one(data, others)
+        out = np.frombuffer(bytes(data), dtype=np.uint8)
+        return out if np.asarray(payload).dtype == np.uint8 else self._as(out, np.asarray(payload).dtype)
+
+    def _as(self, data, dtype):
+        usable = data.size - data.size % np.dtype(dtype).itemsize
+        return data[:usable].view(dtype).copy()
+
+    def _one(self, data, others):
+        rng, n = self.rng, len(data)
+        kind = int(rng.integers(7))
+        if kind == 0 and n:  # flip a bit
+            data[int(rng.integers(n))] ^= 1 << int(rng.integers(8))
+        elif kind == 1 and n:  # a random byte, often in the header
+            data[int(rng.integers(min(n, 64) if rng.random() < 0.6 else n))] = int(rng.integers(256))
+        elif kind == 2 and n >= 4:  # a header field set to an edge value
+            pos = int(rng.integers(min(n, 48) - 3))
+            value = int(rng.choice([0, 1, 0xFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, n, n * 8]))
+            data[pos:pos + 4] = (value & 0xFFFFFFFF).to_bytes(4, "little")
+        elif kind == 3 and n:  # truncate
+            del data[int(rng.integers(n)):]
+        elif kind == 4:  # extend
+            data += bytes(rng.integers(256, size=int(rng.integers(1, 64)), dtype=np.uint8))
+        elif kind == 5 and others:  # splice from another payload
+            other = others[int(rng.integers(len(others)))]
+            cut = int(rng.integers(len(other) + 1))
+            data = data[:int(rng.integers(n + 1))] + bytearray(other[cut:])
+        if n >= 8 and data[:4] == b"DRF1" and rng.random() < 0.5:  # reseal
+            data[-4:] = zlib.crc32(bytes(data[:-4])).to_bytes(4, "little")
+        return data
+
+
+def fuzz_config(params, seconds, seed, report):
+    compressor = deepreduce_from_params(params).compressor
+    rng = np.random.default_rng(seed)
+    seeds = []
+    for n in (0, 1, 300, 3000, 64):
+        x = rng.laplace(size=n).astype(np.float32)
+        if n == 64:
+            x[5] = np.nan  # compressors send the non-finite marker
+        tensors, ctx = compressor.compress(x, "w")
+        if len(tensors) == 1:  # powersgd's payload list is empty: nothing travels
+            seeds.append((tensors[0], ctx, n))
+    others = [np.asarray(t).view(np.uint8).reshape(-1).tobytes() for t, _, _ in seeds]
+    mutate = Mutator(seed)
+    runs = findings = 0
+    slowest = 0.0
+    end = time.perf_counter() + seconds
+    while seeds and time.perf_counter() < end:
+        payload, ctx, n = seeds[runs % len(seeds)]
+        mutated = mutate(payload, others)
+        start = time.perf_counter()
+        try:
+            out = compressor.decompress([mutated], ctx)
+            if np.asarray(out).size != n:
+                raise AssertionError(f"decoded {np.asarray(out).size} values for a tensor of {n}")
+        except FrameError:
+            pass
+        except Exception as exc:  # a finding: anything but a clean refusal
+            findings += 1
+            report(f"{label(params)}: {type(exc).__name__}: {exc} (input {mutated.tobytes().hex()[:120]}...)")
+        took = time.perf_counter() - start
+        slowest = max(slowest, took)
+        if took > SLOW_SECONDS:
+            findings += 1
+            report(f"{label(params)}: an input took {took:.2f} s")
+        runs += 1
+    return runs, findings, slowest
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="total fuzzing time, split over the configs")
+    parser.add_argument("--max-configs", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    chosen = list(configs())[:args.max_configs]
+    total_runs = total_findings = 0
+    worst = 0.0
+    for i, params in enumerate(chosen):
+        runs, findings, slowest = fuzz_config(params, args.seconds / len(chosen), args.seed + i,
+                                              lambda line: print("FINDING", line, flush=True))
+        total_runs += runs
+        total_findings += findings
+        worst = max(worst, slowest)
+    print(f"py_fuzz: {len(chosen)} configurations, {total_runs} mutated payloads, {total_findings} findings, "
+          f"slowest decompress {worst * 1e3:.1f} ms")
+    return 1 if total_findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
