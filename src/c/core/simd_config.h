@@ -6,7 +6,7 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define DR_HAVE_X86_SIMD 1
 #define DR_TARGET_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt,f16c,fma")))
-#define DR_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,bmi,bmi2,popcnt")))
+#define DR_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt,fma")))
 #else
 #define DR_HAVE_X86_SIMD 0
 #endif
