@@ -50,6 +50,18 @@ static void fill(float *x, size_t n, uint64_t key, float scale)
     }
 }
 
+/* Random bit patterns: every exponent from subnormal to the largest finite one. */
+static void fill_bits(float *x, size_t n, uint64_t key)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)dr_rng_u64(key, i);
+        if (((u >> 23) & 0xffu) == 0xffu)
+            u &= ~(1u << 30);
+        memcpy(&x[i], &u, sizeof u);
+    }
+}
+
 static const char *const paths[] = {"scalar", "avx2", "avx512"};
 
 /* Encode and decode x under every path; all frames and outputs equal the scalar one. */
@@ -109,6 +121,8 @@ int main(void)
         g_bucket = 128;
         check_paths("qsgd huge", enc_qsgd, dr_qsgd_decode, x, n, dr_qsgd_size(n, 127, 128));
         check_paths("terngrad huge", enc_terngrad, dr_terngrad_decode, x, n, dr_terngrad_size(n));
+        fill_bits(x, n, 3 + n);
+        check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     return check_summary("test_simd_paths");
 }

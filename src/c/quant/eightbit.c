@@ -98,9 +98,8 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     int st = dr_qf_open_scaled(buf, len, DR_KIND_EIGHTBIT, n, n, 8, out, &scale, &codes);
     if (st != DR_OK)
         return st;
-    for (i = 0; i < n; i++)
-        if (codes[i] == 0x80u) /* a signed zero the encoder never writes */
-            return DR_E_CORRUPT;
+    if (dr_qf_has_byte(codes, n, 0x80u)) /* a signed zero the encoder never writes */
+        return DR_E_CORRUPT;
     build_table(table);
     for (i = 0; i < n; i++) {
         float v = table[codes[i] & 0x7fu] * scale;
