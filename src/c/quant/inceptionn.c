@@ -32,19 +32,27 @@ static uint32_t fixed(float a, double scale)
     return (uint32_t)((double)a * scale + 0.5);
 }
 
-/* The tag of v and, for tags 1 and 2, its magnitude in fixed point. */
+/* The tag of v and, for tags 1 and 2, its magnitude in fixed point. Selects, not
+ * branches: the band of a gradient entry is random, so a branch would mispredict often. */
 static unsigned classify(float v, const bands *s, uint32_t *q)
 {
     float a = fabsf(v);
-    if (a >= 1.0f)
-        return TAG_32;
-    *q = fixed(a, s->inv8);
-    if (*q == 0)
-        return TAG_DROP;
-    if (*q <= 127u)
-        return TAG_8;
-    *q = fixed(a, s->inv16);
-    return *q <= 32767u ? TAG_16 : TAG_32;
+    /* a < 1 whenever q8 or q16 is used; clamp a so the conversions stay in range. */
+    float c = a < 1.0f ? a : 0.0f;
+    uint32_t q8 = fixed(c, s->inv8), q16 = fixed(c, s->inv16);
+    /* Tags by arithmetic on 0/1 flags: compilers turn chains of ?: back into branches. */
+    unsigned big = a >= 1.0f, drop = q8 == 0, is8 = (q8 <= 127u) & !drop;
+    unsigned t16 = TAG_16 + (q16 > 32767u);
+    unsigned small = (1u - drop) * (is8 * TAG_8 + (1u - is8) * t16);
+    *q = q16 ^ ((q8 ^ q16) & (0u - is8));
+    return big * TAG_32 + (1u - big) * small;
+}
+
+/* yes ? a : b for pointers, by masks (no branch on a random condition). */
+static uint8_t *pick(unsigned yes, uint8_t *a, uint8_t *b)
+{
+    uintptr_t m = (uintptr_t)0 - (uintptr_t)yes;
+    return (uint8_t *)(((uintptr_t)a & m) | ((uintptr_t)b & ~m));
 }
 
 size_t dr_inceptionn_bound(size_t n)
@@ -109,24 +117,22 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
     p32 = buf + f.section_off[3];
     memset(tags, 0, (size_t)f.section_len[0]);
     for (i = 0; i < n; i++) {
+        /* Every element stores to all three sections, the sections it does not go to
+         * through a scratch target, so that no branch depends on its tag. */
+        uint8_t scratch[4];
         uint32_t q = 0, sign = x[i] < 0.0f;
         unsigned tag = classify(x[i], &s, &q);
-        uint16_t v16;
+        uint16_t v16 = (uint16_t)(sign << 15 | q);
+        uint8_t *d8 = pick(tag == TAG_8, p8 + n8, scratch);
+        uint8_t *d16 = pick(tag == TAG_16, p16 + 2 * n16, scratch);
+        uint8_t *d32 = pick(tag == TAG_32, p32 + 4 * n32, scratch);
         tags[i / 4] |= (uint8_t)(tag << (2 * (i % 4)));
-        switch (tag) {
-        case TAG_8:
-            p8[n8++] = (uint8_t)(sign << 7 | q);
-            break;
-        case TAG_16:
-            v16 = (uint16_t)(sign << 15 | q);
-            memcpy(p16 + 2 * n16++, &v16, 2);
-            break;
-        case TAG_32:
-            memcpy(p32 + 4 * n32++, &x[i], 4);
-            break;
-        default:
-            break;
-        }
+        *d8 = (uint8_t)(sign << 7 | (q & 0x7fu));
+        memcpy(d16, &v16, 2);
+        memcpy(d32, &x[i], 4);
+        n8 += tag == TAG_8;
+        n16 += tag == TAG_16;
+        n32 += tag == TAG_32;
     }
     return dr_frame_seal(&f, buf, cap, written);
 }
@@ -170,26 +176,29 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
             return DR_E_CORRUPT;
     step8 = ldexpf(1.0f, -s.k8);
     step16 = ldexpf(1.0f, -s.k16);
+    /* Selects, not a switch: every element reads its candidate from each section (a
+     * read at a section's end lands in the next section or the trailer, inside buf)
+     * and keeps the one its tag names. */
     for (i = 0; i < n; i++) {
+        unsigned tag = (tags[i / 4] >> (2 * (i % 4))) & 3u;
         uint16_t v16;
-        float v;
-        switch ((tags[i / 4] >> (2 * (i % 4))) & 3u) {
-        case TAG_8:
-            v = (float)(p8[n8] & 0x7fu) * step8;
-            out[i] = p8[n8++] & 0x80u ? -v : v;
-            break;
-        case TAG_16:
-            memcpy(&v16, p16 + 2 * n16++, 2);
-            v = (float)(v16 & 0x7fffu) * step16;
-            out[i] = v16 & 0x8000u ? -v : v;
-            break;
-        case TAG_32:
-            out[i] = dr_qf_get_f32(p32 + 4 * n32++);
-            break;
-        default:
-            out[i] = 0.0f;
-            break;
-        }
+        uint32_t b8, b16, b32;
+        float v8 = (float)(p8[n8] & 0x7fu) * step8, v16f;
+        memcpy(&v16, p16 + 2 * n16, 2);
+        v16f = (float)(v16 & 0x7fffu) * step16;
+        /* The magnitudes are positive: the sign is OR-ed into the float bits. */
+        memcpy(&b8, &v8, 4);
+        memcpy(&b16, &v16f, 4);
+        memcpy(&b32, p32 + 4 * n32, 4);
+        b8 |= (uint32_t)(p8[n8] & 0x80u) << 24;
+        b16 |= (uint32_t)(v16 & 0x8000u) << 16;
+        /* Masks rather than ?: on floats, which compilers turn back into branches. */
+        b8 = (b8 & (0u - (uint32_t)(tag == TAG_8))) | (b16 & (0u - (uint32_t)(tag == TAG_16))) |
+             (b32 & (0u - (uint32_t)(tag == TAG_32)));
+        memcpy(&out[i], &b8, 4);
+        n8 += tag == TAG_8;
+        n16 += tag == TAG_16;
+        n32 += tag == TAG_32;
     }
     return DR_OK;
 }
