@@ -3,8 +3,9 @@
     python benchmarks/speed.py [--numel 25557032] [--repeat 3] [--huge] [--only topk,grace,index,threads]
 
 One process, one thread (torch.set_num_threads(1); the C kernels are single-threaded unless
-DEEPREDUCE_THREADS says otherwise). Every time is the median of --repeat runs; every ratio
-comes from times of this run. "pass" is one streaming read of the tensor, ``x.sum()``: a
+DEEPREDUCE_THREADS says otherwise). Every time is the median of --repeat runs of the thread's
+CPU time (time.thread_time: on a shared machine, wall time also counts the other programs'
+turns on the core); every ratio comes from times of this run. "pass" is one streaming read of the tensor, ``x.sum()``: a
 kernel's time in passes says how close it is to the memory bound.
 
 Tables:
@@ -33,9 +34,9 @@ from deepreduce._native import f32, ffi, lib, simd_level, u8, u32
 def median_time(repeat, fn):
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.thread_time()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.thread_time() - start)
     return statistics.median(times)
 
 

@@ -29,6 +29,12 @@ static int enc_efsignsgd(const float *x, size_t n, uint8_t *buf, size_t cap, siz
 {
     return dr_efsignsgd_encode(x, n, 0, buf, cap, written);
 }
+static uint32_t g_bins = 127;
+static int enc_sketch(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    static uint8_t work[1 << 20];
+    return dr_sketch_encode(x, n, g_bins, 0x55u, 0, work, buf, cap, written);
+}
 static int enc_natural(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
 {
     return dr_natural_encode(x, n, 0x99u, 0, buf, cap, written);
@@ -115,6 +121,11 @@ int main(void)
         check_paths("onebit", enc_onebit, dr_onebit_decode, x, n, dr_onebit_size(n));
         check_paths("efsignsgd", enc_efsignsgd, dr_efsignsgd_decode, x, n, dr_efsignsgd_size(n));
         check_paths("natural", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
+        for (b = 0; b < 3; b++) {
+            static const uint32_t sketch_bins[] = {1, 127, 1000};
+            g_bins = sketch_bins[b];
+            check_paths("sketch", enc_sketch, dr_sketch_decode, x, n, dr_sketch_size(n, g_bins));
+        }
         /* Huge values (up to 1.2e38): norms past FLT_MAX, clip bounds past it. */
         fill(x, n, 7 + n, 3e37f);
         g_s = 127;

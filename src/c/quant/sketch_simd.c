@@ -1,0 +1,63 @@
+/* AVX2 and AVX-512 sketch bins: the branch-free binary search of find_bin() in sketch.c,
+ * one lane per element, each step a gather of the edge to compare with. The steps and
+ * compares are the scalar code's, so the bins are the same. */
+#include "deepreduce.h"
+#include "sketch_simd.h"
+
+#if DR_HAVE_X86_SIMD
+#include <immintrin.h>
+
+DR_TARGET_AVX2 size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32_t *edges,
+                                          uint32_t p, uint32_t last, uint8_t *index, size_t width)
+{
+    const __m256i top = _mm256_set1_epi32((int)0x80000000u), cap = _mm256_set1_epi32((int)last);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
+        /* order_key: flip every bit of a negative, the sign bit of the rest; then bias by
+         * 2^31 so that signed compares order the keys as unsigned ones. */
+        __m256i key = _mm256_xor_si256(u, _mm256_or_si256(_mm256_srai_epi32(u, 31), top));
+        __m256i kb = _mm256_xor_si256(key, top), lo = _mm256_setzero_si256(), bins;
+        __m128i words;
+        uint32_t step;
+        for (step = p / 2; step > 0; step >>= 1) {
+            __m256i s = _mm256_set1_epi32((int)step);
+            __m256i e = _mm256_i32gather_epi32((const int *)edges, _mm256_add_epi32(lo, _mm256_set1_epi32((int)step - 1)), 4);
+            /* edge <= key, i.e. not edge > key */
+            __m256i gt = _mm256_cmpgt_epi32(_mm256_xor_si256(e, top), kb);
+            lo = _mm256_add_epi32(lo, _mm256_andnot_si256(gt, s));
+        }
+        bins = _mm256_min_epu32(lo, cap);
+        words = _mm_packus_epi32(_mm256_castsi256_si128(bins), _mm256_extracti128_si256(bins, 1));
+        if (width == 1)
+            _mm_storel_epi64((__m128i *)(index + i), _mm_packus_epi16(words, words));
+        else
+            _mm_storeu_si128((__m128i *)(index + 2 * i), words);
+    }
+    return i;
+}
+
+DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges,
+                                              uint32_t p, uint32_t last, uint8_t *index,
+                                              size_t width)
+{
+    const __m512i top = _mm512_set1_epi32((int)0x80000000u), cap = _mm512_set1_epi32((int)last);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i u = _mm512_loadu_si512((const void *)(x + i));
+        __m512i key = _mm512_xor_si512(u, _mm512_or_si512(_mm512_srai_epi32(u, 31), top));
+        __m512i lo = _mm512_setzero_si512(), bins;
+        uint32_t step;
+        for (step = p / 2; step > 0; step >>= 1) {
+            __m512i e = _mm512_i32gather_epi32(_mm512_add_epi32(lo, _mm512_set1_epi32((int)step - 1)), edges, 4);
+            lo = _mm512_mask_add_epi32(lo, _mm512_cmple_epu32_mask(e, key), lo, _mm512_set1_epi32((int)step));
+        }
+        bins = _mm512_min_epu32(lo, cap);
+        if (width == 1)
+            _mm_storeu_si128((__m128i *)(index + i), _mm512_cvtepi32_epi8(bins));
+        else
+            _mm256_storeu_si256((__m256i *)(index + 2 * i), _mm512_cvtepi32_epi16(bins));
+    }
+    return i;
+}
+#endif
