@@ -136,7 +136,7 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
         int simd = dr_simd_active();
         if (simd >= DR_SIMD_AVX512)
             i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
-        else if (simd >= DR_SIMD_AVX2)
+        if (i == 0 && simd >= DR_SIMD_AVX2)
             i = dr_sketch_bins_avx2(x, n, edges, p, bins - 1, index, width);
     }
 #endif

@@ -1,6 +1,7 @@
 /* Internal: the AVX2 and AVX-512 variants of the sketch's bin search. Each finds the
  * bins of a prefix of whole vectors of x (find_bin of sketch.c on order_key(x[i])),
- * writes them to index (width 1 or 2 bytes each) and returns the prefix length. */
+ * writes them to index (width 1 or 2 bytes each) and returns the prefix length. The
+ * AVX-512 one keeps the edges in registers and does nothing (returns 0) when p > 256. */
 #ifndef DR_SKETCH_SIMD_H
 #define DR_SKETCH_SIMD_H
 
