@@ -29,6 +29,11 @@ static int enc_efsignsgd(const float *x, size_t n, uint8_t *buf, size_t cap, siz
 {
     return dr_efsignsgd_encode(x, n, 0, buf, cap, written);
 }
+static int enc_eightbit(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_eightbit_encode(x, n, 0, buf, cap, written);
+}
+
 static uint32_t g_bins = 127;
 static int enc_sketch(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
 {
@@ -132,7 +137,9 @@ int main(void)
         g_bucket = 128;
         check_paths("qsgd huge", enc_qsgd, dr_qsgd_decode, x, n, dr_qsgd_size(n, 127, 128));
         check_paths("terngrad huge", enc_terngrad, dr_terngrad_decode, x, n, dr_terngrad_size(n));
+        check_paths("8bit", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
         fill_bits(x, n, 3 + n);
+        check_paths("8bit bits", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     return check_summary("test_simd_paths");
