@@ -105,6 +105,41 @@ static void check_paths(const char *what, encode_fn encode, decode_fn decode, co
     free(got_out);
 }
 
+/* dr_qsgd_encode/decode on a tensor past DR_THREADS_MIN_NUMEL: the same frame and
+ * output for 1, 2 and 3 threads. */
+static void test_threads_same_bytes(void)
+{
+    const size_t n = DR_THREADS_MIN_NUMEL + 1000;
+    float *x = malloc(n * sizeof *x), *out1 = malloc(n * sizeof *x), *out = malloc(n * sizeof *x);
+    size_t cap = dr_qsgd_size(n, 127, 128), len1 = 0, len = 0;
+    uint8_t *want = malloc(cap), *got = malloc(cap);
+    static const char *const counts[] = {"2", "3"};
+    size_t t;
+    fill(x, n, 99, 1.0f);
+    setenv("DEEPREDUCE_THREADS", "1", 1);
+    CHECK_OK(dr_qsgd_encode(x, n, 127, 128, 5, 0, want, cap, &len1));
+    CHECK_OK(dr_qsgd_decode(want, len1, out1, n));
+    for (t = 0; t < 2; t++) {
+        setenv("DEEPREDUCE_THREADS", counts[t], 1);
+        CHECK(dr_thread_count() == (int)t + 2);
+        CHECK_OK(dr_qsgd_encode(x, n, 127, 128, 5, 0, got, cap, &len));
+        CHECK(len == len1 && memcmp(got, want, len) == 0);
+        CHECK_OK(dr_qsgd_decode(want, len1, out, n));
+        CHECK(memcmp(out, out1, n * sizeof *out) == 0);
+    }
+    /* A non-finite value in a later thread's range is refused, as with one thread. */
+    x[n - 10] = NAN;
+    CHECK_STATUS(dr_qsgd_encode(x, n, 127, 128, 5, 0, got, cap, &len), DR_E_NUMERIC);
+    setenv("DEEPREDUCE_THREADS", "zero", 1);
+    CHECK(dr_thread_count() == 1);
+    unsetenv("DEEPREDUCE_THREADS");
+    free(x);
+    free(out1);
+    free(out);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 127, 128, 129, 1000, 4099};
@@ -142,5 +177,6 @@ int main(void)
         check_paths("8bit bits", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
+    test_threads_same_bytes();
     return check_summary("test_simd_paths");
 }

@@ -10,6 +10,7 @@
 #include "qframe.h"
 #include "qsgd_simd.h"
 #include "qstats.h"
+#include "parallel.h"
 
 #include <float.h>
 #include <math.h>
@@ -90,31 +91,66 @@ static int quantise_bucket(int simd, const float *b, size_t m, uint32_t s, uint6
     return DR_OK;
 }
 
+/* What a range of buckets needs, shared by the threads of one call (read-only but for
+ * the disjoint outputs each range writes). */
+typedef struct {
+    const float *x;
+    size_t n, width;
+    uint32_t s, bucket_size;
+    uint64_t key;
+    uint8_t *norms, *levels;
+    int simd;
+} qsgd_job;
+
+static int encode_buckets(void *ctx, size_t begin, size_t end)
+{
+    const qsgd_job *q = (const qsgd_job *)ctx;
+    size_t j;
+    for (j = begin; j < end; j++) {
+        size_t first = j * q->bucket_size, m = q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
+        int st = quantise_bucket(q->simd, q->x + first, m, q->s, q->key, first, q->norms + 4 * j,
+                                 q->levels + first * q->width, q->width);
+        if (st != DR_OK)
+            return st;
+    }
+    return DR_OK;
+}
+
+/* The threads a call on n elements uses. */
+static int threads_for(size_t n)
+{
+    return n >= DR_THREADS_MIN_NUMEL ? dr_thread_count() : 1;
+}
+
 int dr_qsgd_encode(const float *x, size_t n, uint32_t quantum_num, uint32_t bucket_size,
                    uint64_t key, uint8_t dtype, uint8_t *buf, size_t cap, size_t *written)
 {
     dr_frame f;
-    size_t nb, j, width;
+    qsgd_job q;
     uint64_t len[2];
-    int st, simd = dr_simd_active();
+    int st;
     if (quantum_num < 1 || quantum_num > DR_QSGD_MAX_S || bucket_size < 1)
         return DR_E_ARG;
-    nb = bucket_count(n, bucket_size);
-    width = level_width(quantum_num);
-    len[0] = 4u * (uint64_t)nb;
-    len[1] = (uint64_t)n * width;
+    q.width = level_width(quantum_num);
+    len[0] = 4u * (uint64_t)bucket_count(n, bucket_size);
+    len[1] = (uint64_t)n * q.width;
     st = dr_qf_prepare(&f, DR_KIND_QSGD, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     f.params[0] = quantum_num;
     f.params[1] = bucket_size;
-    for (j = 0; j < nb; j++) {
-        size_t first = j * bucket_size, m = n - first < bucket_size ? n - first : bucket_size;
-        st = quantise_bucket(simd, x + first, m, quantum_num, key, first, buf + f.section_off[0] + 4 * j,
-                             buf + f.section_off[1] + first * width, width);
-        if (st != DR_OK)
-            return st;
-    }
+    q.x = x;
+    q.n = n;
+    q.s = quantum_num;
+    q.bucket_size = bucket_size;
+    q.key = key;
+    q.norms = buf + f.section_off[0];
+    q.levels = buf + f.section_off[1];
+    q.simd = dr_simd_active();
+    /* Buckets are independent (own norm, own counters): any cut gives the same bytes. */
+    st = dr_parallel_for(bucket_count(n, bucket_size), threads_for(n), encode_buckets, &q);
+    if (st != DR_OK)
+        return st;
     return dr_frame_seal(&f, buf, cap, written);
 }
 
@@ -127,12 +163,42 @@ static int32_t level_at(const uint8_t *levels, size_t i, size_t width)
     return v;
 }
 
+/* The decoder's counterpart of qsgd_job. */
+typedef struct {
+    const uint8_t *norms, *levels;
+    float *out;
+    size_t n, width;
+    uint32_t s, bucket_size;
+    int simd;
+} qsgd_decode_job;
+
+static int decode_buckets(void *ctx, size_t begin, size_t end)
+{
+    const qsgd_decode_job *q = (const qsgd_decode_job *)ctx;
+    size_t j, i;
+    for (j = begin; j < end; j++) {
+        size_t first = j * q->bucket_size, m = q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
+        float step = dr_qf_get_f32(q->norms + 4 * j) / (float)q->s;
+        i = 0;
+#if DR_HAVE_X86_SIMD
+        if (q->simd >= DR_SIMD_AVX512)
+            i = dr_qsgd_scale_avx512(q->levels + first * q->width, m, q->width, step, q->out + first);
+        else if (q->simd >= DR_SIMD_AVX2)
+            i = dr_qsgd_scale_avx2(q->levels + first * q->width, m, q->width, step, q->out + first);
+#endif
+        for (i += first; i < first + m; i++)
+            q->out[i] = step * (float)level_at(q->levels, i, q->width);
+    }
+    return DR_OK;
+}
+
 int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     dr_frame f;
     uint32_t s, bucket_size;
     size_t nb, j, i, width;
     const uint8_t *norms, *levels;
+    qsgd_decode_job q;
     int simd = dr_simd_active();
     int st = dr_qf_open(buf, len, DR_KIND_QSGD, n, 2, out, &f);
     if (st != DR_OK)
@@ -163,18 +229,13 @@ int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         if (level > (int32_t)s || level < -(int32_t)s)
             return DR_E_CORRUPT;
     }
-    for (j = 0; j < nb; j++) {
-        size_t first = j * bucket_size, m = n - first < bucket_size ? n - first : bucket_size;
-        float step = dr_qf_get_f32(norms + 4 * j) / (float)s;
-        i = 0;
-#if DR_HAVE_X86_SIMD
-        if (simd >= DR_SIMD_AVX512)
-            i = dr_qsgd_scale_avx512(levels + first * width, m, width, step, out + first);
-        else if (simd >= DR_SIMD_AVX2)
-            i = dr_qsgd_scale_avx2(levels + first * width, m, width, step, out + first);
-#endif
-        for (i += first; i < first + m; i++)
-            out[i] = step * (float)level_at(levels, i, width);
-    }
-    return DR_OK;
+    q.n = n;
+    q.width = width;
+    q.s = s;
+    q.bucket_size = bucket_size;
+    q.norms = norms;
+    q.levels = levels;
+    q.out = out;
+    q.simd = simd;
+    return dr_parallel_for(nb, threads_for(n), decode_buckets, &q);
 }
