@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200112L
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "check.h"
 
@@ -140,6 +141,28 @@ static void test_threads_same_bytes(void)
     free(got);
 }
 
+/* dr_crc32 on every path equals zlib's crc32, for lengths around the vector loop's
+ * steps, unaligned starts and a running crc carried in. */
+static void test_crc32_paths(void)
+{
+    static uint8_t bytes[5000];
+    size_t i, len, off;
+    int same = 1;
+    for (i = 0; i < sizeof bytes; i++)
+        bytes[i] = (uint8_t)(dr_rng_u64(17, i) >> 56);
+    for (off = 0; off < 16; off += 5)
+        for (len = 0; len + off <= sizeof bytes; len += len < 300 ? 1 : 97) {
+            uint32_t want = (uint32_t)crc32(12345u, bytes + off, (uInt)len);
+            size_t p;
+            for (p = 0; p < sizeof paths / sizeof *paths; p++) {
+                setenv("DEEPREDUCE_SIMD", paths[p], 1);
+                same &= dr_crc32(12345u, bytes + off, len) == want;
+            }
+        }
+    unsetenv("DEEPREDUCE_SIMD");
+    CHECK(same);
+}
+
 int main(void)
 {
     static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 127, 128, 129, 1000, 4099};
@@ -178,5 +201,6 @@ int main(void)
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     test_threads_same_bytes();
+    test_crc32_paths();
     return check_summary("test_simd_paths");
 }
