@@ -130,15 +130,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     chosen = list(configs())[:args.max_configs]
     total_runs = total_findings = 0
-    worst = 0.0
+    worst, worst_label = 0.0, ""
     for i, params in enumerate(chosen):
         runs, findings, slowest = fuzz_config(params, args.seconds / len(chosen), args.seed + i,
                                               lambda line: print("FINDING", line, flush=True))
         total_runs += runs
         total_findings += findings
-        worst = max(worst, slowest)
+        if slowest > worst:
+            worst, worst_label = slowest, label(params)
     print(f"py_fuzz: {len(chosen)} configurations, {total_runs} mutated payloads, {total_findings} findings, "
-          f"slowest decompress {worst * 1e3:.1f} ms")
+          f"slowest decompress {worst * 1e3:.1f} ms ({worst_label})")
     return 1 if total_findings else 0
 
 

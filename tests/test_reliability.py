@@ -2,6 +2,11 @@
 in bounded time, receivers refuse frames of another kind or configuration, codec entry
 points refuse arrays of the wrong dtype and sections outside their frame, and every odd
 input through the public API has a defined answer."""
+import os
+import re
+import shutil
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -11,6 +16,8 @@ from deepreduce import FrameError, IndexCompressor, grace_from_params
 from deepreduce._native import ffi, lib, u8
 from deepreduce.codecs import Workspace, index_codec, value_codec
 from deepreduce.codecs.index import encode_section
+from deepreduce.pairings import PAIRINGS, natural_params
+from deepreduce.wrappers import deepreduce_from_params
 
 
 def forged_frame(kind, index_codec_id, value_codec_id, numel, count, params, sections):
@@ -196,7 +203,6 @@ def test_codec_decoders_refuse_a_section_outside_the_frame(off, length):
 # ------------------------------------------------------------- item 5: odd inputs
 def every_compressor_config():
     """(params) for every compressor, plain and under each DeepReduce wrapper."""
-    from deepreduce.pairings import PAIRINGS, natural_params
     for name in sorted(PAIRINGS):
         yield natural_params(name)
         if name != "powersgd":  # powersgd communicates inside compress: nothing to wrap
@@ -206,7 +212,6 @@ def every_compressor_config():
 
 
 def compressor_of(params):
-    from deepreduce.wrappers import deepreduce_from_params
     return deepreduce_from_params(params).compressor
 
 
@@ -231,7 +236,7 @@ def test_empty_and_near_float_max_tensors_through_every_compressor(params):
 def test_qsgd_near_float_max_stays_unbiased():
     c = grace_from_params({"compressor": "qsgd", "quantum_num": 64, "bucket_size": 16}).compressor
     x = np.full(16, 3e38, dtype=np.float32)
-    outs = [np.asarray(c.decompress(*[c.compress(x, "w")][0])) for _ in range(400)]
+    outs = [np.asarray(c.decompress(*c.compress(x, "w"))) for _ in range(400)]
     mean = np.mean(outs, axis=0, dtype=np.float64)
     assert np.all(np.abs(mean / 3e38 - 1) < 0.05)
 
@@ -264,7 +269,6 @@ def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad,
     ("qsgd", "fpr", "0.1", "fpr must be a number"),
     ("qsgd", "min_numel", "10", "min_numel must be a number")])
 def test_bad_wrapper_parameters_are_refused(value, key, bad, match):
-    from deepreduce.wrappers import deepreduce_from_params
     with pytest.raises((TypeError, ValueError), match=match):
         deepreduce_from_params({"compressor": "topk", "deepreduce": "both", "index": "bloom", "value": value,
                                 key: bad})
@@ -298,11 +302,6 @@ def test_a_dead_mpi_rank_ends_the_job_naming_the_rank(how, names_rank):
     """Open MPI's runtime ends the job when a rank dies (our transport leaves its errors
     returning, and never blocks in Python outside an MPI call): the survivors do not
     hang, and mpirun's message names the failed rank."""
-    import os
-    import re
-    import shutil
-    import subprocess
-    import sys
     exe = shutil.which("mpirun")
     assert exe is not None, "mpirun missing: run scripts/setup.sh (openmpi-bin)"
     pytest.importorskip("mpi4py")

@@ -191,8 +191,12 @@ int dr_bloom_positives_limit(const uint8_t *filter, size_t len, uint32_t m_bits,
             byte >>= 1;
         }
     }
-    /* r indices set at most r * k_hash bits; an empty filter holds nothing. */
-    if (set > (uint64_t)r * k_hash || (m_bits == 0 && r > 0))
+    /* r indices set at most r * k_hash bits; an empty filter holds nothing; and
+     * dr_bloom_params never sizes a filter of r indices and k_hash hashes below
+     * (k_hash - 1) r / ln 2 bits (its log2(1/fpr) exceeds k_hash - 1), so at most about
+     * ln 2 k/(k-1) of the bits are set (float slack: one part in 10^9, one bit). */
+    if (set > (uint64_t)r * k_hash || (m_bits == 0 && r > 0) ||
+        (double)m_bits + 1.0 < (double)(k_hash - 1u) * (double)r / log(2.0) * (1.0 - 1e-9))
         return DR_E_CORRUPT;
     if (m_bits == 0) {
         *limit = 0;

@@ -195,8 +195,13 @@ int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint3
  * *limit = min(d, r + 2 mean + 10 sqrt(mean) + 32) with mean = (d - r) q, which an
  * honest filter exceeds with negligible probability. O(len) time, no memory.
  * DR_E_CORRUPT if the filter is invalid (as dr_bloom_positives), if B > r * k_hash (r
- * indices cannot set more bits) or if m_bits = 0 while r > 0; DR_E_ARG for k_hash 0 or
- * above DR_BLOOM_MAX_HASHES, d > 2^32 or r > d. */
+ * indices cannot set more bits), if m_bits = 0 while r > 0, or if m_bits is below
+ * (k_hash - 1) r / ln 2, smaller than dr_bloom_params makes any filter of r indices and
+ * k_hash hashes. Together these keep the set share of an accepted filter near ln 2
+ * (at most ln 2 k/(k-1)), so a scan costs about 4 hashes per position and few
+ * positions pass all k_hash, whatever k_hash: linear in d with a constant that does not
+ * grow with k_hash. DR_E_ARG for k_hash 0 or above DR_BLOOM_MAX_HASHES, d > 2^32 or
+ * r > d. */
 int dr_bloom_positives_limit(const uint8_t *filter, size_t len, uint32_t m_bits,
                              uint32_t k_hash, size_t d, size_t r, size_t *limit);
 
