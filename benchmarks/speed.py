@@ -1,6 +1,6 @@
 """Speed of deepreduce against baselines measured in the same run, one table per area.
 
-    python benchmarks/speed.py [--numel 25557032] [--repeat 3] [--huge] [--only topk,grace,index,threads]
+    python benchmarks/speed.py [--numel 25557032] [--repeat 3] [--huge] [--only topk,grace,kernels,index,threads]
 
 One process, one thread (torch.set_num_threads(1); the C kernels are single-threaded unless
 DEEPREDUCE_THREADS says otherwise). Every time is the median of --repeat runs of the thread's
@@ -16,7 +16,9 @@ Tables:
              written here (no GRACE code) and against a pass.
   index      the index codecs at d = numel: bits per index against the floor
              log2(C(d, r)) / r, encode and decode in G indices/s; bit unpacking.
-  threads    top-k and qsgd with 1 and 2 threads (DEEPREDUCE_THREADS), when built.
+  kernels    the quantiser kernels themselves (C, the caller's buffers), encode and decode,
+             in passes.
+  threads    qsgd encode + decode with DEEPREDUCE_THREADS = 1 and 2 (wall time).
 """
 import argparse
 import math
@@ -41,7 +43,10 @@ def median_time(repeat, fn):
 
 
 def one_pass(x):
-    return lambda: x.sum()
+    """One streaming read: torch's x.sum() (also for NumPy arrays, viewed without a copy),
+    so every table measures passes against the same reference."""
+    t = torch.from_numpy(x) if isinstance(x, np.ndarray) else x
+    return lambda: t.sum()
 
 
 # ------------------------------------------------------------------------------- top-k
@@ -269,6 +274,45 @@ def grace_table(repeat, n, methods=None):
         print(f"{name:<11} {t_ours * 1e3:8.1f} {t_ours / t_pass:7.1f} {t_torch * 1e3:9.1f} {ratio:>11}")
 
 
+# ----------------------------------------------------------------------------- kernels
+
+def kernel_calls(x, n):
+    """(name, encode(frame), decoder name, frame size) for each quantiser kernel, on the
+    caller's buffers as the compressors use them."""
+    written = ffi.new("size_t *")
+    work = np.empty(max(lib.dr_sketch_workspace_size(n, 127), lib.dr_adaq_workspace_size(n)), dtype=np.uint8)
+    w = ffi.from_buffer(work)
+    return written, [
+        ("qsgd", lambda b: lib.dr_qsgd_encode(f32(x), n, 127, 128, 1, 0, u8(b), b.nbytes, written), lib.dr_qsgd_size(n, 127, 128)),
+        ("terngrad", lambda b: lib.dr_terngrad_encode(f32(x), n, 1, 0, u8(b), b.nbytes, written), lib.dr_terngrad_size(n)),
+        ("natural", lambda b: lib.dr_natural_encode(f32(x), n, 1, 0, u8(b), b.nbytes, written), lib.dr_natural_size(n)),
+        ("eightbit", lambda b: lib.dr_eightbit_encode(f32(x), n, 0, u8(b), b.nbytes, written), lib.dr_eightbit_size(n)),
+        ("sketch", lambda b: lib.dr_sketch_encode(f32(x), n, 127, 1, 0, w, u8(b), b.nbytes, written), lib.dr_sketch_size(n, 127)),
+        ("inceptionn", lambda b: lib.dr_inceptionn_encode(f32(x), n, 10, 0, u8(b), b.nbytes, written), lib.dr_inceptionn_bound(n)),
+        ("adaq", lambda b: lib.dr_adaq_encode(f32(x), n, 0.01, 1, 0, w, u8(b), b.nbytes, written), lib.dr_adaq_bound(n)),
+        ("onebit", lambda b: lib.dr_onebit_encode(f32(x), n, 0, u8(b), b.nbytes, written), lib.dr_onebit_size(n)),
+        ("efsignsgd", lambda b: lib.dr_efsignsgd_encode(f32(x), n, 0, u8(b), b.nbytes, written), lib.dr_efsignsgd_size(n)),
+        ("signsgd", lambda b: lib.dr_signsgd_encode(f32(x), n, 0, u8(b), b.nbytes, written), lib.dr_signsgd_size(n)),
+    ]
+
+
+def kernels_table(repeat, n):
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    out = np.empty(n, dtype=np.float32)
+    t_pass = median_time(repeat, one_pass(x))
+    print(f"\n## quantiser kernels (C, caller's buffers), n = {n:,}, SIMD {simd_level()} (pass = {t_pass * 1e3:.2f} ms)")
+    print(f"{'kernel':<11} {'enc ms':>7} {'dec ms':>7} {'passes':>7}")
+    written, calls = kernel_calls(x, n)
+    for name, encode, size in calls:
+        frame = np.empty(size, dtype=np.uint8)
+        assert encode(frame) == 0, name
+        length = written[0]
+        decode = getattr(lib, f"dr_{name}_decode")
+        te = median_time(repeat, lambda: encode(frame))
+        td = median_time(repeat, lambda: decode(u8(frame), length, f32(out), n))
+        print(f"{name:<11} {te * 1e3:7.1f} {td * 1e3:7.1f} {(te + td) / t_pass:7.1f}")
+
+
 # ------------------------------------------------------------------------------- index
 
 def floor_bits(d, r):
@@ -307,10 +351,43 @@ def index_table(repeat, d):
 
 # ----------------------------------------------------------------------------- threads
 
+def wall_median(repeat, fn):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times), max(times)
+
+
 def threads_table(repeat, n):
-    if not hasattr(lib, "dr_qsgd_encode_mt"):
-        print("\n## threads: not built")
-        return
+    """qsgd encode + decode with DEEPREDUCE_THREADS = 1 and 2, in wall time (CPU time
+    would add the threads up). Alternates the counts so that load changes hit both."""
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    out = np.empty(n, dtype=np.float32)
+    frame = np.empty(lib.dr_qsgd_size(n, 127, 128), dtype=np.uint8)
+    written = ffi.new("size_t *")
+
+    def step():
+        lib.dr_qsgd_encode(f32(x), n, 127, 128, 1, 0, u8(frame), frame.nbytes, written)
+        lib.dr_qsgd_decode(u8(frame), written[0], f32(out), n)
+
+    saved = os.environ.get("DEEPREDUCE_THREADS")
+    results = {"1": [], "2": []}
+    try:
+        for _ in range(repeat):
+            for count in results:
+                os.environ["DEEPREDUCE_THREADS"] = count
+                results[count].append(wall_median(1, step)[0])
+    finally:
+        if saved is None:
+            os.environ.pop("DEEPREDUCE_THREADS", None)
+        else:
+            os.environ["DEEPREDUCE_THREADS"] = saved
+    print(f"\n## threads: qsgd encode + decode, n = {n:,}, wall ms (median, min, max of {repeat})")
+    for count, times in results.items():
+        print(f"{count} thread(s): {statistics.median(times) * 1e3:7.1f} {min(times) * 1e3:7.1f} {max(times) * 1e3:7.1f}")
+    print(f"speed-up of 2 threads (medians): {statistics.median(results['1']) / statistics.median(results['2']):.2f}x")
 
 
 def main(argv=None):
@@ -318,7 +395,7 @@ def main(argv=None):
     parser.add_argument("--numel", type=int, default=25_557_032)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--huge", action="store_true", help="add n = 1e8 to the top-k table")
-    parser.add_argument("--only", default="topk,grace,index", help="comma-separated tables")
+    parser.add_argument("--only", default="topk,grace,kernels,index,threads", help="comma-separated tables")
     parser.add_argument("--methods", default="", help="comma-separated GRACE methods (default all)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -330,6 +407,8 @@ def main(argv=None):
         topk_table(args.repeat, [10**6, 10**7] + ([10**8] if args.huge else []))
     if "grace" in tables:
         grace_table(args.repeat, args.numel, [m for m in args.methods.split(",") if m])
+    if "kernels" in tables:
+        kernels_table(args.repeat, args.numel)
     if "index" in tables:
         index_table(args.repeat, args.numel)
     if "threads" in tables:
