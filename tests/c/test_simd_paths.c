@@ -35,6 +35,12 @@ static int enc_eightbit(const float *x, size_t n, uint8_t *buf, size_t cap, size
     return dr_eightbit_encode(x, n, 0, buf, cap, written);
 }
 
+static uint32_t g_bound = 10;
+static int enc_inceptionn(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_inceptionn_encode(x, n, g_bound, 0, buf, cap, written);
+}
+
 static uint32_t g_bins = 127;
 static int enc_sketch(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
 {
@@ -196,8 +202,15 @@ int main(void)
         check_paths("qsgd huge", enc_qsgd, dr_qsgd_decode, x, n, dr_qsgd_size(n, 127, 128));
         check_paths("terngrad huge", enc_terngrad, dr_terngrad_decode, x, n, dr_terngrad_size(n));
         check_paths("8bit", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+        for (b = 0; b < 3; b++) {
+            static const uint32_t bounds[] = {1, 10, 24};
+            g_bound = bounds[b];
+            check_paths("inceptionn", enc_inceptionn, dr_inceptionn_decode, x, n, dr_inceptionn_bound(n));
+        }
         fill_bits(x, n, 3 + n);
         check_paths("8bit bits", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+        g_bound = 10;
+        check_paths("inceptionn bits", enc_inceptionn, dr_inceptionn_decode, x, n, dr_inceptionn_bound(n));
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     test_threads_same_bytes();

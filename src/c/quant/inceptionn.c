@@ -4,6 +4,7 @@
  * absolute error by half a step, and the steps are chosen so that half a step is at
  * most eps = 2^-b (rules in quant.h). The encoder classifies twice, once to size the
  * sections and once to fill them, so it needs no scratch. */
+#include "inceptionn_simd.h"
 #include "qframe.h"
 
 #include <math.h>
@@ -68,7 +69,12 @@ static int plan(const float *x, size_t n, uint32_t bound_bits, bands *s, uint64_
     if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || (n > 0 && x == NULL))
         return DR_E_ARG;
     *s = bands_for(bound_bits);
-    for (i = 0; i < n; i++) {
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_inceptionn_count_avx512(x, n, s->inv8, s->inv16, count);
+#endif
+    for (; i < n; i++) {
         uint32_t q;
         if (!isfinite(x[i]))
             return DR_E_NUMERIC;
@@ -116,7 +122,17 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
     p16 = buf + f.section_off[2];
     p32 = buf + f.section_off[3];
     memset(tags, 0, (size_t)f.section_len[0]);
-    for (i = 0; i < n; i++) {
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512) {
+        size_t cursor[3] = {0, 0, 0};
+        i = dr_inceptionn_fill_avx512(x, n, s.inv8, s.inv16, tags, p8, p16, p32, cursor);
+        n8 = cursor[0];
+        n16 = cursor[1];
+        n32 = cursor[2];
+    }
+#endif
+    for (; i < n; i++) {
         /* Every element stores to all three sections, the sections it does not go to
          * through a scratch target, so that no branch depends on its tag. */
         uint8_t scratch[4];
@@ -179,7 +195,17 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     /* Selects, not a switch: every element reads its candidate from each section (a
      * read at a section's end lands in the next section or the trailer, inside buf)
      * and keeps the one its tag names. */
-    for (i = 0; i < n; i++) {
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512) {
+        size_t cursor[3] = {0, 0, 0};
+        i = dr_inceptionn_values_avx512(tags, n, p8, p16, p32, step8, step16, cursor, out);
+        n8 = cursor[0];
+        n16 = cursor[1];
+        n32 = cursor[2];
+    }
+#endif
+    for (; i < n; i++) {
         unsigned tag = (tags[i / 4] >> (2 * (i % 4))) & 3u;
         uint16_t v16;
         uint32_t b8, b16, b32;
