@@ -153,6 +153,58 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
     return dr_frame_seal(&f, buf, cap, written);
 }
 
+/* The decoder's checks: the tag counts 1..3 (padding tags are 0, so whole bytes count) match
+ * the section lengths, no 8- or 16-bit entry has magnitude 0, no float32 entry is Inf or
+ * NaN. Accumulated without branches, a word of tags at a time, so that it vectorises;
+ * written once, compiled plain and for AVX2 (POPCNT). */
+DR_ALWAYS_INLINE int check_sections(const uint8_t *tags, size_t nbytes, const dr_frame *f,
+                                    const uint8_t *p8, const uint8_t *p16, const uint8_t *p32,
+                                    size_t *count)
+{
+    const uint64_t low = 0x5555555555555555ull;
+    size_t i;
+    unsigned bad = 0;
+    for (i = 0; i + 8 <= nbytes; i += 8) {
+        uint64_t w, lo, hi;
+        memcpy(&w, tags + i, 8);
+        lo = w & low;
+        hi = (w >> 1) & low;
+        count[TAG_8] += (size_t)__builtin_popcountll(lo & ~hi);
+        count[TAG_16] += (size_t)__builtin_popcountll(hi & ~lo);
+        count[TAG_32] += (size_t)__builtin_popcountll(lo & hi);
+    }
+    for (; i < nbytes; i++) {
+        unsigned k;
+        for (k = 0; k < 4u; k++)
+            count[(tags[i] >> (2u * k)) & 3u]++;
+    }
+    if (count[TAG_8] != f->section_len[1] || 2u * (uint64_t)count[TAG_16] != f->section_len[2] ||
+        4u * (uint64_t)count[TAG_32] != f->section_len[3])
+        return DR_E_FRAME_FIELD;
+    for (i = 0; i < count[TAG_8]; i++)
+        bad |= (p8[i] & 0x7fu) == 0;
+    for (i = 0; i < count[TAG_16]; i++) {
+        uint16_t v;
+        memcpy(&v, p16 + 2 * i, 2);
+        bad |= (v & 0x7fffu) == 0;
+    }
+    for (i = 0; i < count[TAG_32]; i++) {
+        uint32_t u;
+        memcpy(&u, p32 + 4 * i, 4);
+        bad |= (u & 0x7f800000u) == 0x7f800000u; /* Inf or NaN */
+    }
+    return bad ? DR_E_CORRUPT : DR_OK;
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static int check_sections_avx2(const uint8_t *tags, size_t nbytes, const dr_frame *f,
+                                              const uint8_t *p8, const uint8_t *p16,
+                                              const uint8_t *p32, size_t *count)
+{
+    return check_sections(tags, nbytes, f, p8, p16, p32, count);
+}
+#endif
+
 int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     dr_frame f;
@@ -173,23 +225,14 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     p32 = buf + f.section_off[3];
     if (!dr_qf_padding_clear(tags, n, 2))
         return DR_E_CORRUPT;
-    for (i = 0; i < n; i++)
-        count[(tags[i / 4] >> (2 * (i % 4))) & 3u]++;
-    if (count[TAG_8] != f.section_len[1] || 2u * (uint64_t)count[TAG_16] != f.section_len[2] ||
-        4u * (uint64_t)count[TAG_32] != f.section_len[3])
-        return DR_E_FRAME_FIELD;
-    for (i = 0; i < count[TAG_8]; i++)
-        if ((p8[i] & 0x7fu) == 0)
-            return DR_E_CORRUPT;
-    for (i = 0; i < count[TAG_16]; i++) {
-        uint16_t v;
-        memcpy(&v, p16 + 2 * i, 2);
-        if ((v & 0x7fffu) == 0)
-            return DR_E_CORRUPT;
-    }
-    for (i = 0; i < count[TAG_32]; i++)
-        if (!isfinite(dr_qf_get_f32(p32 + 4 * i)))
-            return DR_E_CORRUPT;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        st = check_sections_avx2(tags, dr_qf_crumb_bytes(n), &f, p8, p16, p32, count);
+    else
+#endif
+        st = check_sections(tags, dr_qf_crumb_bytes(n), &f, p8, p16, p32, count);
+    if (st != DR_OK)
+        return st;
     step8 = ldexpf(1.0f, -s.k8);
     step16 = ldexpf(1.0f, -s.k16);
     /* Selects, not a switch: every element reads its candidate from each section (a
