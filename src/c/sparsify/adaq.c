@@ -116,15 +116,22 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
         !(ratio > 0.0f && ratio <= 1.0f) || dtype > DR_DTYPE_FLOAT64 || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
     /* Counts and maxima by selects, not branches: the sign of a gradient is a coin toss.
-     * Both maxima start at 0, so an entry of the other sign never moves them. */
-    for (i = 0; i < n; i++) {
-        float v = x[i];
-        if (!isfinite(v))
+     * Both maxima start at 0, so an entry of the other sign never moves them. Inf/NaN is
+     * noted on the way (by its exponent bits) and refused after, so the loop vectorises. */
+    {
+        uint32_t non_finite = 0;
+        for (i = 0; i < n; i++) {
+            float v = x[i];
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            non_finite |= (u & 0x7f800000u) == 0x7f800000u;
+            pos.total += (size_t)(v > 0.0f);
+            neg.total += (size_t)(v < 0.0f);
+            pos.largest = v > pos.largest ? v : pos.largest;
+            neg.largest = -v > neg.largest ? -v : neg.largest;
+        }
+        if (non_finite)
             return DR_E_NUMERIC;
-        pos.total += (size_t)(v > 0.0f);
-        neg.total += (size_t)(v < 0.0f);
-        pos.largest = v > pos.largest ? v : pos.largest;
-        neg.largest = -v > neg.largest ? -v : neg.largest;
     }
     m = dr_sp_sample_size(n);
     rank_idx = (uint32_t *)(sample + m);
