@@ -33,12 +33,13 @@ import deepreduce
 from deepreduce._native import f32, ffi, lib, simd_level, u8, u32
 
 
-def median_time(repeat, fn):
+def median_time(repeat, fn, clock=time.thread_time):
+    """The median of `repeat` timings of fn() by `clock` (thread CPU time by default)."""
     times = []
     for _ in range(repeat):
-        start = time.thread_time()
+        start = clock()
         fn()
-        times.append(time.thread_time() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 
@@ -201,11 +202,12 @@ def t_adaq(x, rho=0.01):
     n = x.numel()
     sample = x[torch.randint(n, (max(1, n // 100),))]
     out = torch.zeros_like(x)
-    for side in (sample[sample > 0], -sample[sample < 0]):
+    for sign in (1.0, -1.0):
+        side = sample * sign
+        side = side[side > 0]
         if side.numel() == 0:
             continue
         thr = torch.topk(side, max(1, int(side.numel() * rho)), sorted=False)[0].min()
-        sign = 1.0 if side is not None and bool((side > 0).all()) else -1.0
         idx = ((x * sign) >= thr).nonzero().squeeze(1)
         out[idx] = x[idx].mean()
     return out
@@ -351,15 +353,6 @@ def index_table(repeat, d):
 
 # ----------------------------------------------------------------------------- threads
 
-def wall_median(repeat, fn):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times), max(times)
-
-
 def threads_table(repeat, n):
     """qsgd encode + decode with DEEPREDUCE_THREADS = 1 and 2, in wall time (CPU time
     would add the threads up). Alternates the counts so that load changes hit both."""
@@ -378,7 +371,7 @@ def threads_table(repeat, n):
         for _ in range(repeat):
             for count in results:
                 os.environ["DEEPREDUCE_THREADS"] = count
-                results[count].append(wall_median(1, step)[0])
+                results[count].append(median_time(1, step, clock=time.perf_counter))
     finally:
         if saved is None:
             os.environ.pop("DEEPREDUCE_THREADS", None)
