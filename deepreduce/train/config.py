@@ -1,4 +1,7 @@
-"""A training job's configuration, and the defaults the command line starts from."""
+"""A training job's configuration, and the defaults the command line and the Python API
+start from."""
+import os
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
@@ -10,7 +13,7 @@ DEFAULT_PARAMS = {"compressor": "topk", "memory": "residual", "communicator": "a
 DENSE_PARAMS = {"compressor": "none", "memory": "none", "communicator": "allreduce"}
 
 # The names deepreduce.train.models.MODELS builds; kept here so `--help` need not import torch.
-MODEL_NAMES = ("cnn", "mlp", "resnet20", "ncf")
+MODEL_NAMES = ("cnn", "mlp", "resnet20", "ncf", "vgg16", "vgg19", "lstm")
 
 # Training defaults per data set (any flag given on the command line wins).
 DATASET_DEFAULTS = {
@@ -18,6 +21,10 @@ DATASET_DEFAULTS = {
                    weight_decay=0.0, lr_decay="step"),
     "cifar10": dict(model="resnet20", epochs=160, batch_size=64, lr=0.1, optimizer="sgd",
                     weight_decay=1e-4, lr_decay="step"),
+    "cifar100": dict(model="vgg16", epochs=160, batch_size=64, lr=0.1, optimizer="sgd",
+                     weight_decay=5e-4, lr_decay="step"),
+    "imdb": dict(model="lstm", epochs=10, batch_size=64, lr=1e-3, optimizer="adam",
+                 weight_decay=0.0, lr_decay="none"),
     "movielens": dict(model="ncf", epochs=10, batch_size=256, lr=1e-3, optimizer="adam",
                       weight_decay=0.0, lr_decay="none"),
 }
@@ -44,6 +51,38 @@ class TrainConfig:
     runs: list = field(default_factory=list)
     progress: bool = True
     launcher: str = "spawn"
+    # Rank 0 prints the summary table (the command line); the Python API returns it instead.
+    print_summary: bool = True
 
     def to_dict(self):
         return asdict(self)
+
+
+def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, print_summary=True,
+                data_dir=None, momentum=0.9, seed=0, hidden=None, spell=lambda key: key, **overrides):
+    """A TrainConfig for ``runs`` ((label, params) pairs) on ``dataset``: the data set's
+    defaults (DATASET_DEFAULTS) with ``overrides`` (None leaves a default), checked.
+    ``spell`` names a setting in error messages (the command line spells them as flags,
+    the Python API as keywords)."""
+    if dataset not in DATASET_DEFAULTS:
+        raise ValueError(f"unknown dataset {dataset!r}; valid: {', '.join(DATASET_DEFAULTS)}")
+    defaults = DATASET_DEFAULTS[dataset]
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise ValueError(f"unknown training setting(s) {', '.join(unknown)}; valid: "
+                         f"{', '.join(sorted(set(defaults) | {'data_dir', 'momentum', 'seed', 'hidden'}))}")
+    pick = {k: overrides[k] if overrides.get(k) is not None else v for k, v in defaults.items()}
+    for name in ("epochs", "batch_size"):
+        if pick[name] < 1:
+            raise ValueError(f"{spell(name)}={pick[name]} must be >= 1")
+    if pick["model"] not in MODEL_NAMES:
+        raise ValueError(f"unknown model {pick['model']!r}; valid: {', '.join(MODEL_NAMES)}")
+    if hidden is not None and pick["model"] != "mlp":
+        raise ValueError(f"{spell('hidden')} sets the mlp's layer widths; model {pick['model']!r} "
+                         f"has none to set (add {spell('model')} mlp)")
+    if not runs:
+        raise ValueError("no runs to train: give at least one params dict")
+    out = out or os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
+    return TrainConfig(dataset=dataset, data_dir=data_dir, momentum=momentum, seed=seed, hidden=hidden,
+                       out=out, runs=list(runs), progress=progress, launcher=launcher,
+                       print_summary=print_summary, **pick)

@@ -7,12 +7,12 @@ from pathlib import Path
 EPOCH_FIELDS = ("run", "epoch", "metric", "test_loss", "train_loss", "bytes_sent", "dense_bytes",
                 "cum_bytes_sent", "cum_dense_bytes", "encode_s_per_step", "decode_s_per_step",
                 "wall_s")
-STEP_FIELDS = ("run", "epoch", "step", "bytes_sent", "dense_bytes")
+STEP_FIELDS = ("run", "epoch", "step", "bytes_sent", "dense_bytes", "stage")
 
 
 def _write_csv(path, fields, rows):
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
         w.writeheader()
         w.writerows(rows)
 
@@ -50,8 +50,7 @@ def plot(results, path, title):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # room for long legends, whatever the runs
     plt.close(fig)
 
 
@@ -100,5 +99,6 @@ def write_outputs(cfg, world_size, results):
                [dict(run=r["label"], **row) for r in results for row in r["steps"]])
     plot(results, out / "plot.png", f"{cfg.dataset}, {cfg.model}, {world_size} workers, "
                                     f"batch {cfg.batch_size}/worker, lr {cfg.lr}, seed {cfg.seed}")
-    print(format_table(results))
-    print(f"logs and plot in {out}/ (log.json, epochs.csv, steps.csv, plot.png)", flush=True)
+    if cfg.print_summary:
+        print(format_table(results))
+        print(f"logs and plot in {out}/ (log.json, epochs.csv, steps.csv, plot.png)", flush=True)
