@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 
 from . import edge
 from . import stats as _stats
-from ._native import all_finite
+from ._native import all_finite, check, f32, lib
 
 
 class Compressor(ABC):
@@ -47,7 +47,14 @@ class Compressor(ABC):
 
     def aggregate(self, tensors):
         """Combine the decompressed tensors of all ranks (default: their sum)."""
-        return sum(tensors)
+        return tensors[0] if len(tensors) == 1 else sum(tensors)
+
+    def lost(self, flat, tensors, ctx, out):
+        """Write into ``out`` (flat float32) what compressing ``flat`` lost:
+        flat − decompress(tensors, ctx), the residual error feedback keeps. The default
+        decompresses; compressors that send some entries exactly override it."""
+        sent, _ = edge.to_core(self.decompress(tensors, ctx), what="decompressed tensor")
+        check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(sent), f32(out), flat.size), "residual")
 
     def rollback(self, name):
         """Take back what this step's compress changed in the state kept for ``name``:
@@ -192,8 +199,10 @@ class Communicator(ABC):
         return out
 
     def average(self, aggregated):
-        """Divide by the world size when the compressor asks for an average."""
-        return aggregated / self.world_size if self.compressor.average else aggregated
+        """Divide by the world size when the compressor asks for an average (x / 1 is x:
+        a world of one skips the division)."""
+        size = self.world_size
+        return aggregated / size if self.compressor.average and size != 1 else aggregated
 
 
 def payload_nbytes(t):

@@ -22,12 +22,17 @@ DEFAULTS = {
     "bandwidth": None,   # link bytes/s for auto_off's cost model (None: measured)
 }
 
+# Defaults that differ by compressor, applied under the caller's keys: LGC's top-k ratio is
+# the paper's 1e-3, not GRACE's 0.3.
+COMPRESSOR_DEFAULTS = {"lgc": {"compress_ratio": 1e-3}}
+
 
 def resolve_params(params):
     """params over the defaults, checked. Unknown keys are kept (codec wrappers read them)."""
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
     merged = dict(DEFAULTS)
+    merged.update(COMPRESSOR_DEFAULTS.get(params.get("compressor"), {}))
     merged.update(params)
     return merged
 
@@ -43,6 +48,8 @@ def grace_from_params(params):
     compressor = lookup(COMPRESSORS, "compressor", p["compressor"], COMPRESSOR_ALIASES).from_params(p)
     memory = lookup(MEMORIES, "memory", p["memory"]).from_params(p, compressor)
     communicator_cls = lookup(COMMUNICATORS, "communicator", p["communicator"])
+    if hasattr(communicator_cls, "from_params"):  # a communicator with keys of its own (spardl)
+        return communicator_cls.from_params(compressor, memory, p)
     return communicator_cls(compressor, memory, p["world_size"], transport=p["transport"],
                             auto_off=AutoOff.from_params(p))
 
@@ -53,8 +60,8 @@ def grace_from_params(params):
 KEYS = {
     "compressor": (None, "grace_from_params", "the compressor's name (see the registry)"),
     "memory": (None, "grace_from_params", "the memory's name: none, residual, dgc, efsignsgd, powersgd"),
-    "communicator": (None, "grace_from_params", "allreduce, allgather, broadcast, alltoall"),
-    "compress_ratio": (None, "topk, randomk, dgc, adaq", "kept fraction: k = max(1, int(n·ratio))"),
+    "communicator": (None, "grace_from_params", "allreduce, allgather, broadcast, alltoall, spardl"),
+    "compress_ratio": (None, "topk, randomk, dgc, adaq, spardl, lgc (1e-3 for lgc)", "kept fraction: k = max(1, int(n·ratio))"),
     "quantum_num": (None, "qsgd, sketch, DeepReduce value codec qsgd", "quantization levels s"),
     "bucket_size": (None, "qsgd (128); DeepReduce value codec qsgd (512 when absent)", "values per norm bucket"),
     "threshold": (None, "threshold", "send every |g| >= threshold"),
@@ -69,6 +76,9 @@ KEYS = {
     "bandwidth": (None, "auto_off", "link bytes/s for auto_off's cost model (None: measured)"),
     "auto_off_warmup": ("2", "auto_off", "compressed steps measured before deciding"),
     "auto_off_interval": ("100", "auto_off", "steps between re-measurements"),
+    "density": ("compress_ratio", "spardl", "SparDL's name for ρ: sets the topk compressor's compress_ratio"),
+    "spardl_teams": ("1", "spardl", "d, the number of teams; must divide the world size"),
+    "spardl_index_codec": ("'rice'", "spardl", "index codec of SparDL's hops: rice, ef, varint, raw"),
     "inceptionn_bits": ("10", "inceptionn", "error bound 2^-bits below which values are dropped"),
     "deepreduce": ("None", "deepreduce_from_params", "wrap the compressor: None, 'value', 'index', 'both'"),
     "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, raw"),
@@ -81,6 +91,24 @@ KEYS = {
     "micro-benchmark": ("False", "DeepReduce wrappers", "print per-tensor codec sizes and times"),
     "min_numel": ("1000", "DeepReduce wrappers", "tensors of fewer elements travel dense"),
 }
+# LGC's keys: (default, what it does); deepreduce.compressors.lgc takes its defaults from here.
+LGC_KEYS = {
+    "lgc_variant": ("ps", "'ps' (parameter server) or 'rar' (ring allreduce)"),
+    "lgc_dense_steps": (100, "stage 1 length in steps (dense)"),
+    "lgc_train_steps": (200, "stage 2 length in steps (top-k while the autoencoder learns)"),
+    "lgc_innovation_ratio": (1e-5, "'ps': each worker's innovation entries, as a fraction of n (at least 1)"),
+    "lgc_channels": ((16, 32, 32, 16), "encoder widths; the depth sets the block 2**depth"),
+    "lgc_latent_channels": (4, "latent = latent_channels * ceil(k / 2**depth) floats"),
+    "lgc_lr": (3e-3, "Adam's learning rate for the autoencoder"),
+    "lgc_buffer": (64, "training samples kept (the newest)"),
+    "lgc_replay": (1, "older samples replayed per training step"),
+    "lgc_train_iters": (1, "Adam steps per stage-2 step (on rank 0)"),
+    "lgc_seed": (0, "initial weights and the training generator"),
+    "lgc_dense_ends": (True, "the first and last tensor of a step stay dense (the paper)"),
+    "lgc_min_numel": (1000, "smaller tensors stay dense (as DeepReduce's min_numel)"),
+    "lgc_index": ("rice", "lossless index codec of the index sets: rice, ef, varint"),
+}
+KEYS.update({key: (repr(default), "lgc", meaning) for key, (default, meaning) in LGC_KEYS.items()})
 
 
 def documented_default(key):

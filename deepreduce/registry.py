@@ -30,6 +30,7 @@ COMPRESSORS = {
     "inceptionn": "deepreduce.compressors.inceptionn:InceptionnCompressor",
     "sketch": "deepreduce.compressors.sketch:SketchCompressor",
     "8bit": "deepreduce.compressors.eightbit:EightBitCompressor",
+    "lgc": "deepreduce.compressors.lgc:LGCCompressor",
 }
 COMPRESSOR_ALIASES = {"u8bit": "8bit"}
 
@@ -46,7 +47,7 @@ COMMUNICATORS = {
     "allgather": "deepreduce.communicators.allgather:Allgather",
     "broadcast": "deepreduce.communicators.broadcast:Broadcast",
     "alltoall": "deepreduce.communicators.alltoall:AllToAll",
-    "spardl": None,
+    "spardl": "deepreduce.communicators.spardl:SparDL",
 }
 
 

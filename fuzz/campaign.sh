@@ -6,12 +6,15 @@
 # is told apart from a slow decode; 10 s is a hang and stops the run. Prints one
 # markdown row per decoder; a finding leaves its input in OUT/<name>/ and marks the row.
 #
-#   bash fuzz/campaign.sh [RUNS=1000000] [JOBS=2] [OUT=build/fuzz-campaign]
+#   bash fuzz/campaign.sh [RUNS=1000000] [JOBS=2] [OUT=build/fuzz-campaign] [NAMES=regex]
+#
+# NAMES (an extended regex over the decoder names below) runs a subset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-1000000}"
 jobs="${2:-2}"
 out="${3:-build/fuzz-campaign}"
+names="${4:-.}"
 python="${PYTHON:-python3}"
 
 CC=clang cmake -S . -B build/fuzz -DDEEPREDUCE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -61,4 +64,4 @@ export out runs
 
 echo "| decoder | target | inputs | seconds | inputs > 1 s under load | slowest replayed alone (ms) | result |"
 echo "|---|---|---:|---:|---:|---:|---|"
-echo "$decoders" | tr ' ' '\n' | grep . | xargs -P "$jobs" -I{} bash -c 'one {}'
+echo "$decoders" | tr ' ' '\n' | grep . | grep -E ":[^:]*($names)" | xargs -P "$jobs" -I{} bash -c 'one {}'

@@ -64,14 +64,14 @@ def make_model():
     return torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
 
 
-def train_ddp_hook(rank, world_size, params, steps=30, batch=32):
+def train_ddp_hook(rank, world_size, params, steps=30, batch=32, overlap=True):
     """The same training as ``train`` but through DDP with deepreduce's comm hook
-    (``params=None``: DDP's own allreduce)."""
+    (``params=None``: DDP's own allreduce; ``overlap``: the hook's worker thread)."""
     from torch.nn.parallel import DistributedDataParallel
     from deepreduce.torch import DeepReduceHookState, ddp_hook
     model = DistributedDataParallel(make_model(), bucket_cap_mb=0.001)  # several buckets
     if params is not None:
-        model.register_comm_hook(DeepReduceHookState(params), ddp_hook)
+        model.register_comm_hook(DeepReduceHookState(params, overlap=overlap), ddp_hook)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     inputs, labels = synthetic_task()
     shard = torch.arange(rank, inputs.shape[0], world_size)

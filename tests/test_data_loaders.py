@@ -65,7 +65,7 @@ def test_cifar10_missing_names_files_and_download_page(tmp_path):
 def test_dataset_needs_data_dir_and_known_name():
     with pytest.raises(ValueError, match="--data-dir"):
         load_dataset("cifar10")
-    with pytest.raises(ValueError, match="digits, cifar10, movielens"):
+    with pytest.raises(ValueError, match="digits, cifar10, cifar100, imdb, movielens"):
         load_dataset("imagenet", "/tmp")
 
 

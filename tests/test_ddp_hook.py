@@ -25,3 +25,15 @@ def test_ddp_hook_without_compression_equals_plain_ddp():
     hooked = distributed.run(grace_loop.train_ddp_hook, 2, {"compressor": "none"})
     plain = distributed.run(grace_loop.train_ddp_hook, 2, None)
     np.testing.assert_allclose(hooked[0][0], plain[0][0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_overlapping_hook_gives_the_synchronous_hooks_parameters():
+    """50 steps through a model DDP splits into many buckets: the hook that exchanges on a
+    worker thread while backward goes on ends with exactly the parameters of the hook that
+    exchanges inside DDP's reducer (benchmarks/ddp_overlap.py times the two)."""
+    for params in (TOPK, {"compressor": "qsgd", "memory": "residual", "communicator": "allgather"}):
+        overlapped = distributed.run(grace_loop.train_ddp_hook, 2, params, 50, 32, True)
+        synchronous = distributed.run(grace_loop.train_ddp_hook, 2, params, 50, 32, False)
+        assert overlapped[0][0].tobytes() == synchronous[0][0].tobytes()
+        assert overlapped[1][0].tobytes() == synchronous[1][0].tobytes()

@@ -25,6 +25,7 @@ LOCAL = {"world_size": 1, "transport": "local"}
 PAIRS = {name: ({"dgc": "dgc", "powersgd": "powersgd", "efsignsgd": "efsignsgd"}.get(name, "residual"),
                 "allreduce" if name in ("none", "fp16", "randomk", "powersgd") else "allgather")
          for name in COMPRESSORS if COMPRESSORS[name] is not None}
+PAIRS["lgc"] = ("none", "allreduce")  # LGC keeps its own error feedback and runs its own collectives
 
 
 def local(compressor, **params):

@@ -70,6 +70,11 @@ class Sparsifier(Compressor):
             indices, frame = np.empty(0, dtype=np.uint32), nonfinite_frame(kind, flat.size)
         return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore)
 
+    def lost(self, flat, tensors, ctx, out):
+        """The entries sent travel exactly: what is lost is flat with them zeroed."""
+        out[:] = flat
+        check(lib.dr_zero_at(u32(ctx.indices), ctx.indices.size, f32(out), out.size), "residual")
+
     def decompress(self, tensors, ctx):
         frame, = tensors
         return ctx.restore(decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload"))

@@ -38,9 +38,13 @@ class ResidualMemory(Memory):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         if not all_finite(flat):
             return
-        sent, _ = edge.to_core(compressor.decompress(tensors, ctx), what=f"decompressed {name!r}")
         residual, _ = self.residuals.write(name, restore, flat.size)
-        check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(sent), f32(residual), flat.size), "residual update")
+        lost = getattr(compressor, "lost", None)
+        if lost is not None:
+            lost(flat, tensors, ctx, residual)
+        else:  # a compressor of GRACE's own classes: its decompress tells
+            sent, _ = edge.to_core(compressor.decompress(tensors, ctx), what=f"decompressed {name!r}")
+            check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(sent), f32(residual), flat.size), "residual update")
 
     def rollback(self, name):
         self.residuals.undo(name)

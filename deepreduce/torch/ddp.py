@@ -14,9 +14,15 @@ State and hook:
   iteration 0 would then belong to buckets of another size. So iteration 0 is a plain
   averaging allreduce, and compression starts once the buckets are final
   (``start_iter``, default 1). Hence the hook is safe across the rebuild.
-- The hook runs synchronously in DDP's reducer (the exchange itself is a deepreduce
-  step) and returns an already completed Future holding the averaged bucket.
+- Overlap (the default): the hook hands the bucket to one worker thread and returns a
+  pending Future at once, so the compression and the exchange of bucket i run while the
+  backward pass computes the gradients of bucket i+1; DDP waits for every Future before
+  the optimizer step. One thread, fed in the order DDP calls the hook (the same on every
+  rank), keeps the collectives in the same order everywhere, so the results are the
+  synchronous hook's exactly. ``overlap=False`` runs each exchange inside the hook.
 """
+from concurrent.futures import ThreadPoolExecutor
+
 import torch
 import torch.distributed as dist
 
@@ -27,7 +33,7 @@ class DeepReduceHookState:
     """What the hook keeps between calls: the communicator built from ``params`` and the
     iteration counter that tells provisional buckets from final ones."""
 
-    def __init__(self, params, process_group=None, start_iter=1):
+    def __init__(self, params, process_group=None, start_iter=1, overlap=True):
         if start_iter < 1:
             raise ValueError("start_iter must be >= 1: DDP's first-iteration buckets are provisional")
         params = dict(params)
@@ -36,6 +42,8 @@ class DeepReduceHookState:
         self.process_group = process_group
         self.start_iter = start_iter
         self.iteration = 0
+        # One worker: buckets are exchanged one at a time, in the order DDP hands them over.
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deepreduce-ddp") if overlap else None
 
     def advance(self, bucket):
         # The last bucket of an iteration closes it.
@@ -56,8 +64,21 @@ def ddp_hook(state, bucket):
         state.advance(bucket)
         return _plain_allreduce(state, bucket)
     buffer = bucket.buffer()
-    averaged = state.grc.step(buffer, f"ddp.bucket{bucket.index()}")
+    name = f"ddp.bucket{bucket.index()}"
+    # spardl gathers a step's tensors in step(); a bucket is already a whole flat
+    # buffer, so it is exchanged at once.
+    send = getattr(state.grc, "exchange", state.grc.step)
     state.advance(bucket)
     future = torch.futures.Future()
-    future.set_result(averaged.to(buffer.dtype))
+
+    def exchange():
+        try:
+            future.set_result(send(buffer, name).to(buffer.dtype))
+        except BaseException as error:  # DDP re-raises it where it waits for the bucket
+            future.set_exception(error)
+
+    if state.worker is None:
+        exchange()
+    else:
+        state.worker.submit(exchange)
     return future

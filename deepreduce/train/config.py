@@ -13,7 +13,7 @@ DEFAULT_PARAMS = {"compressor": "topk", "memory": "residual", "communicator": "a
 DENSE_PARAMS = {"compressor": "none", "memory": "none", "communicator": "allreduce"}
 
 # The names deepreduce.train.models.MODELS builds; kept here so `--help` need not import torch.
-MODEL_NAMES = ("cnn", "mlp", "resnet20", "ncf")
+MODEL_NAMES = ("cnn", "mlp", "resnet20", "ncf", "vgg16", "vgg19", "lstm")
 
 # Training defaults per data set (any flag given on the command line wins).
 DATASET_DEFAULTS = {
@@ -21,6 +21,10 @@ DATASET_DEFAULTS = {
                    weight_decay=0.0, lr_decay="step"),
     "cifar10": dict(model="resnet20", epochs=160, batch_size=64, lr=0.1, optimizer="sgd",
                     weight_decay=1e-4, lr_decay="step"),
+    "cifar100": dict(model="vgg16", epochs=160, batch_size=64, lr=0.1, optimizer="sgd",
+                     weight_decay=5e-4, lr_decay="step"),
+    "imdb": dict(model="lstm", epochs=10, batch_size=64, lr=1e-3, optimizer="adam",
+                 weight_decay=0.0, lr_decay="none"),
     "movielens": dict(model="ncf", epochs=10, batch_size=256, lr=1e-3, optimizer="adam",
                       weight_decay=0.0, lr_decay="none"),
 }

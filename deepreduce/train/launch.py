@@ -9,6 +9,7 @@ All three call the same ``run_worker``, so the same seed gives the same results.
 """
 import os
 import socket
+import sys
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -68,6 +69,13 @@ def _run(fn, rank, world_size, init_method, args):
 
 def _spawned(rank, world_size, port, fn, args):
     _run(fn, rank, world_size, f"tcp://127.0.0.1:{port}", args)
+    # The work is done and its files written. Leave without the interpreter's teardown: a
+    # spawned worker was seen, rarely and under load, to abort there ("terminate called
+    # without an active exception", from a native thread destroyed at exit), which would
+    # turn a finished run into a failed one.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def launch(fn, workers, *args):
@@ -86,7 +94,7 @@ def launch(fn, workers, *args):
     elif workers < 1:
         raise ValueError(f"--workers={workers} must be >= 1")
     elif workers == 1:
-        _spawned(0, 1, _free_port(), fn, args)
+        _run(fn, 0, 1, f"tcp://127.0.0.1:{_free_port()}", args)  # in this process
     else:
         spawn(fn, workers, args)
     return mode

@@ -78,15 +78,24 @@ def _delta(after, before):
     return [after[k] - before[k] for k in COUNTERS]
 
 
+def stage_of(grc):
+    """The compressor's training stage, for compressors that have stages (LGC's
+    ``stage_label``); None for the others."""
+    label = getattr(grc.compressor, "stage_label", None)
+    return label() if callable(label) else None
+
+
 def train_epoch(model, optimizer, grc, task, dataset, cfg, epoch, rank, world_size, bar):
     """One pass over this rank's shard. Returns the accounting deltas of every step (rows of
-    COUNTERS) and the summed training loss and sample count."""
+    COUNTERS), the summed training loss and sample count, and the compressor's stage at
+    every step (None for compressors without stages)."""
     model.train()
     tensors = dataset.train_tensors(epoch - 1)
     batches = shard_batches(len(tensors[0]), rank, world_size, cfg.batch_size, cfg.seed, epoch)
     aug = generator(cfg.seed, epoch, rank)
-    loss_sum, seen, per_step = 0.0, 0, []
+    loss_sum, seen, per_step, stages = 0.0, 0, [], []
     for idx in batches:
+        stages.append(stage_of(grc))
         before = read_totals()
         batch = tuple(t[idx] for t in tensors)
         if dataset.augment is not None and len(idx):
@@ -105,7 +114,7 @@ def train_epoch(model, optimizer, grc, task, dataset, cfg, epoch, rank, world_si
         per_step.append(_delta(read_totals(), before))
         if bar is not None:
             bar.update(1)
-    return per_step, loss_sum, seen
+    return per_step, loss_sum, seen, stages
 
 
 def _epoch_record(epoch, rows, loss_sum, seen, metric, test_loss, prev, world_size, wall_s):
@@ -146,19 +155,25 @@ def train_run(label, params, cfg, dataset, rank, world_size, channel=None):
     epochs = [dict(epoch=0, metric=metric, test_loss=test_loss, train_loss=None, bytes_sent=0,
                    dense_bytes=0, cum_bytes_sent=0, cum_dense_bytes=0,
                    encode_s_per_step=0.0, decode_s_per_step=0.0, wall_s=0.0)]
-    steps_log = []
+    steps_log, stage_changes = [], []
     start = time.perf_counter()
     for epoch in range(1, cfg.epochs + 1):
         if bar is not None:
             bar.set_postfix({"epoch": epoch, task.metric: f"{metric:.4f}"})
-        per_step, loss_sum, seen = train_epoch(model, optimizer, grc, task, dataset, cfg, epoch,
-                                               rank, world_size, bar)
+        per_step, loss_sum, seen, stages = train_epoch(model, optimizer, grc, task, dataset, cfg, epoch,
+                                                       rank, world_size, bar)
+        for step, stage in enumerate(stages):
+            if stage != (stage_changes[-1]["stage"] if stage_changes else None):
+                stage_changes.append(dict(epoch=epoch, step=step, stage=stage))
+                if rank == 0:
+                    print(f"[{label}] epoch {epoch} step {step}: {stage}", flush=True)
         schedule.step()
         # One all-reduce per epoch carries the per-step counters of all ranks.
         flat = _sum_across_ranks([v for row in per_step for v in row] + [loss_sum, seen])
         rows = [flat[i:i + len(COUNTERS)] for i in range(0, len(flat) - 2, len(COUNTERS))]
-        steps_log += [dict(epoch=epoch, step=step, bytes_sent=int(row[0]),
-                           dense_bytes=int(row[1])) for step, row in enumerate(rows)]
+        steps_log += [dict(epoch=epoch, step=step, bytes_sent=int(row[0]), dense_bytes=int(row[1]),
+                           **({"stage": stages[step]} if stages[step] is not None else {}))
+                      for step, row in enumerate(rows)]
         _average_buffers(model, world_size)
         metric, test_loss = evaluate(model, task, dataset.test, rank, world_size)
         epochs.append(_epoch_record(epoch, rows, flat[-2], flat[-1], metric, test_loss,
@@ -169,6 +184,7 @@ def train_run(label, params, cfg, dataset, rank, world_size, channel=None):
     last = epochs[-1]
     return dict(label=label, params=params, metric_name=task.metric,
                 parameters=count_parameters(model), epochs=epochs, steps=steps_log,
+                stage_changes=stage_changes,
                 final=dict(metric=last["metric"], test_loss=last["test_loss"],
                            bytes_sent=last["cum_bytes_sent"], dense_bytes=last["cum_dense_bytes"],
                            wall_s=last["wall_s"]))

@@ -1,5 +1,6 @@
-"""Models for the main job: ResNet-20 (CIFAR-10), NeuMF (MovieLens), a small CNN and an MLP
-(digits). ``build_model(name, meta)`` builds one from a data set's ``meta``."""
+"""Models for the main job: ResNet-20 and VGG-16/19 (CIFAR-10/100), NeuMF (MovieLens), an LSTM
+classifier (IMDB reviews), a small CNN and an MLP (digits). ``build_model(name, meta)`` builds
+one from a data set's ``meta``."""
 import torch
 from torch import nn
 import torch.nn.functional as F
@@ -83,6 +84,50 @@ class ResNetCifar(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+# Simonyan & Zisserman's configurations D (VGG-16) and E (VGG-19): channels per 3x3 conv,
+# "M" a 2x2 max-pool.
+VGG_LAYERS = {
+    16: (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"),
+    19: (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M",
+         512, 512, 512, 512, "M"),
+}
+
+
+class VGGCifar(nn.Module):
+    """VGG for 32x32 images as SparDL trains it: conv-BN-ReLU stacks, five pools down to
+    1x1x512, one linear classifier."""
+
+    def __init__(self, depth=16, in_shape=(3, 32, 32), num_classes=10):
+        super().__init__()
+        layers, cin = [], in_shape[0]
+        for v in VGG_LAYERS[depth]:
+            if v == "M":
+                layers.append(nn.MaxPool2d(2))
+            else:
+                layers += [nn.Conv2d(cin, v, 3, padding=1), nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
+                cin = v
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Linear(cin, num_classes)
+
+    def forward(self, x):
+        return self.classifier(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+
+
+class LSTMClassifier(nn.Module):
+    """Token ids -> embedding -> LSTM -> linear on the last step's state (sequences are
+    padded at the front with id 0, so the last step is always a real token or the end)."""
+
+    def __init__(self, vocab_size, num_classes=2, embed=64, hidden=128, layers=1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, embed, padding_idx=0)
+        self.lstm = nn.LSTM(embed, hidden, num_layers=layers, batch_first=True)
+        self.out = nn.Linear(hidden, num_classes)
+
+    def forward(self, tokens):
+        states, _ = self.lstm(self.embed(tokens))
+        return self.out(states[:, -1])
+
+
 class NeuMF(nn.Module):
     """NCF's NeuMF (He et al. 2017): a GMF branch (element-wise product of embeddings) and an
     MLP branch over concatenated embeddings, fused by one linear layer into a logit."""
@@ -115,6 +160,20 @@ def _image_model(cls):
     return build
 
 
+def _vgg(depth):
+    def build(meta):
+        if "in_shape" not in meta or len(meta["in_shape"]) != 3 or meta["in_shape"][1] < 32:
+            raise ValueError(f"model vgg{depth} needs 32x32 colour images (cifar10, cifar100)")
+        return VGGCifar(depth, tuple(meta["in_shape"]), meta["num_classes"])
+    return build
+
+
+def _lstm(meta):
+    if "vocab_size" not in meta:
+        raise ValueError("model lstm needs a text data set (imdb)")
+    return LSTMClassifier(meta["vocab_size"], meta["num_classes"])
+
+
 def _ncf(meta):
     if "num_users" not in meta:
         raise ValueError("model ncf needs a user-item data set (movielens)")
@@ -126,6 +185,9 @@ MODELS = {
     "mlp": _image_model(MLP),
     "resnet20": _image_model(ResNetCifar),
     "ncf": _ncf,
+    "vgg16": _vgg(16),
+    "vgg19": _vgg(19),
+    "lstm": _lstm,
 }
 
 

@@ -31,6 +31,12 @@ examples:
   deepreduce train --dataset cifar10 --data-dir ~/data/cifar-10-batches-py --workers 4
   deepreduce train --dataset movielens --data-dir ~/data/ml-latest-small --epochs 5
   torchrun --nproc-per-node 2 -m deepreduce train    # or: mpirun -np 2 python -m deepreduce train
+  mpiexec -n 4 python -m deepreduce train --dnn resnet20 --dataset cifar10 --data-dir DIR \
+      --compressor spardl --density 0.01             # SparDL's main_trainer.py flags
+
+SparDL's flags: --dnn (= --model), --nworkers (= --workers), --max-epochs (= --epochs),
+--density (= --compress-ratio), --compression (accepted: naming a compressor turns it on),
+and --compressor spardl (= compressor topk, memory residual, communicator spardl).
 """
 
 
@@ -84,11 +90,16 @@ def add_arguments(p):
                    help="params dict as a JSON object or a path to a .json file "
                         f"(default: {json.dumps(DEFAULT_PARAMS)})")
     g.add_argument("--compressor", help="GRACE compressor name, e.g. none, fp16, topk, randomk, "
-                                        "threshold, qsgd (default: topk)")
+                                        "threshold, qsgd; or spardl, SparDL's sparse all-reduce "
+                                        "(default: topk)")
     g.add_argument("--memory", help="error-feedback memory: none, residual, ... (default: residual)")
     g.add_argument("--communicator", help="allreduce, allgather, broadcast (default: allgather)")
-    g.add_argument("--compress-ratio", type=float, metavar="R",
-                   help="fraction of elements kept by topk/randomk (default: 0.01)")
+    g.add_argument("--compress-ratio", "--density", type=float, metavar="R", dest="compress_ratio",
+                   help="fraction of elements kept by topk/randomk/spardl; --density is SparDL's "
+                        "name for it (default: 0.01)")
+    g.add_argument("--compression", action="store_true",
+                   help="SparDL's switch for compression, accepted for its scripts: naming a "
+                        "compressor turns compression on")
     g.add_argument("--deepreduce", choices=("value", "index", "both"),
                    help="wrap the compressor in a DeepReduce codec (default: off)")
     g.add_argument("--index", help="DeepReduce index codec, e.g. bloom, rle, huffman, ef "
@@ -106,19 +117,22 @@ def add_arguments(p):
                    help="digits is bundled with scikit-learn; the others are read from "
                         "--data-dir (default: digits)")
     t.add_argument("--data-dir", metavar="DIR",
-                   help="folder with the CIFAR-10 python batches or MovieLens ratings.csv; "
+                   help="folder with the CIFAR-10/100 python batches, IMDB's aclImdb folders "
+                        "or MovieLens ratings.csv; "
                         "nothing is downloaded (default: none)")
-    t.add_argument("--model", choices=MODEL_NAMES,
-                   help="cnn/mlp for digits, resnet20 for cifar10, ncf for movielens "
+    t.add_argument("--model", "--dnn", choices=MODEL_NAMES, dest="model",
+                   help="cnn/mlp for digits, resnet20/vgg16/vgg19 for cifar10 and cifar100, "
+                        "lstm for imdb, ncf for movielens; --dnn is SparDL's name "
                         "(default: per data set)")
     t.add_argument("--hidden", type=_widths, metavar="N[,N...]",
                    help="hidden layer widths of the mlp; wider layers mean more gradient bytes "
                         "per step for the same data, as benchmarks/limited_link.py needs "
                         "(default: 128,64)")
-    t.add_argument("--workers", type=int, default=2,
+    t.add_argument("--workers", "--nworkers", type=int, default=2, dest="workers",
                    help="local worker processes (gloo over loopback); ignored under torchrun "
                         "and mpirun, which set the world themselves (default: 2)")
-    t.add_argument("--epochs", type=int, help="training epochs (default: per data set)")
+    t.add_argument("--epochs", "--max-epochs", type=int, dest="epochs",
+                   help="training epochs; --max-epochs is SparDL's name (default: per data set)")
     t.add_argument("--batch-size", type=int, help="samples per worker per step (default: per data set)")
     t.add_argument("--lr", type=float, help="learning rate (default: per data set)")
     t.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default: 0.9)")
@@ -142,6 +156,9 @@ def build_params(args):
         if value is not None:
             params[key] = value
     params.update(dict(args.param))
+    if params.get("compressor") == "spardl":  # SparDL's own spelling of its method
+        params.update(compressor="topk", communicator="spardl",
+                      memory=args.memory if args.memory is not None else "residual")
     return params
 
 

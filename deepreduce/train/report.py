@@ -7,12 +7,12 @@ from pathlib import Path
 EPOCH_FIELDS = ("run", "epoch", "metric", "test_loss", "train_loss", "bytes_sent", "dense_bytes",
                 "cum_bytes_sent", "cum_dense_bytes", "encode_s_per_step", "decode_s_per_step",
                 "wall_s")
-STEP_FIELDS = ("run", "epoch", "step", "bytes_sent", "dense_bytes")
+STEP_FIELDS = ("run", "epoch", "step", "bytes_sent", "dense_bytes", "stage")
 
 
 def _write_csv(path, fields, rows):
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
         w.writeheader()
         w.writerows(rows)
 

@@ -150,5 +150,47 @@ class Transport(ABC):
                 f"tensor {name!r}: received {data.nbytes} bytes, not a whole number of {np.dtype(dtype).name}")
         return data.view(dtype)
 
+    # -- point to point (SparDL's hops) ---------------------------------------------------
+    def _start_sendrecv_bytes(self, data, dest, source):
+        """Start sending uint8 ``data`` to rank ``dest`` and receiving a message of any size
+        from rank ``source``; return an object whose ``wait()`` gives the received bytes
+        once both are done. Transports with point-to-point messaging override this."""
+        raise NotImplementedError(f"the {self.kind} transport has no point-to-point messages")
+
+    def start_sendrecv(self, data, dest, source, name):
+        """Send ``data`` (a uint8 array) to ``dest`` while receiving whatever ``source``
+        sends this rank; returns a handle whose ``wait()`` returns the received uint8
+        array. Work done between the two calls overlaps the transfer. A rank exchanging
+        with itself gets its own bytes back."""
+        data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
+        if dest == self.rank and source == self.rank:
+            return _Done(data.copy())
+        with self._guard("point-to-point exchange", name):
+            pending = self._start_sendrecv_bytes(data, dest, source)
+        return _Guarded(self, pending, name)
+
     def barrier(self):
         self._allgather_int64(np.zeros(1, dtype=np.int64))
+
+
+class _Done:
+    """A finished exchange: ``wait()`` returns what was received."""
+
+    def __init__(self, received):
+        self._received = received
+
+    def wait(self):
+        return self._received
+
+
+class _Guarded:
+    """A transport's pending exchange whose failures become CommunicationErrors."""
+
+    def __init__(self, transport, pending, name):
+        self._transport = transport
+        self._pending = pending
+        self._name = name
+
+    def wait(self):
+        with self._transport._guard("point-to-point exchange", self._name):
+            return self._pending.wait()

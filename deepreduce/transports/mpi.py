@@ -46,6 +46,9 @@ class MPITransport(Transport):
                              [recvbuf, recv_sizes, recv_displs, self._MPI.BYTE])
         return [recvbuf[d:d + s] for d, s in zip(recv_displs, recv_sizes)]
 
+    def _start_sendrecv_bytes(self, data, dest, source):
+        return _MPISendRecv(self, data, dest, source)
+
     def _allreduce_sum_inplace(self, array):
         if array.dtype == np.float16:
             # MPI has no half-precision sum: gather everyone's halves and add in float32.
@@ -55,3 +58,25 @@ class MPITransport(Transport):
         else:
             self._comm.Allreduce(self._MPI.IN_PLACE, array, op=self._MPI.SUM)
         return array
+
+
+class _MPISendRecv:
+    """One hop on MPI: a non-blocking send; the receiver probes for the length and then
+    receives exactly that many bytes."""
+
+    TAG = 7302
+
+    def __init__(self, transport, data, dest, source):
+        self._t = transport
+        self._source = source
+        self._data = data  # kept alive until the send completes
+        self._send = transport._comm.Isend([data, transport._MPI.BYTE], dest=dest, tag=self.TAG)
+
+    def wait(self):
+        MPI, comm = self._t._MPI, self._t._comm
+        status = MPI.Status()
+        comm.Probe(source=self._source, tag=self.TAG, status=status)
+        received = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+        comm.Recv([received, MPI.BYTE], source=self._source, tag=self.TAG)
+        self._send.Wait()
+        return received

@@ -74,6 +74,9 @@ class TorchTransport(Transport):
             req.wait()
         return [r if isinstance(r, np.ndarray) else self._numpy(r) for r in received]
 
+    def _start_sendrecv_bytes(self, data, dest, source):
+        return _TorchSendRecv(self, data, self._global_rank(dest), self._global_rank(source))
+
     def _allreduce_sum_inplace(self, array):
         t = self._tensor(array)
         self._dist.all_reduce(t, group=self._group)
@@ -85,3 +88,34 @@ class TorchTransport(Transport):
         if self._group is None:
             return group_rank
         return self._dist.get_global_rank(self._group, group_rank)
+
+
+class _TorchSendRecv:
+    """One hop on torch.distributed: the length (int64) then the bytes, both sent at
+    once; the receiver learns the length before it posts the receive of the bytes
+    (gloo needs the exact size). Tags keep the two messages apart."""
+
+    LENGTH_TAG, DATA_TAG = 7301, 7302
+
+    def __init__(self, transport, data, dest, source):
+        self._t = transport
+        self._source = source
+        dist, group = transport._dist, transport._group
+        self._length = transport._tensor(np.array([data.nbytes], dtype=np.int64))
+        self._payload = transport._tensor(data.copy())
+        self._sends = [dist.isend(self._length, dest, group=group, tag=self.LENGTH_TAG)]
+        if data.nbytes:
+            self._sends.append(dist.isend(self._payload, dest, group=group, tag=self.DATA_TAG))
+        self._incoming = transport._tensor(np.zeros(1, dtype=np.int64))
+        self._length_recv = dist.irecv(self._incoming, source, group=group, tag=self.LENGTH_TAG)
+
+    def wait(self):
+        dist, group = self._t._dist, self._t._group
+        self._length_recv.wait()
+        nbytes = int(self._t._numpy(self._incoming)[0])
+        received = self._t._tensor(np.empty(nbytes, dtype=np.uint8))
+        if nbytes:
+            dist.irecv(received, self._source, group=group, tag=self.DATA_TAG).wait()
+        for send in self._sends:
+            send.wait()
+        return self._t._numpy(received)

@@ -7,7 +7,7 @@ training set with ``shard_batches``.
 from .base import Dataset, DataNotFoundError
 from .shard import generator, shard_batches, shard_indices, steps_per_epoch
 
-DATASETS = ("digits", "cifar10", "movielens")
+DATASETS = ("digits", "cifar10", "cifar100", "imdb", "movielens")
 
 
 def load_dataset(name, data_dir=None, seed=0):
@@ -23,6 +23,12 @@ def load_dataset(name, data_dir=None, seed=0):
     if name == "cifar10":
         from .cifar10 import load_cifar10
         return load_cifar10(data_dir)
+    if name == "cifar100":
+        from .cifar100 import load_cifar100
+        return load_cifar100(data_dir)
+    if name == "imdb":
+        from .imdb import load_imdb
+        return load_imdb(data_dir)
     from .movielens import load_movielens
     return load_movielens(data_dir, seed=seed)
 

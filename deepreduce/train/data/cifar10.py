@@ -17,11 +17,21 @@ MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
 
 
+def find_folder(data_dir, archive_dir, files):
+    """The folder, data_dir itself or data_dir/archive_dir, that holds all ``files``; None if
+    neither does."""
+    root = Path(data_dir)
+    for d in (root, root / archive_dir):
+        if all((d / f).is_file() for f in files):
+            return d
+    return None
+
+
 def _find_dir(data_dir):
     root = Path(data_dir)
-    for d in (root, root / ARCHIVE_DIR):
-        if all((d / f).is_file() for f in TRAIN_FILES + (TEST_FILE,)):
-            return d
+    found = find_folder(root, ARCHIVE_DIR, TRAIN_FILES + (TEST_FILE,))
+    if found is not None:
+        return found
     missing = [f for f in TRAIN_FILES + (TEST_FILE,) if not (root / f).is_file()]
     raise DataNotFoundError(
         f"CIFAR-10 not found: expected the python-version batches {', '.join(missing)} in "
@@ -30,14 +40,14 @@ def _find_dir(data_dir):
         f"--data-dir <folder>/{ARCHIVE_DIR}. Nothing is downloaded automatically.")
 
 
-def _read_batch(path):
+def _read_batch(path, labels_key=b"labels", what="CIFAR-10"):
     with open(path, "rb") as f:
         batch = pickle.load(f, encoding="bytes")
     try:
-        data, labels = batch[b"data"], batch[b"labels"]
+        data, labels = batch[b"data"], batch[labels_key]
     except (KeyError, TypeError) as e:
-        raise ValueError(f"{path} is not a CIFAR-10 python batch (a dict with b'data' and "
-                         f"b'labels'); missing {e}") from None
+        raise ValueError(f"{path} is not a {what} python batch (a dict with b'data' and "
+                         f"{labels_key!r}); missing {e}") from None
     x = torch.as_tensor(data, dtype=torch.uint8).reshape(-1, 3, 32, 32)
     y = torch.as_tensor(labels, dtype=torch.long)
     if len(x) != len(y):
@@ -45,9 +55,9 @@ def _read_batch(path):
     return x, y
 
 
-def _normalise(x):
-    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(STD).view(1, 3, 1, 1)
+def _normalise(x, mean=MEAN, std=STD):
+    mean = torch.tensor(mean).view(1, 3, 1, 1)
+    std = torch.tensor(std).view(1, 3, 1, 1)
     return (x.float() / 255.0 - mean) / std
 
 

@@ -252,5 +252,6 @@ float dr_rng_uniform(uint64_t key, uint64_t counter);
 #include "deepreduce/quant.h"
 #include "deepreduce/index.h"
 #include "deepreduce/value.h"
+#include "deepreduce/spardl.h"
 
 #endif /* DEEPREDUCE_H */

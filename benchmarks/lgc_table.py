@@ -1,0 +1,164 @@
+"""LGC beside top-k and DeepReduce (rice + qsgd), at ratios 1e-3 and 1e-2, on the default task of ``deepreduce train`` (digits, the
+small CNN, 2 workers, 20 epochs of 23 steps, seed 0), every run through the real command
+line. Prints, per run: final accuracy; bytes sent relative to dense over LGC's three stage
+ranges (steps [0, D), [D, D+T), [D+T, end)) and overall; encode and decode milliseconds per
+step (the communicator's accounting, mean over ranks); wall seconds.
+
+Then the whole-step stage-3 bytes of ResNet-20 on a generated CIFAR-10 file; and, on 2 gloo
+ranks with random gradients, the bytes per rank per stage-3 step of single
+tensors the autoencoder codes, against top-k at the same ratio (frame headers included),
+with LGC's own split of the time (``compressor.timings``: encode = selection, coding and
+the latent; exchange = its collectives; decode = the decoders and the aggregate).
+
+    python benchmarks/lgc_table.py [--dense-steps 44] [--train-steps 88] [--epochs 20] [--tensors-only]
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+import distributed  # noqa: E402  (the tests' spawner: gloo over loopback)
+
+def configs(dense_steps, train_steps):
+    runs = [("dense", {"compressor": "none", "memory": "none", "communicator": "allreduce"})]
+    for ratio in (1e-3, 1e-2):
+        topk = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": ratio}
+        lgc = {"compressor": "lgc", "compress_ratio": ratio, "lgc_dense_steps": dense_steps,
+               "lgc_train_steps": train_steps}
+        runs += [(f"top-k {ratio:g}", topk),
+                 (f"DR rice+qsgd {ratio:g}", dict(topk, deepreduce="both", index="rice", value="qsgd")),
+                 (f"LGC ps {ratio:g}", dict(lgc, lgc_variant="ps")),
+                 (f"LGC rar {ratio:g}", dict(lgc, lgc_variant="rar"))]
+        if ratio == 1e-3:  # small tensors top-k'd too, not sent dense
+            runs += [(f"LGC ps {ratio:g}, lgc_min_numel 32", dict(lgc, lgc_variant="ps", lgc_min_numel=32)),
+                     (f"LGC rar {ratio:g}, lgc_min_numel 32", dict(lgc, lgc_variant="rar", lgc_min_numel=32))]
+    return runs
+
+
+def train(params, epochs, out, *extra):
+    cmd = [sys.executable, "-m", "deepreduce", "train", "--params", json.dumps(params), "--no-baseline",
+           "--no-progress", "--epochs", str(epochs), "--out", str(out), *extra]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return json.loads((out / "log.json").read_text())["runs"][0]
+
+
+def row(label, run, bounds):
+    steps = run["steps"]
+    dense_per_step = steps[0]["dense_bytes"]
+    ranges = [(0, bounds[0]), (bounds[0], bounds[1]), (bounds[1], len(steps)), (0, len(steps))]
+    rel = [sum(s["bytes_sent"] for s in steps[a:b]) / (dense_per_step * max(b - a, 1)) for a, b in ranges]
+    epochs = run["epochs"][1:]
+    enc = 1e3 * np.mean([e["encode_s_per_step"] for e in epochs])
+    dec = 1e3 * np.mean([e["decode_s_per_step"] for e in epochs])
+    return (f"| {label} | {run['final']['metric']:.4f} | " + " | ".join(f"{100 * r:.3f}%" for r in rel)
+            + f" | {enc:.2f} | {dec:.3f} | {run['final']['wall_s']:.1f} |")
+
+
+def step_seconds(run, first_epoch, last_epoch):
+    """Mean wall seconds per step over whole epochs first..last (1-based)."""
+    e = run["epochs"]
+    steps = sum(1 for s in run["steps"] if first_epoch <= s["epoch"] <= last_epoch)
+    return (e[last_epoch]["wall_s"] - e[first_epoch - 1]["wall_s"]) / steps
+
+
+def _coded_tensor_bytes(rank, world_size, variant, shape, ratio):
+    import deepreduce
+    from deepreduce.compressors.topk import TopKCompressor
+    grc = deepreduce.grace_from_params({"compressor": "lgc", "lgc_variant": variant, "compress_ratio": ratio,
+                                        "lgc_dense_steps": 1, "lgc_train_steps": 8, "lgc_dense_ends": False})
+    rng = np.random.default_rng(rank)
+    sent, timings = [], grc.compressor.timings.seconds
+    for step in range(14):
+        g = rng.standard_normal(shape).astype(np.float32)
+        before = grc.stats.per_name.get("w")
+        before = before.bytes_sent if before else 0
+        if step == 10:
+            start = dict(timings)
+        grc.step(g, "w")
+        sent.append(grc.stats.per_name["w"].bytes_sent - before)
+    topk = TopKCompressor(ratio)
+    tensors, ctx = topk.compress(g, "w")
+    split = {kind: 1e3 * (timings[kind] - start[kind]) / 4 for kind in timings}
+    return float(np.mean(sent[10:])), topk.wire_bytes(tensors, ctx), split
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dense-steps", type=int, default=44)
+    ap.add_argument("--train-steps", type=int, default=88)
+    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--tensors-only", action="store_true", help="only the per-tensor table (a minute)")
+    args = ap.parse_args()
+    if not args.tensors_only:
+        training_table(args)
+        resnet20_table()
+    tensor_table()
+
+
+def training_table(args):
+    bounds = (args.dense_steps, args.dense_steps + args.train_steps)
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (label, params) in enumerate(configs(args.dense_steps, args.train_steps)):
+            runs[label] = train(params, args.epochs, pathlib.Path(tmp) / str(i))
+    print("| run | accuracy | bytes vs dense: stage 1 steps | stage 2 steps | stage 3 steps | overall "
+          "| encode ms/step | decode ms/step | wall s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, run in runs.items():
+        print(row(label, run, bounds))
+    for variant in ("ps", "rar"):
+        run = runs[f"LGC {variant} 0.001"]
+        changes = {c["stage"].split(" (")[0]: c["epoch"] for c in run["stage_changes"]}
+        s2 = step_seconds(run, changes["stage 2"] + 1, changes["stage 3"] - 1)
+        s3 = step_seconds(run, changes["stage 3"] + 1, args.epochs)
+        print(f"\nLGC {variant}: a stage-2 step (autoencoder training on rank 0) takes {1e3 * s2:.1f} ms, "
+              f"a stage-3 step {1e3 * s3:.1f} ms: training costs {100 * (s2 - s3) / s3:.0f}% of a step "
+              f"while it runs, {100 * (s2 - s3) * args.train_steps / run['final']['wall_s']:.0f}% of the run")
+
+
+def resnet20_table():
+    """Whole-step stage-3 bytes of ResNet-20 (65 tensors, 270 k weights) on a generated
+    CIFAR-10 file (random images: bytes only, no accuracy), 2 workers, 16 steps."""
+    from test_data_loaders import write_cifar
+    print("\nResNet-20, generated CIFAR-10, 2 workers: bytes per worker per stage-3 step (whole step)")
+    print("| ratio | top-k | LGC ps | LGC rar | LGC ps, min_numel 32, no dense ends | LGC ps / top-k | last / top-k |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = write_cifar(pathlib.Path(tmp) / "cifar", per_batch=16, test=8)
+        extra = ("--dataset", "cifar10", "--data-dir", str(data), "--batch-size", "8")
+        lgc = {"compressor": "lgc", "lgc_dense_steps": 2, "lgc_train_steps": 4}
+        for ratio in (1e-3, 1e-2):
+            configs = [{"compressor": "topk", "memory": "residual", "communicator": "allgather"},
+                       dict(lgc, lgc_variant="ps"), dict(lgc, lgc_variant="rar"),
+                       dict(lgc, lgc_variant="ps", lgc_min_numel=32, lgc_dense_ends=False)]
+            sent = []
+            for i, params in enumerate(configs):
+                run = train(dict(params, compress_ratio=ratio), 3, pathlib.Path(tmp) / f"{ratio}-{i}", *extra)
+                # Steps 7..: stage 3 after the step that also broadcast the autoencoder.
+                sent.append(np.mean([s["bytes_sent"] for s in run["steps"][7:]]) / 2)
+            print(f"| {ratio:g} | " + " | ".join(f"{b:.0f}" for b in sent)
+                  + f" | {sent[1] / sent[0]:.2f} | {sent[3] / sent[0]:.2f} |")
+
+
+def tensor_table():
+    print("\nOne coded tensor, bytes per rank per stage-3 step (2 ranks) vs top-k at the same ratio:")
+    print("| tensor | ratio | k | LGC ps | LGC rar | top-k | ps / top-k | rar / top-k "
+          "| ps ms: encode / exchange / decode | rar ms: encode / exchange / decode |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for shape, ratio in [((512, 64), 1e-3), ((64, 64, 3, 3), 1e-3), ((512, 64), 1e-2), ((256, 256, 3, 3), 1e-3)]:
+        ps, topk, ps_ms = distributed.run(_coded_tensor_bytes, 2, "ps", shape, ratio, timeout=600)[0]
+        rar, _, rar_ms = distributed.run(_coded_tensor_bytes, 2, "rar", shape, ratio, timeout=600)[0]
+        k = max(1, int(np.prod(shape) * ratio))
+        print(f"| {'x'.join(map(str, shape))} | {ratio:g} | {k} | {ps:.0f} | {rar:.0f} | {topk} | "
+              f"{ps / topk:.2f} | {rar / topk:.2f} | " + " | ".join(
+                  " / ".join(f"{ms[kind]:.2f}" for kind in ("encode", "exchange", "decode"))
+                  for ms in (ps_ms, rar_ms)) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""SparDL's sparse all-reduce against top-k allgather (GRACE style) and the dense
+allreduce, on P local gloo processes (oversubscribed on a small machine).
+
+    python benchmarks/spardl.py                       # P = 2 3 4 6 8, n = 1e6 1e7, rho = 0.01
+    python benchmarks/spardl.py --workers 4 --numel 1000000 --repeat 5
+
+For each P and n every rank draws its own Gaussian gradient (the same draw in every
+configuration) and runs each configuration --repeat times after one warm-up; the wall
+time per exchange is the mean over the repeats on the slowest rank. Bytes and messages
+are what one worker sends per exchange:
+
+- SparDL: the bytes of its hop messages (framed, indices Rice-coded) as counted by the
+  communicator, plus the 40-byte handshake allgather; messages = hops + the handshake.
+- top-k allgather: the top-k frame (8 bytes per entry + header) goes to the P-1 other
+  ranks (gloo's ring all_gather forwards P-1 chunks, each padded to the largest
+  payload), after the size agreement; messages = 2(P-1) (sizes, then data).
+- dense allreduce: gloo's ring allreduce sends 2(P-1)/P of the float32 buffer in
+  2(P-1) messages.
+"""
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from datetime import timedelta
+
+import numpy as np
+
+CONFIGS = ("spardl d=1", "spardl d=2", "top-k allgather", "dense allreduce")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make(config, density):
+    import deepreduce
+    if config.startswith("spardl"):
+        return deepreduce.grace_from_params({"compressor": "topk", "memory": "residual", "communicator": "spardl",
+                                             "compress_ratio": density, "spardl_teams": int(config[-1])})
+    if config == "top-k allgather":
+        return deepreduce.grace_from_params({"compressor": "topk", "memory": "residual",
+                                             "communicator": "allgather", "compress_ratio": density})
+    return None
+
+
+def one_config(config, grad, density, repeat):
+    """(seconds per exchange on this rank, bytes sent, messages sent) for one config."""
+    import torch
+    import torch.distributed as dist
+    world = dist.get_world_size()
+    grc = make(config, density)
+    if config == "dense allreduce":
+        tensor = torch.from_numpy(grad.copy())
+
+        def exchange():
+            dist.all_reduce(tensor)
+        volume, messages = 2 * (world - 1) * grad.nbytes / world, 2 * (world - 1)
+    elif config.startswith("spardl"):
+        def exchange():
+            grc.exchange(grad, "bench")
+    else:
+        def exchange():
+            grc.step(grad, "bench")
+    exchange()  # warm-up (and for SparDL: the traffic of one exchange)
+    if config.startswith("spardl"):
+        volume = grc.last_traffic.bytes_sent + 40
+        messages = grc.last_traffic.messages + 1
+    elif config == "top-k allgather":
+        sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+        k = max(1, int(grad.size * density))
+        payload = torch.tensor([k * 8 + 60], dtype=torch.int64)  # a raw top-k frame
+        dist.all_gather(sizes, payload)
+        volume = (world - 1) * int(max(s.item() for s in sizes))
+        messages = 2 * (world - 1)
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(repeat):
+        exchange()
+    seconds = (time.perf_counter() - start) / repeat
+    return seconds, volume, messages
+
+
+def worker(rank, world, port, numels, density, repeat, out):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=timedelta(seconds=600))
+    rows = []
+    for n in numels:
+        grad = np.random.default_rng([rank, n]).standard_normal(n).astype(np.float32)
+        for config in CONFIGS:
+            if config == "spardl d=2" and world % 2:
+                continue
+            seconds, volume, messages = one_config(config, grad, density, repeat)
+            everyone = [None] * world
+            dist.all_gather_object(everyone, (seconds, volume, messages))
+            if rank == 0:
+                rows.append({"P": world, "n": n, "config": config,
+                             "seconds": max(e[0] for e in everyone),
+                             "bytes": max(e[1] for e in everyone),
+                             "messages": max(e[2] for e in everyone)})
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump(rows, f)
+    dist.destroy_process_group()
+
+
+def run_world(world, numels, density, repeat):
+    import tempfile
+
+    import torch.multiprocessing as mp
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rows.json")
+        mp.start_processes(worker, args=(world, free_port(), numels, density, repeat, out), nprocs=world,
+                           start_method="spawn")
+        with open(out) as f:
+            return json.load(f)
+
+
+def fmt_bytes(n):
+    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def table(rows):
+    lines = ["| P | n | configuration | ms per exchange | bytes sent per worker | messages per worker |",
+             "|---:|---:|---|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['P']} | {r['n']:.0e} | {r['config']} | {1e3 * r['seconds']:.1f} | "
+                     f"{fmt_bytes(r['bytes'])} | {r['messages']} |")
+    return "\n".join(lines)
+
+
+def targets(rows):
+    """SparDL d=1 against top-k allgather at each (P, n): bytes and time ratios."""
+    lines = []
+    by = {(r["P"], r["n"], r["config"]): r for r in rows}
+    for (p, n, config), r in sorted(by.items()):
+        if config != "spardl d=1" or (p, n, "top-k allgather") not in by:
+            continue
+        t = by[(p, n, "top-k allgather")]
+        lines.append(f"P={p} n={n:.0e}: SparDL/top-k bytes {r['bytes'] / t['bytes']:.2f}x, "
+                     f"time {r['seconds'] / t['seconds']:.2f}x")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workers", type=int, nargs="+", default=[2, 3, 4, 6, 8], help="world sizes P")
+    p.add_argument("--numel", type=float, nargs="+", default=[1e6, 1e7], help="gradient sizes n")
+    p.add_argument("--density", type=float, default=0.01, help="rho (default 0.01)")
+    p.add_argument("--repeat", type=int, default=3, help="timed exchanges per configuration")
+    p.add_argument("--json", help="also write the rows to this file")
+    args = p.parse_args(argv)
+    rows = []
+    for world in args.workers:
+        start = time.perf_counter()
+        rows += run_world(world, [int(n) for n in args.numel], args.density, args.repeat)
+        print(f"P={world} done in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    print(table(rows))
+    print()
+    print(targets(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""``communicator='spardl'``: SparDL's sparse all-reduce behind GRACE's interface.
+
+SparDL reduces a whole model's gradients as one flat buffer. GRACE scripts hand the
+communicator one tensor at a time (``grc.step(grad, name)``), so the tensors of a step
+are gathered:
+
+- During the first backward pass the communicator learns the step's tensor names, in call
+  order, exchanging each tensor on its own (nothing tells it yet where the step ends).
+- From then on ``step`` keeps each tensor and returns *that same tensor object*, which is
+  overwritten in place with the averaged result once the step's exchange runs: when the
+  last learned name arrives (that call returns with every tensor filled). The usual GRACE
+  loop (``grad.copy_(grc.step(grad, name))`` or ``p.grad = grc.step(p.grad, name)``)
+  therefore sees every result before ``optimizer.step()``.
+- ``grc.flush()`` runs the exchange of whatever is pending now: for loops that skip
+  tensors or change their set (after a first flush, names outside the learned set wait
+  for the next flush instead of raising), or that want the first pass to count as
+  learned. The first name seen again before ``flush`` also ends the learning pass.
+- ``grc.exchange(tensor, name)`` runs one exchange of one buffer at once (the DDP hook
+  uses it per bucket).
+
+Roles: the compressor must be ``topk`` (its ``compress_ratio`` is SparDL's density ρ;
+params ``density`` sets it too). The memory ``residual`` stands for SparDL's global
+residual collection, kept per tensor name; ``none`` keeps no residual.
+
+Every exchange starts with one small allgather in which the ranks compare the step's
+tensor names, total size, team count and density, and whether any gradient is
+non-finite. Disagreement raises CommunicationError on every rank (never a hang); a
+non-finite gradient anywhere makes the result NaN on every rank (so AMP's GradScaler
+skips the step) and leaves every residual as it was.
+"""
+import time
+
+import numpy as np
+
+from .. import edge
+from ..autooff import AutoOff
+from ..base import Communicator
+from ..compressors.topk import TopKCompressor
+from ..errors import CommunicationError
+from ..memories.none import NoneMemory
+from ..memories.residual import ResidualMemory
+from ..transports import name_tag
+from .spardl_core import INDEX_CODECS, SparseAllreduce
+
+
+class Pending:
+    """A tensor handed to ``step`` and waiting for its step's exchange."""
+
+    __slots__ = ("tensor", "flat", "restore")
+
+    def __init__(self, tensor, flat, restore):
+        self.tensor = tensor    # the caller's object, filled in place later
+        self.flat = flat        # a float32 copy of its values now
+        self.restore = restore
+
+    def fill(self, values):
+        result = self.restore(values)
+        if hasattr(self.tensor, "copy_"):  # a torch tensor (any device and dtype)
+            self.tensor.copy_(result)
+        else:
+            self.tensor[...] = result
+
+
+class SparDL(Communicator):
+    """SparDL's sparse all-reduce (see the module docstring and spardl_core)."""
+
+    def __init__(self, compressor, memory, world_size=None, transport=None, stats=None,
+                 auto_off=None, teams=1, density=None, index_codec="rice"):
+        super().__init__(compressor, memory, world_size, transport=transport, stats=stats)
+        if not isinstance(compressor, TopKCompressor):
+            raise ValueError(f"communicator 'spardl' selects top-k per block itself: use compressor='topk' "
+                             f"(got {type(compressor).__name__})")
+        if not isinstance(memory, (ResidualMemory, NoneMemory)):
+            raise ValueError("communicator 'spardl' keeps SparDL's global residuals itself: use "
+                             f"memory='residual' (or 'none' for no error feedback), got {type(memory).__name__}")
+        if auto_off is not None:
+            raise ValueError("auto_off does not apply to communicator 'spardl'")
+        if density is not None:
+            compressor.compress_ratio = density
+        if not 0.0 < compressor.compress_ratio <= 1.0:
+            raise ValueError(f"spardl density must be in (0, 1], got {compressor.compress_ratio!r}")
+        if not isinstance(teams, int) or teams < 1:
+            raise ValueError(f"spardl_teams must be a positive integer, got {teams!r}")
+        if index_codec not in INDEX_CODECS:
+            raise ValueError(f"spardl_index_codec must be one of {sorted(INDEX_CODECS)}, got {index_codec!r}")
+        self.teams = teams
+        self.index_codec = index_codec
+        self._engine = None
+        self._learning = []     # names of the first step, in call order, until learned
+        self._names = None      # the learned names of a step
+        self._pending = {}      # name -> Pending
+        self._manual = False    # the caller flushes: names outside the learned set may come
+        self.last_traffic = None
+
+    @classmethod
+    def from_params(cls, compressor, memory, params):
+        return cls(compressor, memory, params["world_size"], transport=params["transport"],
+                   auto_off=AutoOff.from_params(params),
+                   teams=params.get("spardl_teams", 1), density=params.get("density"),
+                   index_codec=params.get("spardl_index_codec", "rice"))
+
+    @property
+    def density(self):
+        return self.compressor.compress_ratio
+
+    def send_receive(self, tensors, name, ctx):
+        raise NotImplementedError("spardl exchanges whole steps: use step(), flush() or exchange()")
+
+    # -- the GRACE loop ------------------------------------------------------------------
+    def step(self, tensor, name):
+        if self._names is None and name in self._learning:
+            self._names = list(self._learning)  # a name came back: the first step is known
+            self._flush_pending()
+        if self._names is None:
+            self._learning.append(name)
+            return self.exchange(tensor, name)
+        if name not in self._names and not self._manual:
+            raise ValueError(f"tensor {name!r} is not one of the {len(self._names)} tensors spardl learned "
+                             "for a step; when the set of tensors changes, call grc.flush() after the "
+                             "last tensor of every step")
+        if name in self._pending:
+            raise ValueError(f"tensor {name!r} was given twice in one step; call grc.flush() at the "
+                             "end of each step")
+        flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
+        self._pending[name] = Pending(tensor, flat.copy(), restore)
+        if all(learned in self._pending for learned in self._names):
+            self._flush_pending()
+        return tensor
+
+    def flush(self):
+        """Exchange the tensors given since the last exchange now (results are written
+        into them), and take the names seen so far as a step's tensors. From the first
+        flush on, tensors outside the learned set are accepted too: they wait for the
+        next flush."""
+        if self._names is None and self._learning:
+            self._names = list(self._learning)
+        self._manual = True
+        self._flush_pending()
+
+    def _flush_pending(self):
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        names = list(pending)
+        result = self._reduce(names, [p.flat for p in pending.values()])
+        offset = 0
+        for item in pending.values():
+            item.fill(result[offset:offset + item.flat.size])
+            offset += item.flat.size
+
+    def exchange(self, tensor, name):
+        """One SparDL exchange of ``tensor`` alone, now; returns the averaged result."""
+        flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
+        return restore(self._reduce([name], [flat]))
+
+    # -- one exchange --------------------------------------------------------------------
+    def _reduce(self, names, flats):
+        key = "|".join(str(n) for n in names)
+        transport = self.transport
+        if self._engine is None:
+            self._engine = SparseAllreduce(transport, self.teams, self.density, self.index_codec)
+        start = time.perf_counter()
+        accumulated = self._accumulate(names, flats)
+        n = accumulated.size
+        # min and max are NaN or infinite exactly when some entry is (no temporary array)
+        nonfinite = bool(n) and not (np.isfinite(accumulated.min()) and np.isfinite(accumulated.max()))
+        if self._agree(key, n, nonfinite):
+            return np.full(n, np.nan, dtype=np.float32)
+        if n == 0:
+            raise ValueError("spardl was given an empty model (no gradient entries) to reduce")
+        result, residual = self._engine(accumulated, key)
+        if isinstance(self.memory, ResidualMemory):
+            offset = 0
+            for name, flat in zip(names, flats):
+                self.memory.residuals[name] = residual[offset:offset + flat.size]
+                offset += flat.size
+        traffic = self.last_traffic = self._engine.traffic
+        self.stats.record(key, bytes_sent=traffic.bytes_sent, dense_bytes=4 * n,
+                          encode_seconds=time.perf_counter() - start)
+        return result
+
+    def _accumulate(self, names, flats):
+        """The gradients plus their residuals, as one new flat float32 buffer (the engine
+        turns it into the residual in place)."""
+        out = np.empty(sum(flat.size for flat in flats), dtype=np.float32)
+        offset = 0
+        for name, flat in zip(names, flats):
+            part = out[offset:offset + flat.size]
+            residual = self.memory.residuals.get(name) if isinstance(self.memory, ResidualMemory) else None
+            if residual is not None:
+                residual = np.asarray(residual).reshape(-1)  # ours are NumPy; accept any CPU array
+            if residual is None:
+                part[...] = flat
+            elif residual.size != flat.size:
+                raise ValueError(f"tensor {name!r} has {flat.size} elements but its residual has "
+                                 f"{residual.size}; names must be stable and unique per parameter")
+            else:
+                np.add(flat, residual, out=part)
+            offset += flat.size
+        return out
+
+    def _agree(self, key, n, nonfinite):
+        """Check every rank is at the same step with the same layout; return whether any
+        rank has a non-finite gradient."""
+        transport = self.transport
+        density_bits = int(np.float64(self.density).view(np.int64))
+        mine = np.array([name_tag(key), n, self.teams, density_bits, int(nonfinite)], dtype=np.int64)
+        with transport._guard("spardl handshake", key):
+            rows = transport._allgather_int64(mine)
+        for column, what in ((0, "the tensors of the step (names)"), (1, "the total gradient size"),
+                             (2, "spardl_teams"), (3, "the density")):
+            if np.any(rows[:, column] != rows[0, column]):
+                values = rows[:, column].tolist() if column in (1, 2) else "differ"
+                raise CommunicationError(
+                    f"spardl exchange of {key!r}: ranks disagree on {what}: {values} "
+                    f"(rank {transport.rank} of {transport.size}); every rank must reduce the same "
+                    "tensors with the same settings")
+        return bool(rows[:, 4].any())

@@ -1,0 +1,357 @@
+"""SparDL (SPEC §6): the schedule for any worker count, the C kernels through Python,
+and the sparse all-reduce over real gloo processes and under mpirun: the global residual
+invariant, bit-identical results on every rank and on both engines, at most k_b entries
+per block, and bad input refused on every rank."""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import deepreduce
+from deepreduce.communicators.spardl_core import (BlockCodec, HControl, bruck_rounds, keep_topk,
+                                                  merge_in_order, reduce_scatter_rounds, round_sizes)
+from deepreduce.errors import CommunicationError, FrameError
+
+from distributed import run
+from spardl_workload import SIZES, digest, run_steps
+
+HERE = os.path.dirname(__file__)
+
+
+# -- the schedule ------------------------------------------------------------------------
+def test_round_sizes_follow_the_spec():
+    assert round_sizes(1) == []
+    assert round_sizes(2) == [1]
+    assert round_sizes(3) == [1, 1]
+    assert round_sizes(4) == [2, 1]
+    assert round_sizes(6) == [2, 2, 1]
+    assert round_sizes(8) == [4, 2, 1]
+    assert round_sizes(7) == [3, 2, 1]
+
+
+@pytest.mark.parametrize("q", range(1, 17))
+def test_reduce_scatter_sums_every_block_exactly_once(q):
+    """Simulate the rounds with contributor multisets: worker r ends with block r summed
+    over all q workers, each exactly once; every block a worker sends is complete when it
+    leaves and is never received again."""
+    held = [[{w: 1} for _ in range(q)] for w in range(q)]  # held[w][b]: contributor -> count
+    rounds = [reduce_scatter_rounds(q, w) for w in range(q)]
+    sent = [set() for _ in range(q)]
+    for i in range(len(round_sizes(q))):
+        messages = {}
+        for w in range(q):
+            dest, _, send, _ = rounds[w][i]
+            assert not set(send) & sent[w], "a block is sent twice"
+            sent[w] |= set(send)
+            messages[dest] = (w, [dict(held[w][b]) for b in send])
+            for b in send:
+                held[w][b] = {}
+        for w in range(q):
+            _, source, _, recv = rounds[w][i]
+            origin, payload = messages[w]
+            assert origin == source
+            for b, contribution in zip(recv, payload):
+                assert b not in sent[w], "a block is received after it was sent"
+                for c, count in contribution.items():
+                    held[w][b][c] = held[w][b].get(c, 0) + count
+    for w in range(q):
+        assert held[w][w] == {c: 1 for c in range(q)}
+        assert sent[w] == set(range(q)) - {w}
+
+
+@pytest.mark.parametrize("size", range(1, 10))
+def test_bruck_gathers_everything(size):
+    have = [[p] for p in range(size)]
+    schedules = [bruck_rounds(size, p) for p in range(size)]
+    for i in range(len(schedules[0])):
+        outgoing = {}
+        for p in range(size):
+            dest, _, count = schedules[p][i]
+            outgoing[dest] = list(have[p][:count])
+        for p in range(size):
+            have[p] += outgoing[p]
+    for p in range(size):
+        assert have[p] == [(p + j) % size for j in range(size)]
+
+
+def test_h_control_follows_the_reference_rule():
+    control = HControl(block=10000, density=0.01, teams=2, k=100)
+    assert (control.h, control.step, control.floor) == (50, 0, 50)
+    control = HControl(block=100000, density=0.01, teams=2, k=1000)
+    assert (control.h, control.step) == (500, 5)
+    control.observe(merged=900, k=1000)   # below k with a positive step: toward k
+    assert (control.h, control.inertia) == (505, True)
+    control.observe(merged=950, k=1000)   # again toward k: the step doubles
+    assert (control.h, control.step, control.inertia) == (515, 10, False)
+    control.observe(merged=1100, k=1000)  # overshot: reverse and halve
+    assert (control.h, control.step) == (510, -5)
+    for _ in range(40):
+        control.observe(merged=1100, k=1000)
+    assert control.h == control.floor == 500  # never below floor(k/d)
+    sparse = HControl(block=2000, density=0.5, teams=2, k=1000)
+    for _ in range(60):
+        sparse.observe(merged=10, k=1000)       # a nearly empty block: always below k
+    assert sparse.h == 2000                     # h stops at the block size
+
+
+# -- the kernels -------------------------------------------------------------------------
+def test_block_frames_round_trip_and_refuse_damage():
+    codec = BlockCodec("rice")
+    block = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
+    original = block.copy()
+    frame = codec.encode(block, 20, tag=3)
+    idx, val = codec.decode(frame, 1000, 3, 20, "test")
+    assert idx.size == 20 and np.all(np.diff(idx.astype(np.int64)) > 0)
+    assert np.array_equal(val, original[idx]) and np.all(block[idx] == 0)
+    assert np.abs(original[idx]).min() >= np.abs(block).max()
+    with pytest.raises(FrameError, match="header field"):
+        codec.decode(frame, 1000, 4, 20, "test")  # another block's frame
+    damaged = frame.copy()
+    damaged[60] ^= 0x10
+    with pytest.raises(FrameError, match="CRC|checksum"):
+        codec.decode(damaged, 1000, 3, 20, "test")
+    two = np.concatenate([frame, frame])
+    assert [f.nbytes for f in BlockCodec.split(two, 2, "test")] == [frame.nbytes] * 2
+    with pytest.raises(FrameError):
+        BlockCodec.split(two[:-1], 2, "test")
+
+
+def test_merge_adds_in_order_and_keep_topk_reselects():
+    a = (np.array([1, 5, 9], np.uint32), np.array([1.0, -2.0, 3.0], np.float32))
+    b = (np.array([0, 5], np.uint32), np.array([0.5, 4.0], np.float32))
+    idx, val = merge_in_order([a, b])
+    assert idx.tolist() == [0, 1, 5, 9] and val.tolist() == [0.5, 1.0, 2.0, 3.0]
+    idx, val = keep_topk(idx, val, 2)
+    assert idx.tolist() == [5, 9] and val.tolist() == [2.0, 3.0]
+
+
+# -- one process ----------------------------------------------------------------------------
+def local_spardl(**extra):
+    params = {"compressor": "topk", "memory": "residual", "communicator": "spardl",
+              "compress_ratio": 0.1, "transport": "local", **extra}
+    return deepreduce.grace_from_params(params)
+
+
+def test_gathering_loop_and_flush_in_one_process():
+    early = local_spardl()
+    early.flush()                               # nothing given yet: nothing learned
+    assert np.count_nonzero(early.step(np.ones(20, np.float32), "a")) == 2  # exchanged at once
+    grc = local_spardl()
+    rng = np.random.default_rng(0)
+    grads = [rng.standard_normal(50).astype(np.float32) for _ in range(2)]
+    first = grc.step(grads[0].copy(), "a")      # learning pass: exchanged at once
+    assert np.count_nonzero(first) == 5
+    grc.step(grads[1].copy(), "b")
+    held = grads[0].copy()
+    out = grc.step(held, "a")                   # 'a' again: the step is learned, now gathered
+    assert out is held and np.array_equal(out, grads[0])  # not filled yet
+    last = grc.step(grads[1].copy(), "b")       # the last tensor triggers the exchange
+    assert np.count_nonzero(held) + np.count_nonzero(last) == 10  # one top-10 over 100 entries
+    with pytest.raises(ValueError, match="not one of the 2 tensors"):
+        grc.step(grads[0].copy(), "c")          # without flush() a new name is an error
+    partial = grc.step(grads[0].copy(), "a")
+    grc.flush()                                 # explicit end of a partial step
+    assert np.count_nonzero(partial) == 5
+    extra = grc.step(rng.standard_normal(30).astype(np.float32), "c")  # after a flush: accepted
+    grc.flush()
+    assert np.count_nonzero(extra) == 3
+
+
+def test_torch_tensors_are_filled_in_place():
+    torch = pytest.importorskip("torch")
+    grc = local_spardl(compress_ratio=0.5)
+    grc.step(torch.ones(4), "w")
+    grc.flush()
+    grad = torch.arange(4, dtype=torch.float32)
+    out = grc.step(grad, "w")
+    assert out is grad and out.dtype == torch.float32
+    assert (out != 0).sum().item() == 2
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"compress_ratio": 0.0}, r"compress_ratio must be in \(0, 1\]"),
+    ({"density": 1.5}, "density must be in"),
+    ({"compressor": "qsgd"}, "use compressor='topk'"),
+    ({"memory": "dgc"}, "memory='residual'"),
+    ({"spardl_teams": 0}, "spardl_teams must be a positive integer"),
+    ({"spardl_index_codec": "bloom"}, "spardl_index_codec must be one of"),
+    ({"auto_off": True}, "auto_off does not apply"),
+])
+def test_bad_settings_are_refused(params, message):
+    with pytest.raises(ValueError, match=message):
+        local_spardl(**params)
+
+
+def test_teams_must_divide_the_world_and_models_must_not_be_empty():
+    with pytest.raises(ValueError, match="does not divide the world size 1"):
+        local_spardl(spardl_teams=2).exchange(np.ones(8, np.float32), "x")
+    with pytest.raises(ValueError, match="empty model"):
+        local_spardl().exchange(np.ones(0, np.float32), "x")
+
+
+# -- real processes ------------------------------------------------------------------------
+def _workload(rank, world_size, teams, density, steps):
+    return run_steps(teams, density, steps)
+
+
+CASES = [(3, 1), (4, 1), (4, 2), (6, 1), (6, 2), (6, 3)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world, teams", CASES)
+def test_invariant_identity_and_budget_over_gloo(world, teams):
+    density, steps = 0.05, 4
+    records = run(_workload, world, teams, density, steps)
+    q = world // teams
+    n = sum(SIZES)
+    block = math.ceil(n / q)
+    k = max(1, int(block * density))
+    for s in range(steps):
+        results = [rec[s]["result"] for rec in records]
+        for r in results[1:]:
+            assert r.tobytes() == results[0].tobytes()  # bit-identical on every rank
+        total_acc = np.sum([rec[s]["accumulated"].astype(np.float64) for rec in records], axis=0)
+        total_res = np.sum([rec[s]["residual"].astype(np.float64) for rec in records], axis=0)
+        lhs = total_res + world * results[0].astype(np.float64)
+        scale = np.abs(total_acc).max()
+        assert np.abs(lhs - total_acc).max() <= 1e-5 * scale  # the global residual invariant
+        assert np.count_nonzero(results[0]) > 0
+        if records[0][s]["gathered"]:
+            padded = np.zeros(q * block)
+            padded[:n] = results[0]
+            assert (np.count_nonzero(padded.reshape(q, block), axis=1) <= k).all()
+    # error feedback at work: the residual of a rank is not just its accumulated gradient
+    assert not np.array_equal(records[0][-1]["residual"], records[0][-1]["accumulated"])
+
+
+def _nonfinite(rank, world_size):
+    grc = local_free_grc()
+    grads = [np.ones(30, np.float32) * (rank + 1) for _ in range(2)]
+    grc.exchange(grads[0], "w")
+    before = grc.memory.residuals["w"].copy()
+    bad = grads[1].copy()
+    if rank == 1:
+        bad[3] = np.inf
+    out = grc.exchange(bad, "w")
+    return bool(np.isnan(out).all()), bool(np.array_equal(before, grc.memory.residuals["w"]))
+
+
+def local_free_grc(**extra):
+    return deepreduce.grace_from_params({"compressor": "topk", "memory": "residual", "communicator": "spardl",
+                                         "compress_ratio": 0.1, **extra})
+
+
+def _mismatch(rank, world_size, case):
+    grc = local_free_grc()
+    if case == "size":
+        n = 40 if rank == 0 else 41
+        grc.exchange(np.ones(n, np.float32), "w")
+    elif case == "names":
+        grc.exchange(np.ones(40, np.float32), f"w{rank}")
+    elif case == "teams":
+        local_free_grc(spardl_teams=1 + rank % 2).exchange(np.ones(40, np.float32), "w")
+    return "no error"
+
+
+def _tiny(rank, world_size):
+    grc = local_free_grc(compress_ratio=1.0)
+    grad = np.array([1.0, -2.0, 3.0], np.float32) * (rank + 1)
+    return grc.exchange(grad, "w"), grc.memory.residuals["w"]
+
+
+@pytest.mark.slow
+def test_fewer_entries_than_workers():
+    """n = 3 over 4 workers: some blocks lie wholly in the padding."""
+    outs = run(_tiny, 4)
+    total = sum(r + 1 for r in range(4))
+    for result, residual in outs:
+        assert result.tolist() == [total / 4, -2 * total / 4, 3 * total / 4]
+        assert not residual.any()
+
+
+@pytest.mark.slow
+def test_nonfinite_gradient_passes_through_on_every_rank():
+    assert run(_nonfinite, 3) == [(True, True)] * 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, message", [("size", "total gradient size"), ("names", "tensors of the step"),
+                                           ("teams", "spardl_teams")])
+def test_ranks_that_disagree_raise_on_every_rank(case, message):
+    with pytest.raises(AssertionError) as info:
+        run(_mismatch, 2, case, timeout=60)
+    text = str(info.value)
+    assert text.count("CommunicationError") >= 2 and message in text  # both ranks raised
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_mpirun_gives_the_bits_of_gloo():
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("mpirun not installed (apt-get install openmpi-bin)")
+    pytest.importorskip("mpi4py")
+    world, teams, density, steps = 4, 2, 0.05, 3
+    gloo = [digest(rec) for rec in run(_workload, world, teams, density, steps)]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([mpirun, "--oversubscribe", "-np", str(world), sys.executable,
+                           os.path.join(HERE, "spardl_mpi_run.py"), str(teams), str(density), str(steps)],
+                          capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [row["digest"] for row in sorted(rows, key=lambda r: r["rank"])] == gloo
+    assert len(set(gloo)) == 1
+
+
+SPARDL = {"compressor": "topk", "memory": "residual", "communicator": "spardl", "compress_ratio": 0.1}
+
+
+@pytest.mark.slow
+def test_grace_loop_and_ddp_hook_train_like_dense():
+    """The GRACE per-tensor loop (tensors gathered per step) and the DDP hook (one
+    exchange per bucket) on 3 ranks reach the dense loop's accuracy within 5 points."""
+    import grace_loop
+    dense = run(grace_loop.train, 3, {"compressor": "none"})
+    loop = run(grace_loop.train, 3, SPARDL)
+    hook = run(grace_loop.train_ddp_hook, 3, SPARDL)
+    for runs in (loop, hook):
+        assert all(r[0].tobytes() == runs[0][0].tobytes() for r in runs)  # ranks identical
+    assert dense[0][2] > 0.85
+    assert abs(loop[0][2] - dense[0][2]) <= 0.05, (loop[0][2], dense[0][2])
+    assert abs(hook[0][1] - dense[0][2]) <= 0.05, (hook[0][1], dense[0][2])
+
+
+def _silent_peer(rank, world_size):
+    import time
+    from deepreduce.transports import resolve
+    transport = resolve("torch")
+    if rank == 1:
+        time.sleep(8)  # alive but never sends: rank 0's receive must give up on its own
+        return None
+    start = time.perf_counter()
+    try:
+        transport.start_sendrecv(np.ones(4, np.uint8), 1, 1, "w").wait()
+    except CommunicationError as e:
+        return str(e), time.perf_counter() - start
+    return "no error", time.perf_counter() - start
+
+
+@pytest.mark.slow
+def test_a_silent_peer_raises_within_the_group_timeout():
+    message, seconds = run(_silent_peer, 2, pg_timeout=3)[0]
+    assert "point-to-point exchange of tensor 'w' failed on rank 0" in message
+    assert seconds < 7
+
+
+def test_built_by_both_factories_and_the_grace_path():
+    from grace_dl.dist.communicator.spardl import SparDL
+    params = {"compressor": "topk", "memory": "residual", "communicator": "spardl", "density": 0.02,
+              "transport": "local", "spardl_teams": 1}
+    for factory in (deepreduce.grace_from_params, deepreduce.deepreduce_from_params):
+        grc = factory(params)
+        assert isinstance(grc, SparDL) and grc.density == 0.02 and grc.compressor.compress_ratio == 0.02
