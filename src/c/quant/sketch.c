@@ -150,12 +150,9 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
         }
     }
     for (i = 0; i < n; i++) {
-        uint32_t b = index[i];
-        if (width == 2) {
-            uint16_t v;
-            memcpy(&v, index + 2 * i, 2);
-            b = v;
-        }
+        uint16_t b = index[i];
+        if (width == 2)
+            memcpy(&b, index + 2 * i, 2);
         sums[b] += x[i];
         counts[b]++;
     }
