@@ -128,17 +128,12 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
     memset(sums, 0, bins * sizeof *sums);
     memset(counts, 0, bins * sizeof *counts);
     index = buf + f.section_off[1];
-    /* The bins first (vectorised where the machine can), then the sums in element order
+    /* The bins first (AVX-512 where the machine has it), then the sums in element order
      * (the order fixes the double sums, so every path gives the same means). */
     i = 0;
 #if DR_HAVE_X86_SIMD
-    {
-        int simd = dr_simd_active();
-        if (simd >= DR_SIMD_AVX512)
-            i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
-        if (i == 0 && simd >= DR_SIMD_AVX2)
-            i = dr_sketch_bins_avx2(x, n, edges, p, bins - 1, index, width);
-    }
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
 #endif
     for (; i < n; i++) {
         uint32_t b = find_bin(edges, p, bins - 1, order_key(x[i]));

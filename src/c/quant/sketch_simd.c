@@ -1,6 +1,7 @@
-/* AVX2 and AVX-512 sketch bins: the branch-free binary search of find_bin() in sketch.c,
- * one lane per element, each step a gather of the edge to compare with. The steps and
- * compares are the scalar code's, so the bins are the same. */
+/* AVX-512 sketch bins: the branch-free binary search of find_bin() in sketch.c, one lane
+ * per element, the steps and compares the scalar code's, so the bins are the same. (A
+ * gather per step, the AVX2 way, ran slower than the scalar search on the development
+ * machine's Zen 4 core, so AVX2 machines take the scalar path.) */
 #include "deepreduce.h"
 #include "sketch_simd.h"
 
@@ -8,36 +9,6 @@
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
-
-DR_TARGET_AVX2 size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32_t *edges,
-                                          uint32_t p, uint32_t last, uint8_t *index, size_t width)
-{
-    const __m256i top = _mm256_set1_epi32((int)0x80000000u), cap = _mm256_set1_epi32((int)last);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
-        /* order_key: flip every bit of a negative, the sign bit of the rest; then bias by
-         * 2^31 so that signed compares order the keys as unsigned ones. */
-        __m256i key = _mm256_xor_si256(u, _mm256_or_si256(_mm256_srai_epi32(u, 31), top));
-        __m256i kb = _mm256_xor_si256(key, top), lo = _mm256_setzero_si256(), bins;
-        __m128i words;
-        uint32_t step;
-        for (step = p / 2; step > 0; step >>= 1) {
-            __m256i s = _mm256_set1_epi32((int)step);
-            __m256i e = _mm256_i32gather_epi32((const int *)edges, _mm256_add_epi32(lo, _mm256_set1_epi32((int)step - 1)), 4);
-            /* edge <= key, i.e. not edge > key */
-            __m256i gt = _mm256_cmpgt_epi32(_mm256_xor_si256(e, top), kb);
-            lo = _mm256_add_epi32(lo, _mm256_andnot_si256(gt, s));
-        }
-        bins = _mm256_min_epu32(lo, cap);
-        words = _mm_packus_epi32(_mm256_castsi256_si128(bins), _mm256_extracti128_si256(bins, 1));
-        if (width == 1)
-            _mm_storel_epi64((__m128i *)(index + i), _mm_packus_epi16(words, words));
-        else
-            _mm_storeu_si128((__m128i *)(index + 2 * i), words);
-    }
-    return i;
-}
 
 /* The edge each lane compares with at the level of `count` candidates, from the level's
  * table in registers t[0..8) (count 1..128): permutes over 32 entries, then selects by

@@ -1,7 +1,7 @@
-/* Internal: the AVX2 and AVX-512 variants of the sketch's bin search. Each finds the
- * bins of a prefix of whole vectors of x (find_bin of sketch.c on order_key(x[i])),
- * writes them to index (width 1 or 2 bytes each) and returns the prefix length. The
- * AVX-512 one keeps the edges in registers and does nothing (returns 0) when p > 256. */
+/* Internal: the AVX-512 variant of the sketch's bin search. It finds the bins of a prefix
+ * of whole vectors of x (find_bin of sketch.c on order_key(x[i])), writes them to index
+ * (width 1 or 2 bytes each) and returns the prefix length. It keeps the edges in
+ * registers and does nothing (returns 0) when p > 256. */
 #ifndef DR_SKETCH_SIMD_H
 #define DR_SKETCH_SIMD_H
 
@@ -11,8 +11,6 @@
 #include <stdint.h>
 
 #if DR_HAVE_X86_SIMD
-size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32_t *edges, uint32_t p,
-                           uint32_t last, uint8_t *index, size_t width);
 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges, uint32_t p,
                              uint32_t last, uint8_t *index, size_t width);
 #endif
