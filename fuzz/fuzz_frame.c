@@ -1,5 +1,5 @@
 /* libFuzzer target: the frame parser and every compressor's decoder, as a receiver
- * calls them (after the non-finite marker check). Each input is tried as it came (the CRC refuses almost all mutations:
+ * calls them (after the non-finite marker check), SparDL's block messages included. Each input is tried as it came (the CRC refuses almost all mutations:
  * that path is the parser's) and after fuzz_fix_frame, so the fields and sections
  * behind the checksum are reached. With FUZZ_ONLY=<kind> only the fixed-up frame runs,
  * its kind byte pinned. The receiver's tensor has the frame's numel (capped
@@ -69,6 +69,19 @@ static frame_decoder decoder_of(int kind)
     }
 }
 
+/* A SparDL message: block frames back to back, each decoded for a block of n entries
+ * with the tag its receiver expects (the frame's own, so the checks behind it run). */
+static void decode_spardl(const uint8_t *buf, size_t len, size_t n, uint32_t *idx, float *val)
+{
+    size_t frame_len = 0, count = 0;
+    while (len > 0 && dr_spardl_frame_length(buf, len, &frame_len) == DR_OK && frame_len <= len) {
+        uint32_t tag = frame_len >= 16 ? fuzz_get_u32(buf + 12) : 0;
+        (void)dr_spardl_decode(buf, frame_len, n, tag, idx, val, n, &count);
+        buf += frame_len;
+        len -= frame_len;
+    }
+}
+
 static void decode_frame(const uint8_t *buf, size_t len)
 {
     dr_frame f;
@@ -90,7 +103,9 @@ static void decode_frame(const uint8_t *buf, size_t len)
     if (dense == NULL || idx == NULL || scratch == NULL)
         goto done;
     decoder = decoder_of(f.kind);
-    if (decoder != NULL) {
+    if (f.kind == DR_KIND_SPARDL) {
+        decode_spardl(buf, len, n, idx, dense);
+    } else if (decoder != NULL) {
         (void)decoder(buf, len, dense, n);
     } else if (f.index_codec == DR_INDEX_RAW && f.value_codec == DR_VALUE_RAW) {
         (void)dr_sparse_raw_decode(buf, len, f.kind, dense, n);

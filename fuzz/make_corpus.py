@@ -1,5 +1,6 @@
 """Write the seed corpora of the libFuzzer targets from our own encoders: every framed
-compressor payload and every DeepReduce wrapper frame (fuzz_frame), and every index and
+compressor payload, every DeepReduce wrapper frame and SparDL's block messages
+(fuzz_frame), and every index and
 value section with the 20-byte header fuzz_sections reads (fuzz_sections).
 
     python fuzz/make_corpus.py OUT_DIR    # writes OUT_DIR/fuzz_frame/, OUT_DIR/fuzz_sections/
@@ -12,7 +13,7 @@ import sys
 import numpy as np
 
 from deepreduce import grace_from_params
-from deepreduce._native import lib, u8
+from deepreduce._native import check, f32, ffi, lib, u8
 from deepreduce.codecs import Workspace, index_codec, value_codec
 from deepreduce.codecs.index import NAMES as INDEX_NAMES, POLICIES, encode_section
 from deepreduce.codecs.value import NAMES as VALUE_NAMES
@@ -47,6 +48,23 @@ def frames():
             for x in tensors():
                 payloads, _ = compressor.compress(x, "w")
                 yield from (np.asarray(p).tobytes() for p in payloads if framed(p))
+
+
+def spardl_messages():
+    """SparDL block frames (every index codec SparDL takes), alone and two back to back."""
+    rng = np.random.default_rng(2)
+    for block in (1, 100, 3000):
+        for k in sorted({1, 10, max(1, block // 10)}):
+            for codec in (lib.DR_INDEX_RAW, lib.DR_INDEX_EF, lib.DR_INDEX_RICE, lib.DR_INDEX_VARINT):
+                values = rng.laplace(size=block).astype(np.float32)
+                frame = np.empty(lib.dr_spardl_frame_bound(block, min(k, block), codec), dtype=np.uint8)
+                work = np.empty(lib.dr_spardl_workspace_size(block, min(k, block)) + 1, dtype=np.uint8)
+                written = ffi.new("size_t *")
+                check(lib.dr_spardl_select_encode(f32(values), block, min(k, block), codec, 7, u8(frame),
+                                                  frame.nbytes, written, ffi.from_buffer(work)), "spardl seed")
+                one = frame[:written[0]].tobytes()
+                yield one
+                yield one + one
 
 
 def sections():
@@ -85,7 +103,7 @@ def write(directory, blobs):
 
 def main(out):
     out = pathlib.Path(out)
-    print(f"fuzz_frame: {write(out / 'fuzz_frame', frames())} seeds")
+    print(f"fuzz_frame: {write(out / 'fuzz_frame', frames()) + write(out / 'fuzz_frame', spardl_messages())} seeds")
     print(f"fuzz_sections: {write(out / 'fuzz_sections', sections())} seeds")
 
 

@@ -1,10 +1,10 @@
 """Mutation fuzzer over the public ``decompress`` of every compressor and every
-DeepReduce wrapper: each payload our encoders write is mutated (bit flips, random
-bytes, header fields, truncation, extension, splices from other payloads) and, for
-framed payloads, resealed with a fresh CRC half of the time so the parsing behind the
-checksum is reached. A decompress must return a tensor of the receiver's shape or raise
-FrameError: any other exception, or an input that takes over a second of CPU time, is a
-finding.
+DeepReduce wrapper, and over LGC's frames (which LGC exchanges itself): each payload
+our encoders write is mutated (bit flips, random bytes, header fields, truncation,
+extension, splices from other payloads) and, for framed payloads, resealed with a fresh
+CRC half of the time so the parsing behind the checksum is reached. A decode must
+return a tensor of the receiver's shape or raise FrameError: any other exception, or an
+input that takes over a second of CPU time, is a finding.
 
     python fuzz/py_fuzz.py --seconds 600          # the long campaign (all configs)
     python fuzz/py_fuzz.py --seconds 2 --max-configs 5
@@ -86,6 +86,7 @@ class Mutator:
 
 
 def fuzz_config(params, seconds, seed, report):
+    """Mutated payloads of one compressor configuration through its decompress."""
     compressor = deepreduce_from_params(params).compressor
     rng = np.random.default_rng(seed)
     seeds = []
@@ -95,30 +96,70 @@ def fuzz_config(params, seconds, seed, report):
             x[5] = np.nan  # compressors send the non-finite marker
         tensors, ctx = compressor.compress(x, "w")
         if len(tensors) == 1:  # powersgd's payload list is empty: nothing travels
-            seeds.append((tensors[0], ctx, n))
-    others = [np.asarray(t).view(np.uint8).reshape(-1).tobytes() for t, _, _ in seeds]
+            seeds.append((tensors[0], (ctx, n)))
+
+    def decode(mutated, expected):
+        ctx, n = expected
+        out = compressor.decompress([mutated], ctx)
+        if np.asarray(out).size != n:
+            raise AssertionError(f"decoded {np.asarray(out).size} values for a tensor of {n}")
+    return fuzz_loop(label(params), seeds, decode, seconds, seed, report)
+
+
+def fuzz_lgc_frames(seconds, seed, report):
+    """LGC's own frames (it runs its own collectives, so they never reach a decompress):
+    every frame type, opened as the receiving stage opens it."""
+    from deepreduce.codecs import index_codec
+    from deepreduce.compressors import _lgc_frames as lgc
+    rng = np.random.default_rng(seed)
+    seeds = []
+    for name in ("ef", "rice", "varint"):
+        codec = lgc.FrameCodec(index_codec(name))
+        for numel, count in ((1, 1), (300, 30), (3000, 300)):
+            indices = np.sort(rng.choice(numel, count, replace=False)).astype(np.uint32)
+            values = rng.laplace(size=count).astype(np.float32)
+            one = np.ones(1, np.float32)
+            frames = {lgc.SET: codec.build(lgc.SET, numel, indices),
+                      lgc.VALUES: codec.build(lgc.VALUES, numel, values=values),
+                      lgc.PS_LEAD: codec.build(lgc.PS_LEAD, numel, indices, latent=values[:8], scale=one),
+                      lgc.RAR_LEAD: codec.build(lgc.RAR_LEAD, numel, indices, scale=one),
+                      lgc.INNOVATION: codec.build(lgc.INNOVATION, count, np.arange(count, dtype=np.uint32),
+                                                  values=values, gain=one)}
+            seeds += [(frame, (codec, kind, count if kind == lgc.INNOVATION else numel))
+                      for kind, frame in frames.items()]
+            seeds.append((lgc.FrameCodec.nonfinite(numel), (codec, lgc.SET, numel)))
+
+    def decode(mutated, expected):
+        codec, kind, numel = expected
+        codec.open(mutated, kind, numel, "LGC frame")
+    return fuzz_loop("lgc frames", seeds, decode, seconds, seed, report)
+
+
+def fuzz_loop(name, seeds, decode, seconds, seed, report):
+    """Mutate the seed payloads round-robin for ``seconds`` and decode each with
+    ``decode(mutated, expected)``: a FrameError is a clean refusal, anything else, or
+    over SLOW_SECONDS of CPU, a finding. Returns (runs, findings, slowest CPU seconds)."""
+    others = [np.asarray(payload).view(np.uint8).reshape(-1).tobytes() for payload, _ in seeds]
     mutate = Mutator(seed)
     runs = findings = 0
     slowest = 0.0
     end = time.perf_counter() + seconds
     while seeds and time.perf_counter() < end:
-        payload, ctx, n = seeds[runs % len(seeds)]
+        payload, expected = seeds[runs % len(seeds)]
         mutated = mutate(payload, others)
         start = time.process_time()  # CPU time: a stall of a loaded machine is not a slow decode
         try:
-            out = compressor.decompress([mutated], ctx)
-            if np.asarray(out).size != n:
-                raise AssertionError(f"decoded {np.asarray(out).size} values for a tensor of {n}")
+            decode(mutated, expected)
         except FrameError:
             pass
         except Exception as exc:  # a finding: anything but a clean refusal
             findings += 1
-            report(f"{label(params)}: {type(exc).__name__}: {exc} (input {mutated.tobytes().hex()[:120]}...)")
+            report(f"{name}: {type(exc).__name__}: {exc} (input {mutated.tobytes().hex()[:120]}...)")
         took = time.process_time() - start
         slowest = max(slowest, took)
         if took > SLOW_SECONDS:
             findings += 1
-            report(f"{label(params)}: an input took {took:.2f} s of CPU")
+            report(f"{name}: an input took {took:.2f} s of CPU")
         runs += 1
     return runs, findings, slowest
 
@@ -130,17 +171,21 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     chosen = list(configs())[:args.max_configs]
+    share = args.seconds / (len(chosen) + 1)
     total_runs = total_findings = 0
     worst, worst_label = 0.0, ""
-    for i, params in enumerate(chosen):
-        runs, findings, slowest = fuzz_config(params, args.seconds / len(chosen), args.seed + i,
-                                              lambda line: print("FINDING", line, flush=True))
+    report = lambda line: print("FINDING", line, flush=True)  # noqa: E731
+    jobs = [(label(params), lambda i, params=params: fuzz_config(params, share, args.seed + i, report))
+            for params in chosen]
+    jobs.append(("lgc frames", lambda i: fuzz_lgc_frames(share, args.seed + i, report)))
+    for i, (name, job) in enumerate(jobs):
+        runs, findings, slowest = job(i)
         total_runs += runs
         total_findings += findings
         if slowest > worst:
-            worst, worst_label = slowest, label(params)
-    print(f"py_fuzz: {len(chosen)} configurations, {total_runs} mutated payloads, {total_findings} findings, "
-          f"slowest decompress {worst * 1e3:.1f} ms of CPU ({worst_label})")
+            worst, worst_label = slowest, name
+    print(f"py_fuzz: {len(chosen)} configurations and LGC's frames, {total_runs} mutated payloads, "
+          f"{total_findings} findings, slowest decode {worst * 1e3:.1f} ms of CPU ({worst_label})")
     return 1 if total_findings else 0
 
 

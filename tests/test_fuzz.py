@@ -60,7 +60,7 @@ def test_libfuzzer_target_runs_clean_for_a_few_seconds(fuzz_build, target, tmp_p
 
 
 @pytest.mark.slow
-def test_python_mutation_fuzzer_finds_nothing_in_every_compressor_and_wrapper():
+def test_python_mutation_fuzzer_finds_nothing_in_every_compressor_wrapper_and_lgc_frame():
     findings = []
     configs = list(py_fuzz.configs())
     total = 0
@@ -68,4 +68,6 @@ def test_python_mutation_fuzzer_finds_nothing_in_every_compressor_and_wrapper():
         runs, found, _ = py_fuzz.fuzz_config(params, 6.0 / len(configs), i, findings.append)
         assert found == 0, findings[:5]
         total += runs
+    runs, found, _ = py_fuzz.fuzz_lgc_frames(1.0, 0, findings.append)
+    assert found == 0 and runs > 100, findings[:5]
     assert total > 2000
