@@ -34,21 +34,29 @@ def check_frame(status, what):
         raise FrameError(f"{what}: {status_message(status)}")
 
 
+def _pointer(ctype, dtype, array):
+    """A pointer into a C-contiguous array (no copy). An array of another dtype is
+    refused rather than reinterpreted: its bits would be read as the wrong type."""
+    if isinstance(array, np.ndarray) and array.dtype != dtype:
+        raise TypeError(f"expected a {np.dtype(dtype)} array for a {ctype[:-2]} pointer, got {array.dtype}")
+    return ffi.from_buffer(ctype, array)
+
+
 def f32(array):
     """A ``float *`` into a C-contiguous float32 array (no copy)."""
-    return ffi.from_buffer("float[]", array)
+    return _pointer("float[]", np.float32, array)
 
 
 def u32(array):
-    return ffi.from_buffer("uint32_t[]", array)
+    return _pointer("uint32_t[]", np.uint32, array)
 
 
 def u16(array):
-    return ffi.from_buffer("uint16_t[]", array)
+    return _pointer("uint16_t[]", np.uint16, array)
 
 
 def u8(array):
-    return ffi.from_buffer("uint8_t[]", array)
+    return _pointer("uint8_t[]", np.uint8, array)
 
 
 def as_frame_bytes(payload, what):

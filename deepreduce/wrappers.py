@@ -58,6 +58,7 @@ from .codecs.value import RawValues
 from .compressors._sparse import SparseCtx, selected_values
 from .errors import FrameError, UnknownNameError
 from .params import grace_from_params
+from .checks import integer
 
 __all__ = ["ValueCompressor", "IndexCompressor", "DeepReduce", "deepreduce_from_params", "WRAPPERS", "section_bytes"]
 
@@ -97,7 +98,7 @@ class _Wrapper(Compressor):
                                        deflate_level=params.get("deflate_level", lib.DR_DEFLATE_DEFAULT_LEVEL))
         # params['sort'] is accepted and read by nobody: polyfit always sorts (a stable
         # sort of sorted values changes nothing), so DeepReduce's flag has nothing to skip.
-        self.min_numel = int(params.get("min_numel", 1000))
+        self.min_numel = integer(params.get("min_numel", 1000), "min_numel", 0, 2 ** 63 - 1)
         self.raw_index, self.raw_value = index_codec("raw"), _RAW  # for tensors of at most min_numel
         self.micro_benchmark = bool(params.get("micro-benchmark", False))
         self.selects = callable(getattr(sparsifier, "select", None))

@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 from .._native import check, check_frame, ffi, lib, u8, u32
-from ..errors import FrameError, UnknownNameError
+from ..errors import DeepReduceError, FrameError, UnknownNameError
+from ..checks import array_of, number, section
 from .workspace import Workspace
 
 
@@ -47,6 +48,8 @@ class RawIndex:
     carries_order = True
 
     def plan(self, support, d, work):
+        support = array_of(support, np.uint32, "raw index plan")
+
         def write(ptr, cap):
             ffi.memmove(ptr, u32(support), 4 * support.size)
             return 4 * support.size
@@ -56,6 +59,7 @@ class RawIndex:
         """The indices as a view of the frame. ``ordered``: they must ascend strictly
         (else they are in value order and only need to be distinct)."""
         what = "raw index section"
+        section(buf, off, length, what)
         _expect_zero_params(params, what)
         if length != 4 * count:
             raise FrameError(f"{what}: {length} bytes for {count} indices, expected {4 * count}")
@@ -83,6 +87,8 @@ class LosslessIndex:
         self._decode = getattr(lib, f"dr_index_{name}_decode")
 
     def plan(self, support, d, work):
+        support = array_of(support, np.uint32, f"{self.name} index plan")
+
         def write(ptr, cap):
             written = ffi.new("size_t *")
             check(self._encode(u32(support), support.size, d, ptr, cap, written), f"{self.name} index encode")
@@ -91,6 +97,7 @@ class LosslessIndex:
 
     def decode(self, buf, off, length, d, count, params, work, ordered):
         what = f"{self.name} index section"
+        section(buf, off, length, what)
         _expect_zero_params(params, what)
         idx = work.array("indices", count, np.uint32)
         check_frame(self._decode(u8(buf) + off, length, d, count, u32(idx)), what)
@@ -125,7 +132,7 @@ class BloomIndex:
     def __init__(self, fpr=None, policy="leftmost"):
         if policy not in POLICIES:
             raise UnknownNameError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
-        if fpr is not None and not 0.0 < fpr < 1.0:
+        if fpr is not None and not 0.0 < number(fpr, "fpr", 0.0, 1.0, high_open=True):
             raise ValueError(f"fpr must be in (0, 1), got {fpr!r}")
         self.fpr = fpr
         self.policy_name = policy
@@ -135,12 +142,13 @@ class BloomIndex:
 
     def sizing(self, d, r):
         """(k_hash, m_bits) for r of d: at the configured fpr, by default 0.1 r / d."""
-        fpr = self.fpr if self.fpr is not None else 0.1 * max(r, 1) / d
+        fpr = self.fpr if self.fpr is not None else 0.1 * max(r, 1) / max(d, 1)
         k_hash, m_bits = ffi.new("uint32_t *"), ffi.new("uint32_t *")
         check(lib.dr_bloom_params(r, fpr, k_hash, m_bits), f"bloom sizing for r={r}, d={d}, fpr={fpr}")
         return k_hash[0], m_bits[0]
 
     def plan(self, support, d, work):
+        support = array_of(support, np.uint32, "bloom index plan")
         k_hash, m_bits = self.sizing(d, support.size)
         filt = np.empty(lib.dr_bloom_size(m_bits), dtype=np.uint8)
         check(lib.dr_bloom_encode(u32(support), support.size, m_bits, k_hash, u8(filt), filt.nbytes), "bloom encode")
@@ -153,26 +161,76 @@ class BloomIndex:
 
     def decode(self, buf, off, length, d, count, params, work, ordered):
         what = "bloom index section"
+        section(buf, off, length, what)
         m_bits, packed = params
         k_hash, policy = packed & 0xFF, packed >> 8
         if not 1 <= k_hash <= lib.DR_BLOOM_MAX_HASHES or policy >= lib.DR_BLOOM_POLICY_COUNT_:
             raise FrameError(f"{what}: k_hash {k_hash} or policy {policy} out of range")
-        idx = rebuild(buf, off, length, m_bits, k_hash, policy, d, count, work, check_frame)
+        if policy != self.policy:
+            raise FrameError(f"{what}: policy {_POLICY_NAMES.get(policy, policy)}, but this receiver is configured "
+                             f"for {self.policy_name} (a payload of another configuration)")
+        inserted = self._inserted(d, count, k_hash, m_bits, what)
+        idx = rebuild(buf, off, length, m_bits, k_hash, policy, d, inserted, work, check_frame)
         if idx.size != count:
             raise FrameError(f"{what}: the filter rebuilds {idx.size} indices but the frame carries {count}")
         return idx
 
+    def _inserted(self, d, count, k_hash, m_bits, what):
+        """How many indices the sender put into the filter, by the receiver's own sizing:
+        the count itself for every policy but p0 (they rebuild exactly r), for p0 (count
+        = |P| >= r) the r whose filter has m_bits bits (m_bits grows strictly with r).
+        Refuses a hash count or filter size this receiver's fpr would not give, so the
+        decode cost is the receiver's choice, not the payload's."""
+        try:
+            if self.policy != lib.DR_BLOOM_P0:
+                r = count
+            else:
+                lo, hi = 0, count
+                while lo < hi:  # the smallest r <= count whose filter is at least m_bits
+                    mid = (lo + hi) // 2
+                    lo, hi = (mid + 1, hi) if self.sizing(d, mid)[1] < m_bits else (lo, mid)
+                r = lo
+            expected = self.sizing(d, r)
+        except DeepReduceError as exc:
+            raise FrameError(f"{what}: no filter of this receiver's sizing fits {count} of {d} indices ({exc})")
+        if expected != (k_hash, m_bits):
+            fpr = "0.1 r/d" if self.fpr is None else self.fpr
+            raise FrameError(f"{what}: k_hash {k_hash} and m_bits {m_bits}, but this receiver's sizing (fpr {fpr}) "
+                             f"gives k_hash {expected[0]} and m_bits {expected[1]} for {r} of {d} indices")
+        return r
+
+
+_POLICY_NAMES = {v: k for k, v in POLICIES.items()}
+
 
 def rebuild(buf, off, length, m_bits, k_hash, policy, d, r, work, checker):
-    """The index set a receiver rebuilds from the filter at buf[off:off+length]: the
-    positives P over 0..d-1, then the policy's pick of r (all of P for p0), ascending.
-    The result is a workspace view. ``checker`` turns a failed C call into the error
-    that fits the caller (a bug when sending, a bad frame when receiving)."""
+    """The index set a receiver rebuilds from the filter at buf[off:off+length] that
+    holds r indices: the positives P over 0..d-1, then the policy's pick of r (all of P
+    for p0), ascending. The result is a workspace view. ``checker`` turns a failed C
+    call into the error that fits the caller (a bug when sending, a bad frame when
+    receiving). The sender runs this too, so it never sends what a receiver refuses.
+
+    Bounded cost whatever the filter says: leftmost scans only up to the r-th positive;
+    the other policies take at most dr_bloom_positives_limit positives (more than an
+    honest filter of r indices has) and refuse a filter with more, so the scan, the
+    workspace and conflict_sets' rounds stay linear in d and the filter's length."""
     filt = u8(buf) + off
-    positives = work.array("positives", d, np.uint32)
+    limit = ffi.new("size_t *")
+    checker(lib.dr_bloom_positives_limit(filt, length, m_bits, k_hash, d, r, limit),
+            f"bloom filter of {r} indices ({length} bytes, m_bits {m_bits}, k_hash {k_hash}): wrong length, a set "
+            f"padding bit, or more bits set than {r} indices set")
+    cap = r if policy == lib.DR_BLOOM_LEFTMOST else min(limit[0] + 1, d)
+    positives = work.array("positives", cap, np.uint32)
     npos = ffi.new("size_t *")
-    checker(lib.dr_bloom_positives(filt, length, m_bits, k_hash, d, u32(positives), d, npos), "bloom positives")
+    checker(lib.dr_bloom_positives(filt, length, m_bits, k_hash, d, u32(positives), cap, npos),
+            f"bloom positives of {r} indices (a filter whose scan costs more hashes than an honest one)")
     positives = positives[:npos[0]]
+    if positives.size < r:
+        checker(lib.DR_E_CORRUPT, f"bloom filter of {r} indices with only {positives.size} positives "
+                "(a Bloom filter has no false negatives)")
+    if positives.size > limit[0]:
+        checker(lib.DR_E_CORRUPT, f"bloom filter of {r} indices with over {limit[0]} positives "
+                "(more than an honest filter has)")
     scratch = work.array("bloom select", lib.dr_bloom_select_workspace_size(policy, positives.size, m_bits, k_hash),
                          np.uint8)
     out = work.array("rebuilt", positives.size, np.uint32)

@@ -11,6 +11,7 @@ import numpy as np
 from .._native import check, check_frame, f32, ffi, lib, u8, u32
 from ..compressors._framed import StepKeys
 from ..errors import FrameError, UnknownNameError
+from ..checks import array_of, integer, section
 
 
 def _written():
@@ -30,11 +31,18 @@ class ValueCodec:
         raise NotImplementedError
 
     def encode(self, values, ptr, cap, name, work):
-        """Write the section for ``values``; return (bytes written, perm or None)."""
+        """Write the section for ``values`` (float32); return (bytes written, perm or None)."""
+        return self._write(array_of(values, np.float32, f"{self.name} values of {name!r}"), ptr, cap, name, work)
+
+    def _write(self, values, ptr, cap, name, work):
         raise NotImplementedError
 
     def decode(self, buf, off, length, r, params, work):
         """The r values of the section at buf[off:off+length] (possibly a view)."""
+        section(buf, off, length, f"{self.name} value section")
+        return self._read(buf, off, length, r, params, work)
+
+    def _read(self, buf, off, length, r, params, work):
         raise NotImplementedError
 
     def _zero_params(self, params):
@@ -55,11 +63,11 @@ class RawValues(ValueCodec):
     def bound(self, r):
         return 4 * r
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         ffi.memmove(ptr, f32(values), values.nbytes)
         return values.nbytes, None
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         self._zero_params(params)
         if length != 4 * r:
             raise FrameError(f"raw value section: {length} bytes for {r} values, expected {4 * r}")
@@ -78,12 +86,12 @@ class CastValues(ValueCodec):
     def bound(self, r):
         return 2 * r
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         written = _written()
         check(self._encode(f32(values), values.size, ptr, cap, written), f"{self.name} of {name!r}")
         return written[0], None
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         self._zero_params(params)
         return self._decode_into(self._decode, buf, off, length, r, work)
 
@@ -98,15 +106,13 @@ class PolyfitValues(ValueCodec):
     fixed_size = False
 
     def __init__(self, degree=lib.DR_POLYFIT_DEFAULT_DEGREE):
-        if not 0 <= int(degree) <= lib.DR_POLYFIT_MAX_DEGREE:
-            raise ValueError(f"poly_degree must be in [0, {lib.DR_POLYFIT_MAX_DEGREE}], got {degree!r}")
-        self.degree = int(degree)
+        self.degree = integer(degree, "poly_degree", 0, lib.DR_POLYFIT_MAX_DEGREE)
         self.params = (self.degree, 0)
 
     def bound(self, r):
         return lib.dr_value_polyfit_bound(r, self.degree, 0)
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         perm = work.array("perm", values.size, np.uint32)
         scratch = work.array("polyfit", lib.dr_value_polyfit_workspace_size(values.size), np.uint8)
         written = _written()
@@ -114,7 +120,7 @@ class PolyfitValues(ValueCodec):
                                           ffi.from_buffer(scratch)), f"polyfit of {name!r}")
         return written[0], perm
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         packed, unused = params
         degree, flags = packed & 0xFF, packed >> 8
         if unused or degree > lib.DR_POLYFIT_MAX_DEGREE or flags & ~lib.DR_POLYFIT_COEF_F32:
@@ -133,7 +139,7 @@ class DexpValues(ValueCodec):
     def bound(self, r):
         return lib.dr_value_dexp_bound(r)
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         perm = work.array("perm", values.size, np.uint32)
         scratch = work.array("dexp", lib.dr_value_dexp_workspace_size(values.size), np.uint8)
         written = _written()
@@ -141,7 +147,7 @@ class DexpValues(ValueCodec):
                                        ffi.from_buffer(scratch)), f"dexp of {name!r}")
         return written[0], perm
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         self._zero_params(params)
         return self._decode_into(lib.dr_value_dexp_decode, buf, off, length, r, work)
 
@@ -154,9 +160,7 @@ class DeflateValues(ValueCodec):
     fixed_size = False
 
     def __init__(self, level=lib.DR_DEFLATE_DEFAULT_LEVEL):
-        if not 0 <= int(level) <= 9:
-            raise ValueError(f"deflate_level must be in [0, 9], got {level!r}")
-        self.level = int(level)
+        self.level = integer(level, "deflate_level", 0, 9)
 
     def bound(self, r):
         return lib.dr_value_deflate_bound(r)
@@ -164,13 +168,13 @@ class DeflateValues(ValueCodec):
     def _zlib_work(self, work, r):
         return ffi.from_buffer(work.array("zlib", lib.dr_value_deflate_workspace_size(r, self.level), np.uint8))
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         written = _written()
         check(lib.dr_value_deflate_encode(f32(values), values.size, self.level, ptr, cap, written,
                                           self._zlib_work(work, values.size)), f"deflate of {name!r}")
         return written[0], None
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         self._zero_params(params)
         out = work.array("values", r, np.float32)
         check_frame(lib.dr_value_deflate_decode(u8(buf) + off, length, r, f32(out), self._zlib_work(work, r)),
@@ -187,24 +191,21 @@ class QsgdValues(ValueCodec):
     codec_id = lib.DR_VALUE_QSGD
 
     def __init__(self, quantum_num=lib.DR_QSGD_DEFAULT_QUANTUM, bucket_size=lib.DR_QSGD_DEFAULT_BUCKET):
-        if not 1 <= int(quantum_num) <= lib.DR_QSGD_MAX_QUANTUM:
-            raise ValueError(f"quantum_num must be in [1, {lib.DR_QSGD_MAX_QUANTUM}], got {quantum_num!r}")
-        if int(bucket_size) < 1:
-            raise ValueError(f"bucket_size must be a positive integer, got {bucket_size!r}")
-        self.params = (int(quantum_num), int(bucket_size))
+        self.params = (integer(quantum_num, "quantum_num", 1, lib.DR_QSGD_MAX_QUANTUM),
+                       integer(bucket_size, "bucket_size", 1, 0xFFFFFFFF))  # uint32 in the frame
         self.keys = StepKeys()
 
     def bound(self, r):
         return lib.dr_value_qsgd_bound(r, self.params[1], self.params[0])
 
-    def encode(self, values, ptr, cap, name, work):
+    def _write(self, values, ptr, cap, name, work):
         s, bucket = self.params
         written = _written()
         check(lib.dr_value_qsgd_encode(f32(values), values.size, bucket, s, self.keys.next(name), ptr, cap, written),
               f"qsgd of {name!r}")
         return written[0], None
 
-    def decode(self, buf, off, length, r, params, work):
+    def _read(self, buf, off, length, r, params, work):
         s, bucket = params
         if not (1 <= s <= lib.DR_QSGD_MAX_QUANTUM and bucket >= 1):
             raise FrameError(f"qsgd value section: bad parameters s={s}, bucket={bucket}")

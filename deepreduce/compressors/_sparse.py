@@ -32,7 +32,7 @@ def decode(kind, payload, numel, what):
     if marker is not None:
         return marker
     dense = edge.zeros(numel)
-    check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, f32(dense), numel, ffi.NULL), what)
+    check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, kind, f32(dense), numel), what)
     return dense
 
 

@@ -1,5 +1,6 @@
 from .._native import f32, lib, workspace
 from ._framed import FramedCompressor, framed
+from ..checks import fraction
 
 
 class AdaqCompressor(FramedCompressor):
@@ -12,9 +13,7 @@ class AdaqCompressor(FramedCompressor):
 
     def __init__(self, compress_ratio=0.01):
         super().__init__(tensors_size_are_same=False)
-        if not 0.0 < compress_ratio <= 1.0:
-            raise ValueError(f"compress_ratio must be in (0, 1], got {compress_ratio!r}")
-        self.compress_ratio = float(compress_ratio)
+        self.compress_ratio = fraction(compress_ratio, "compress_ratio")
 
     @classmethod
     def from_params(cls, params):

@@ -2,7 +2,7 @@ import numpy as np
 
 from .._native import check, f32, ffi, lib, u32, workspace
 from ._framed import StepKeys
-from .topk import TopKCompressor
+from .topk import TopKCompressor, topk_count
 
 
 class DgcCompressor(TopKCompressor):
@@ -22,7 +22,9 @@ class DgcCompressor(TopKCompressor):
         return cls(params["compress_ratio"])
 
     def select(self, flat, name):
-        k = max(1, int(flat.size * self.compress_ratio))
+        k = topk_count(flat.size, self.compress_ratio)
+        if k == 0:
+            return np.empty(0, dtype=np.uint32)
         indices = np.empty(lib.dr_dgc_max_count(k), dtype=np.uint32)
         count = ffi.new("size_t *")
         _, work = workspace(lib.dr_dgc_workspace_size(flat.size))

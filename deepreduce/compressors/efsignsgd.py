@@ -1,4 +1,5 @@
 from ._framed import FramedCompressor
+from ..checks import number
 
 
 class EFSignSGDCompressor(FramedCompressor):
@@ -12,9 +13,9 @@ class EFSignSGDCompressor(FramedCompressor):
 
     def __init__(self, lr=0.1):
         super().__init__(average=False)
-        if not lr > 0:
+        self.learning_rate = number(lr, "lr", 0.0, float("inf"))
+        if self.learning_rate == 0.0:
             raise ValueError(f"lr must be positive, got {lr!r}")
-        self.learning_rate = float(lr)
 
     @classmethod
     def from_params(cls, params):

@@ -1,5 +1,6 @@
 from .._native import f32, ffi, check, lib
 from ._framed import FramedCompressor, framed
+from ..checks import integer
 
 
 class InceptionnCompressor(FramedCompressor):
@@ -12,10 +13,8 @@ class InceptionnCompressor(FramedCompressor):
 
     def __init__(self, bound_bits=None):
         super().__init__(tensors_size_are_same=False)
-        bits = lib.DR_INCEPTIONN_DEFAULT_BITS if bound_bits is None else int(bound_bits)
-        if not 1 <= bits <= lib.DR_INCEPTIONN_MAX_BITS:
-            raise ValueError(f"inceptionn_bits must be in [1, {lib.DR_INCEPTIONN_MAX_BITS}], got {bound_bits!r}")
-        self.bound_bits = bits
+        self.bound_bits = lib.DR_INCEPTIONN_DEFAULT_BITS if bound_bits is None else \
+            integer(bound_bits, "inceptionn_bits", 1, lib.DR_INCEPTIONN_MAX_BITS)
 
     @classmethod
     def from_params(cls, params):

@@ -17,6 +17,7 @@ import numpy as np
 from .. import edge
 from .._native import all_finite, name_key
 from ..base import Compressor
+from ..checks import dense_payload, integer
 
 
 def orthonormalize(matrix, eps=1e-8):
@@ -66,9 +67,7 @@ class PowerSGDCompressor(Compressor):
 
     def __init__(self, rank=1, use_memory=False, world_size=None, transport=None):
         super().__init__()
-        if int(rank) < 1:
-            raise ValueError(f"compress_rank must be a positive integer, got {rank!r}")
-        self.rank = int(rank)
+        self.rank = integer(rank, "compress_rank", 1, 2 ** 31 - 1)
         self.use_memory = use_memory
         self.q_memory = {}
         self._steps = {}
@@ -113,7 +112,7 @@ class PowerSGDCompressor(Compressor):
 
     def compress(self, tensor, name):
         shaped, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        if len(restore.shape) <= 1:
+        if len(restore.shape) <= 1 or shaped.size == 0:  # vectors and empty tensors go dense
             return [restore.wrap(shaped)], PowerSGDCtx(None, None, restore, dense=True)
         n = restore.shape[0]
         matrix = shaped.reshape(n, -1)
@@ -130,7 +129,7 @@ class PowerSGDCompressor(Compressor):
     def decompress(self, tensors, ctx):
         if ctx.dense:
             tensor, = tensors
-            return ctx.restore(edge.as_numpy(tensor))
+            return ctx.restore(dense_payload(tensor, ctx.restore.numel, "powersgd dense payload"))
         return ctx.restore((ctx.p @ ctx.q.T).reshape(-1))
 
     def wire_bytes(self, tensors, ctx):

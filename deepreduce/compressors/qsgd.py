@@ -1,5 +1,6 @@
 from .._native import lib
 from ._framed import FramedCompressor
+from ..checks import integer
 
 
 class QSGDCompressor(FramedCompressor):
@@ -15,12 +16,9 @@ class QSGDCompressor(FramedCompressor):
 
     def __init__(self, quantum_num=127, bucket_size=128):
         super().__init__()
-        if not 1 <= int(quantum_num) <= lib.DR_QSGD_MAX_S:
-            raise ValueError(f"quantum_num must be in [1, {lib.DR_QSGD_MAX_S}], got {quantum_num!r}")
-        if int(bucket_size) < 1:
-            raise ValueError(f"bucket_size must be a positive integer, got {bucket_size!r}")
-        self.quantum_num = int(quantum_num)
-        self.bucket_size = int(bucket_size)
+        self.quantum_num = integer(quantum_num, "quantum_num", 1, lib.DR_QSGD_MAX_S)
+        # The frame carries the bucket size as a uint32.
+        self.bucket_size = integer(bucket_size, "bucket_size", 1, 0xFFFFFFFF)
 
     @classmethod
     def from_params(cls, params):

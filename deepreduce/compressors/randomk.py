@@ -6,6 +6,7 @@ from ..base import Compressor
 from ..errors import FrameError
 from ._sparse import SparseCtx
 from .topk import topk_count
+from ..checks import fraction
 
 
 def draw_indices(numel, k, key):
@@ -47,9 +48,7 @@ class RandomKCompressor(Compressor):
 
     def __init__(self, compress_ratio):
         super().__init__()
-        if not 0.0 < compress_ratio <= 1.0:
-            raise ValueError(f"compress_ratio must be in (0, 1], got {compress_ratio!r}")
-        self.compress_ratio = compress_ratio
+        self.compress_ratio = fraction(compress_ratio, "compress_ratio")
         self.global_step = 0
 
     @classmethod
@@ -71,10 +70,14 @@ class RandomKCompressor(Compressor):
 
     def decompress(self, tensors, ctx):
         values, = tensors
-        values = np.ascontiguousarray(edge.as_numpy(values), dtype=np.float32).reshape(-1)
-        if values.size != ctx.indices.size:
-            raise FrameError(f"random-k payload of {values.size} values, expected {ctx.indices.size} "
-                             "(one per index this rank drew)")
+        values = edge.as_numpy(values)
+        # The indices are this rank's own (ctx): the payload must carry exactly one value
+        # for each, or the scatter would read past them.
+        if values.dtype.kind != "f" or values.shape != ctx.indices.shape:
+            raise FrameError(f"random-k payload: {values.size} values of dtype {values.dtype}, expected "
+                             f"{ctx.indices.size} float values (one per index this rank drew); a payload of "
+                             "another tensor, ratio or compressor")
+        values = np.ascontiguousarray(values, dtype=np.float32)
         dense = edge.zeros(ctx.numel)
         check(lib.dr_scatter(u32(ctx.indices), f32(values), values.size, f32(dense), ctx.numel),
               "random-k decompress")

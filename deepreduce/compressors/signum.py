@@ -4,6 +4,7 @@ from .. import edge
 from .._native import all_finite, check, f32, lib
 from ..state import TensorState
 from ._framed import FramedCompressor, sign_vote
+from ..checks import number
 
 
 class SignumCompressor(FramedCompressor):
@@ -21,7 +22,7 @@ class SignumCompressor(FramedCompressor):
 
     def __init__(self, momentum=0.9):
         super().__init__(average=False)
-        self.momentum = float(momentum)
+        self.momentum = number(momentum, "momentum", 0.0, 1.0)
         self.momentums = TensorState()
 
     @classmethod

@@ -1,5 +1,6 @@
 from .._native import lib
 from ._framed import FramedCompressor
+from ..checks import integer
 
 
 class SketchCompressor(FramedCompressor):
@@ -15,9 +16,7 @@ class SketchCompressor(FramedCompressor):
 
     def __init__(self, bins=127):
         super().__init__()
-        if not 1 <= int(bins) <= lib.DR_SKETCH_MAX_BINS:
-            raise ValueError(f"quantum_num (bins) must be in [1, {lib.DR_SKETCH_MAX_BINS}], got {bins!r}")
-        self.bins = int(bins)
+        self.bins = integer(bins, "quantum_num (bins)", 1, lib.DR_SKETCH_MAX_BINS)
 
     @classmethod
     def from_params(cls, params):

@@ -2,6 +2,7 @@ import numpy as np
 
 from .._native import check, f32, ffi, lib, u32
 from ._sparse import Sparsifier
+from ..checks import number
 
 
 class ThresholdCompressor(Sparsifier):
@@ -12,9 +13,7 @@ class ThresholdCompressor(Sparsifier):
 
     def __init__(self, threshold):
         super().__init__(tensors_size_are_same=False)
-        if not threshold >= 0:
-            raise ValueError(f"threshold must be a non-negative number, got {threshold!r}")
-        self.threshold = float(threshold)
+        self.threshold = number(threshold, "threshold", 0.0, float("inf"))
 
     @classmethod
     def from_params(cls, params):

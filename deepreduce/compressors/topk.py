@@ -3,10 +3,12 @@ import numpy as np
 from .. import edge
 from .._native import check, f32, ffi, lib, u32
 from ._sparse import Sparsifier, selected_values
+from ..checks import fraction
 
 
 def topk_count(numel, compress_ratio):
-    return max(1, int(numel * compress_ratio))
+    """k = max(1, int(numel * ratio)); 0 for an empty tensor (nothing to select)."""
+    return min(numel, max(1, int(numel * compress_ratio)))
 
 
 def select_topk(flat, k, work):
@@ -54,9 +56,7 @@ class TopKCompressor(Sparsifier):
 
     def __init__(self, compress_ratio, kernel="torch"):
         super().__init__()
-        if not 0.0 < compress_ratio <= 1.0:
-            raise ValueError(f"compress_ratio must be in (0, 1], got {compress_ratio!r}")
-        self.compress_ratio = compress_ratio
+        self.compress_ratio = fraction(compress_ratio, "compress_ratio")
         self.kernel = kernel
         self._work = np.empty(0, dtype=np.uint8)  # scratch of the fast select, grown once, reused
 

@@ -12,29 +12,51 @@ static void test_frame_roundtrip_and_corruption(void)
     uint8_t buf[256];
     float dense[100];
     size_t len = 0, pos;
-    uint8_t kind = 0;
 
     CHECK(dr_sparse_raw_size(5) == 44 + 8 + 40 + 4);
     CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, DR_DTYPE_FLOAT32, 100, idx, val, 5, buf, sizeof buf, &len));
     CHECK(len == dr_sparse_raw_size(5));
     memset(dense, 0, sizeof dense);
-    CHECK_OK(dr_sparse_raw_decode(buf, len, dense, 100, &kind));
-    CHECK(kind == DR_KIND_TOPK);
+    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100));
+    /* A frame of another sparsifier is refused. */
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, 100), DR_E_FRAME_CODEC);
     CHECK(dense[4] == -1.0f && dense[99] == -0.25f && dense[0] == 0.0f);
 
     /* Every single-byte change is refused with a status, never a crash. */
     for (pos = 0; pos < len; pos++) {
         uint8_t saved = buf[pos];
         buf[pos] ^= 0x5a;
-        CHECK(dr_sparse_raw_decode(buf, len, dense, 100, NULL) < 0);
+        CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100) < 0);
         buf[pos] = saved;
     }
     /* Truncations at every length are refused too. */
     for (pos = 0; pos < len; pos++)
-        CHECK(dr_sparse_raw_decode(buf, pos, dense, 100, NULL) < 0);
+        CHECK(dr_sparse_raw_decode(buf, pos, DR_KIND_TOPK, dense, 100) < 0);
     /* A frame for another tensor size is refused. */
-    CHECK_STATUS(dr_sparse_raw_decode(buf, len, dense, 50, NULL), DR_E_FRAME_FIELD);
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 50), DR_E_FRAME_FIELD);
     CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, 10, &len), DR_E_DST_TOO_SMALL);
+    /* Repeated or unsorted indices: refused by the encoder, and by the decoder when a
+     * well-sealed frame carries them. */
+    idx[2] = 4;
+    CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, sizeof buf, &len), DR_E_ARG);
+    idx[2] = 7;
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, sizeof buf, &len));
+    memcpy(buf + 44 + 8 + 8, buf + 44 + 8 + 4, 4); /* index 2 := index 1 */
+    {
+        dr_frame f;
+        size_t total;
+        CHECK(dr_frame_parse(buf, len, &f) == DR_E_FRAME_CHECKSUM);
+        memset(&f, 0, sizeof f);
+        f.kind = DR_KIND_TOPK;
+        f.index_codec = DR_INDEX_RAW;
+        f.value_codec = DR_VALUE_RAW;
+        f.nsections = 2;
+        f.numel = 100;
+        f.count = 5;
+        f.section_len[0] = f.section_len[1] = 20;
+        CHECK_OK(dr_frame_seal(&f, buf, sizeof buf, &total));
+    }
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100), DR_E_CORRUPT);
 }
 
 static void test_empty_frame(void)
@@ -43,7 +65,7 @@ static void test_empty_frame(void)
     size_t len = 0;
     float dense[4] = {1, 2, 3, 4};
     CHECK_OK(dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, 4, NULL, NULL, 0, buf, sizeof buf, &len));
-    CHECK_OK(dr_sparse_raw_decode(buf, len, dense, 4, NULL));
+    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, 4));
     CHECK(dense[0] == 1.0f);
 }
 
@@ -63,7 +85,7 @@ static void test_nonfinite_marker(void)
     CHECK_STATUS(dr_frame_is_nonfinite(buf, len, DR_KIND_THRESHOLD, 4, &marker), DR_E_FRAME_CODEC);
     CHECK_STATUS(dr_frame_is_nonfinite(buf, len, DR_KIND_TOPK, 5, &marker), DR_E_FRAME_FIELD);
     /* A codec's decoder refuses a marker: it carries no sections to decode. */
-    CHECK(dr_sparse_raw_decode(buf, len, dense, 4, NULL) != DR_OK);
+    CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 4) != DR_OK);
     /* Any other frame is not a marker, and a flipped flag breaks the CRC. */
     CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 4, NULL, NULL, 0, buf, sizeof buf, &len));
     CHECK_OK(dr_frame_is_nonfinite(buf, len, DR_KIND_TOPK, 4, &marker));

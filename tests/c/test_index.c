@@ -479,17 +479,22 @@ static void test_bloom_positives_and_policies(void)
         flen = dr_bloom_size(m);
         filter = malloc(flen);
         CHECK_OK(dr_bloom_encode(truth, r, m, k, filter, flen));
-        /* Ask with no room first: the count comes back. */
-        CHECK_STATUS(dr_bloom_positives(filter, flen, m, k, d, NULL, 0, &npos), DR_E_DST_TOO_SMALL);
+        pos = malloc(d * sizeof *pos);
+        CHECK_OK(dr_bloom_positives(filter, flen, m, k, d, pos, d, &npos));
         CHECK(npos >= r);
-        pos = malloc(npos * sizeof *pos);
         out = malloc(npos * sizeof *out);
         again = malloc(npos * sizeof *again);
-        CHECK_STATUS(dr_bloom_positives(filter, flen, m, k, d, pos, npos / 2, &n2),
-                     DR_E_DST_TOO_SMALL);
-        CHECK(n2 == npos);
+        /* A smaller cap stops the scan there: the first cap positives. */
+        CHECK_OK(dr_bloom_positives(filter, flen, m, k, d, again, npos / 2, &n2));
+        CHECK(n2 == npos / 2 && memcmp(again, pos, n2 * sizeof *pos) == 0);
+        CHECK_OK(dr_bloom_positives(filter, flen, m, k, d, NULL, 0, &n2));
+        CHECK(n2 == 0);
         CHECK_OK(dr_bloom_positives(filter, flen, m, k, d, pos, npos, &n2));
         CHECK(n2 == npos && valid_set(pos, npos, d));
+        /* The receiver's plausibility bound holds for an honest filter. */
+        CHECK_OK(dr_bloom_positives_limit(filter, flen, m, k, d, r, &n2));
+        CHECK(n2 >= npos && n2 <= d);
+        CHECK_STATUS(dr_bloom_positives_limit(filter, flen, m, k, d, 1, &n2), DR_E_CORRUPT);
         CHECK(is_subset(truth, r, pos, npos)); /* no false negatives */
         /* A false-positive rate in the right region (loose: r is small). */
         CHECK((double)(npos - r) <= 3.0 * fprs[f] * (double)d + 10.0);
@@ -540,6 +545,62 @@ static void test_bloom_positives_and_policies(void)
     CHECK(p2_hits >= p1_hits);
 }
 
+/* Issue 9: a forged filter (all ones, the largest k_hash) costs time linear in d. Every
+ * position is positive, so the scan stops at the cap, or at the hash budget; the limit
+ * refuses it outright (more bits than r indices set); conflict_sets on it ends after
+ * DR_BLOOM_CS_MAX_ROUNDS rounds. */
+static void test_bloom_forged_filters_are_bounded(void)
+{
+    const size_t d = 200000;
+    const uint32_t m = 8, k = DR_BLOOM_MAX_HASHES;
+    uint8_t ones = 0xff;
+    size_t npos = 0, limit = 0, got = 0, i;
+    uint32_t *pos = malloc(d * sizeof *pos), *out = malloc(d * sizeof *out);
+    void *work;
+    CHECK_STATUS(dr_bloom_positives_limit(&ones, 1, m, k, d, 0, &limit), DR_E_CORRUPT);
+    /* 8 bits for an index hashed 64 times: no sizing makes so small a filter. */
+    CHECK_STATUS(dr_bloom_positives_limit(&ones, 1, m, k, d, 1, &limit), DR_E_CORRUPT);
+    /* Four indices hashed twice may fill 8 bits (fpr near 1): then every position is
+     * plausible, and the scan's cost is bounded by k = 2 per position. */
+    CHECK_OK(dr_bloom_positives_limit(&ones, 1, m, 2, d, 4, &limit));
+    CHECK(limit == d);
+    CHECK_OK(dr_bloom_positives(&ones, 1, m, k, d, pos, 1000, &npos));
+    CHECK(npos == 1000 && pos[999] == 999);
+    CHECK_OK(dr_bloom_positives(&ones, 1, m, k, d, pos, d, &npos));
+    CHECK(npos == d);
+    /* A wider all-ones filter makes the budget, not the cap, end a scan that wants
+     * many positives but finds them only in a sparse way: here with all positions
+     * positive the cap ends it first; with cap d no budget applies. */
+    work = malloc(dr_bloom_select_workspace_size(DR_BLOOM_CONFLICT_SETS, 4096, m, k));
+    CHECK_OK(dr_bloom_select(DR_BLOOM_CONFLICT_SETS, pos, 4096, 4000, m, k, 5, out, &got, work));
+    CHECK(got == 4000 && valid_set(out, got, d));
+    /* Past the round cap the leftmost unpicked fill in: most of the picks. */
+    for (i = 0; i + 1 < got && out[i] + 1 == out[i + 1]; i++)
+        ;
+    CHECK(got - i < 200);
+    free(work);
+    free(pos);
+    free(out);
+}
+
+/* The scan budget: a filter whose positions pass many hashes and then fail costs up to
+ * k_hash per position without producing positives; the scan refuses it once it has
+ * spent 4 d + k_hash cap + 4096 hashes. m = 16 with bit 15 alone clear and k = 64: a
+ * position passes about 16 hashes before one lands on bit 15, and 1.6% pass all. */
+static void test_bloom_scan_budget(void)
+{
+    const size_t d = 100000, cap = 2000;
+    uint8_t filter[2] = {0xff, 0x7f};
+    uint32_t *pos = malloc(d * sizeof *pos);
+    size_t npos = 0;
+    CHECK_STATUS(dr_bloom_positives(filter, 2, 16, DR_BLOOM_MAX_HASHES, d, pos, cap, &npos),
+                 DR_E_CORRUPT);
+    /* No budget when every positive is wanted. */
+    CHECK_OK(dr_bloom_positives(filter, 2, 16, DR_BLOOM_MAX_HASHES, d, pos, d, &npos));
+    CHECK(npos > 0 && npos < cap);
+    free(pos);
+}
+
 static void test_bloom_edges(void)
 {
     static const uint32_t one[1] = {3}, bad[2] = {4, 4}, two[2] = {1, 2};
@@ -581,6 +642,8 @@ int main(void)
     test_bloom_layout();
     test_bloom_positives_reference();
     test_bloom_positives_and_policies();
+    test_bloom_forged_filters_are_bounded();
+    test_bloom_scan_budget();
     test_bloom_edges();
     return check_summary("test_index");
 }

@@ -95,41 +95,117 @@ static uint32_t bloom_pass(const uint32_t *cand, uint32_t *dst, uint32_t n, uint
     return kept;
 }
 
+/* The hash budget of a scan that may find up to cap positives (see deepreduce/index.h):
+ * 4 per position and k_hash per positive, plus a constant that covers small d. */
+static uint64_t scan_budget(size_t d, uint32_t k_hash, size_t cap)
+{
+    uint64_t positives = cap < d ? (uint64_t)cap : (uint64_t)d;
+    return 4u * (uint64_t)d + (uint64_t)k_hash * positives + 4096u;
+}
+
+static int bloom_filter_valid(const uint8_t *filter, size_t len, uint32_t m_bits)
+{
+    return len == dr_bloom_size(m_bits) &&
+           ((m_bits & 7u) == 0 || (filter[len - 1] >> (m_bits & 7u)) == 0);
+}
+
 int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint32_t k_hash,
                        size_t d, uint32_t *pos_out, size_t cap, size_t *npos)
 {
     uint32_t cand[2][SCAN_BLOCK];
-    uint64_t base, recip;
+    uint64_t base, recip, budget, spent = 0;
     size_t count = 0;
     int simd;
     if (k_hash == 0 || k_hash > DR_BLOOM_MAX_HASHES || (uint64_t)d > DR_INDEX_D_LIMIT ||
         npos == NULL || (cap > 0 && pos_out == NULL) || (len > 0 && filter == NULL))
         return DR_E_ARG;
-    if (len != dr_bloom_size(m_bits) ||
-        ((m_bits & 7u) != 0 && (filter[len - 1] >> (m_bits & 7u)) != 0))
+    if (!bloom_filter_valid(filter, len, m_bits))
         return DR_E_CORRUPT;
     *npos = 0;
-    if (m_bits == 0)
+    if (m_bits == 0 || cap == 0)
         return DR_OK;
     simd = dr_simd_active();
     recip = bloom_recip(m_bits);
+    budget = scan_budget(d, k_hash, cap);
     /* Hash by hash over a block of positions rather than position by position: the
      * same set as testing each position up to its first clear bit, without a
      * coin-flip branch per test. */
-    for (base = 0; base < (uint64_t)d; base += SCAN_BLOCK) {
+    for (base = 0; base < (uint64_t)d && count < cap; base += SCAN_BLOCK) {
         uint64_t left = (uint64_t)d - base;
         uint32_t t, s, alive = left < SCAN_BLOCK ? (uint32_t)left : SCAN_BLOCK;
+        if (spent > budget)
+            return DR_E_CORRUPT;
         for (t = 0; t < alive; t++)
             cand[0][t] = (uint32_t)(base + t);
-        for (s = 0; s < k_hash && alive > 0; s++)
+        for (s = 0; s < k_hash && alive > 0; s++) {
+            spent += alive;
             alive = bloom_pass(cand[s & 1u], cand[(s & 1u) ^ 1u], alive, s, filter, recip,
                                m_bits, simd);
-        for (t = 0; t < alive; t++, count++)
-            if (count < cap)
-                pos_out[count] = cand[s & 1u][t];
+        }
+        for (t = 0; t < alive && count < cap; t++, count++)
+            pos_out[count] = cand[s & 1u][t];
     }
     *npos = count;
-    return count > cap ? DR_E_DST_TOO_SMALL : DR_OK;
+    return DR_OK;
+}
+
+/* Probability that a position outside the inserted set is positive when `set` of the m
+ * filter bits are set: its k hashes land on j distinct bits with the occupancy
+ * probabilities occ[j], and j distinct bits are all set with probability
+ * C(set, j) / C(m, j). */
+static double false_positive_rate(uint64_t set, uint32_t m, uint32_t k)
+{
+    double occ[DR_BLOOM_MAX_HASHES + 1], rate = 0.0, all_set = 1.0;
+    uint32_t t, j;
+    memset(occ, 0, sizeof occ);
+    occ[0] = 1.0;
+    for (t = 0; t < k; t++) {
+        for (j = t + 1u; j > 0; j--)
+            occ[j] = (occ[j] * j + occ[j - 1u] * ((double)m - (j - 1u))) / m;
+        occ[0] = 0.0;
+    }
+    for (j = 1; j <= k && j <= m; j++) {
+        all_set *= ((double)set - (j - 1u)) / ((double)m - (j - 1u));
+        if (all_set <= 0.0)
+            break;
+        rate += occ[j] * all_set;
+    }
+    return rate;
+}
+
+int dr_bloom_positives_limit(const uint8_t *filter, size_t len, uint32_t m_bits,
+                             uint32_t k_hash, size_t d, size_t r, size_t *limit)
+{
+    uint64_t set = 0;
+    double mean, most;
+    size_t i;
+    if (k_hash == 0 || k_hash > DR_BLOOM_MAX_HASHES || (uint64_t)d > DR_INDEX_D_LIMIT ||
+        r > d || limit == NULL || (len > 0 && filter == NULL))
+        return DR_E_ARG;
+    if (!bloom_filter_valid(filter, len, m_bits))
+        return DR_E_CORRUPT;
+    for (i = 0; i < len; i++) {
+        uint32_t byte = filter[i];
+        while (byte != 0) {
+            set += byte & 1u;
+            byte >>= 1;
+        }
+    }
+    /* r indices set at most r * k_hash bits; an empty filter holds nothing; and
+     * dr_bloom_params never sizes a filter of r indices and k_hash hashes below
+     * (k_hash - 1) r / ln 2 bits (its log2(1/fpr) exceeds k_hash - 1), so at most about
+     * ln 2 k/(k-1) of the bits are set (float slack: one part in 10^9, one bit). */
+    if (set > (uint64_t)r * k_hash || (m_bits == 0 && r > 0) ||
+        (double)m_bits + 1.0 < (double)(k_hash - 1u) * (double)r / log(2.0) * (1.0 - 1e-9))
+        return DR_E_CORRUPT;
+    if (m_bits == 0) {
+        *limit = 0;
+        return DR_OK;
+    }
+    mean = (double)(d - r) * false_positive_rate(set, m_bits, k_hash);
+    most = (double)r + 2.0 * mean + 10.0 * sqrt(mean) + 32.0;
+    *limit = most >= (double)d ? d : (size_t)most;
+    return DR_OK;
 }
 
 /* ---------------------------------------------------------------- conflict sets (P2) */
@@ -248,7 +324,7 @@ static void cs_select(const uint32_t *positives, size_t npos, size_t target, uin
     uint64_t t;
     cs_group(positives, npos, m, k, w);
     memset(w->picked, 0, npos);
-    for (t = 0; picked < target; t++) {
+    for (t = 0; picked < target && t < DR_BLOOM_CS_MAX_ROUNDS; t++) {
         size_t n = cs_order(m, key, t, w), e;
         memset(w->hit, 0, m);
         for (e = 0; e < n && picked < target; e++) {
@@ -269,6 +345,12 @@ static void cs_select(const uint32_t *positives, size_t npos, size_t target, uin
                     w->hit[w->hbits[j * k + s]] = 1;
         }
     }
+    /* Past the last round, the leftmost positives not yet picked. */
+    for (j = 0; j < npos && picked < target; j++)
+        if (!w->picked[j]) {
+            w->picked[j] = 1;
+            picked++;
+        }
     for (j = 0; j < npos; j++)
         if (w->picked[j])
             idx_out[out++] = positives[j];

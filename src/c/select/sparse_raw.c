@@ -18,9 +18,13 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
     dr_frame f;
     size_t total;
     int st;
+    size_t j;
     if (buf == NULL || written == NULL || (r > 0 && (idx == NULL || val == NULL)) || r > numel ||
         kind >= DR_KIND_COUNT_ || dtype > DR_DTYPE_FLOAT64)
         return DR_E_ARG;
+    for (j = 0; j < r; j++)
+        if ((uint64_t)idx[j] >= numel || (j > 0 && idx[j] <= idx[j - 1]))
+            return DR_E_ARG;
     memset(&f, 0, sizeof f);
     f.kind = kind;
     f.index_codec = DR_INDEX_RAW;
@@ -43,29 +47,35 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
     return dr_frame_seal(&f, buf, cap, written);
 }
 
-int dr_sparse_raw_decode(const uint8_t *buf, size_t len, float *dense, size_t n,
-                         uint8_t *kind_out)
+int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n)
 {
     dr_frame f;
     size_t r, j;
     const uint8_t *ip, *vp;
+    uint32_t prev = 0;
     int st = dr_frame_parse(buf, len, &f);
     if (st != DR_OK)
         return st;
-    if (f.index_codec != DR_INDEX_RAW || f.value_codec != DR_VALUE_RAW || f.nsections != 2)
+    if (f.kind != kind || f.index_codec != DR_INDEX_RAW || f.value_codec != DR_VALUE_RAW ||
+        f.nsections != 2)
         return DR_E_FRAME_CODEC;
-    if (f.numel != (uint64_t)n || f.section_len[0] != 4u * f.count || f.section_len[1] != 4u * f.count)
+    if (f.numel != (uint64_t)n || f.section_len[0] != 4u * f.count ||
+        f.section_len[1] != 4u * f.count || f.params[0] != 0 || f.params[1] != 0 ||
+        f.params[2] != 0 || f.params[3] != 0)
         return DR_E_FRAME_FIELD;
     if (n > 0 && dense == NULL)
         return DR_E_ARG;
     r = (size_t)f.count;
     ip = buf + f.section_off[0];
     vp = buf + f.section_off[1];
+    /* Strictly ascending and in range, as every sparsifier writes them: a repeated
+     * index would otherwise be decided by whichever entry came last. */
     for (j = 0; j < r; j++) {
         uint32_t i;
         memcpy(&i, ip + 4u * j, 4);
-        if (i >= n)
+        if (i >= n || (j > 0 && i <= prev))
             return DR_E_CORRUPT;
+        prev = i;
     }
     for (j = 0; j < r; j++) {
         uint32_t i;
@@ -74,7 +84,5 @@ int dr_sparse_raw_decode(const uint8_t *buf, size_t len, float *dense, size_t n,
         memcpy(&v, vp + 4u * j, 4);
         dense[i] = v;
     }
-    if (kind_out != NULL)
-        *kind_out = f.kind;
     return DR_OK;
 }

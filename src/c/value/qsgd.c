@@ -63,9 +63,11 @@ int dr_value_qsgd_encode(const float *val, size_t r, uint32_t bucket_size, uint3
         for (j = lo; j < hi; j++)
             sumsq += (double)val[j] * (double)val[j];
         /* Rounding is monotone, so the float norm is still >= every |v| of the bucket and
-         * x below never exceeds s. */
-        if (dr_value_to_float(sqrt(sumsq), &norm) != DR_OK)
+         * x below never exceeds s. Finite values near FLT_MAX can have a norm beyond it:
+         * FLT_MAX itself is then sent, still >= every |v|, so the levels stay unbiased. */
+        if (!(sumsq <= DBL_MAX))
             return DR_E_NUMERIC;
+        norm = sqrt(sumsq) < (double)FLT_MAX ? (float)sqrt(sumsq) : FLT_MAX;
         memcpy(out + 4u * b, &norm, 4);
         for (j = lo; j < hi; j++) {
             int32_t level = 0;

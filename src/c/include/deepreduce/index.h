@@ -141,6 +141,7 @@ int dr_index_varint_decode(const uint8_t *in, size_t len, size_t d, size_t r,
  * are zero. Every index ever inserted is in P: no false negatives. */
 
 #define DR_BLOOM_MAX_HASHES 64 /* largest k_hash accepted (fpr >= 2^-64) */
+#define DR_BLOOM_CS_MAX_ROUNDS 8 /* conflict_sets rounds before the leftmost fill */
 
 enum dr_bloom_policy {
     DR_BLOOM_LEFTMOST = 0,      /* the first r of P                              */
@@ -171,17 +172,45 @@ int dr_bloom_encode(const uint32_t *idx, size_t r, uint32_t m_bits, uint32_t k_h
                     uint8_t *filter_out, size_t cap);
 
 /* The positive set P of a filter over positions 0..d-1: every i whose k_hash bits are
- * all set (testing stops at the first clear bit), ascending, written to pos_out[0..cap).
- * *npos receives |P| in every case where the filter is valid; if |P| > cap the call
- * returns DR_E_DST_TOO_SMALL after writing the first cap positives, so calling again
- * with cap = *npos succeeds. An empty filter (m_bits = 0) has P empty.
+ * all set (testing stops at the first clear bit), ascending. Writes the first
+ * min(|P|, cap) members to pos_out and that number to *npos; the scan stops there, so
+ * a caller that needs at most cap positives pays for no more (to learn whether |P|
+ * exceeds c, pass cap = c + 1). An empty filter (m_bits = 0) has P empty.
+ * Decode-cost bound: the scan evaluates at most 4 d + k_hash min(cap, d) + 4096 hashes
+ * (plus one block of 512 positions) and returns DR_E_CORRUPT past that. A filter made
+ * by dr_bloom_encode with dr_bloom_params' sizing has at most ln 2 of its bits set, so
+ * a non-member costs under 3.3 hashes on average and a member k_hash: honest filters
+ * stay far inside the budget; a forged filter (all ones, say) is refused in time
+ * linear in d, whatever its k_hash. With cap >= d there is no limit at all (the
+ * sender's own filter).
  * DR_E_ARG for k_hash 0 or above DR_BLOOM_MAX_HASHES or d > 2^32; DR_E_CORRUPT if
  * len != dr_bloom_size(m_bits) or a padding bit is set. */
 int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint32_t k_hash,
                        size_t d, uint32_t *pos_out, size_t cap, size_t *npos);
 
+/* The receiver's plausibility bound on |P| for a filter that claims to hold r indices
+ * of 0..d-1. With B bits of the filter set, a position outside the inserted set is
+ * positive with probability q (its k_hash hashes land on j distinct bits, all of them
+ * set: computed exactly for uniform hashes), so |P| - r is about Binomial(d - r, q);
+ * *limit = min(d, r + 2 mean + 10 sqrt(mean) + 32) with mean = (d - r) q, which an
+ * honest filter exceeds with negligible probability. O(len) time, no memory.
+ * DR_E_CORRUPT if the filter is invalid (as dr_bloom_positives), if B > r * k_hash (r
+ * indices cannot set more bits), if m_bits = 0 while r > 0, or if m_bits is below
+ * (k_hash - 1) r / ln 2, smaller than dr_bloom_params makes any filter of r indices and
+ * k_hash hashes. Together these keep the set share of an accepted filter near ln 2
+ * (at most ln 2 k/(k-1)), so a scan costs about 4 hashes per position and few
+ * positions pass all k_hash, whatever k_hash: linear in d with a constant that does not
+ * grow with k_hash. DR_E_ARG for k_hash 0 or above DR_BLOOM_MAX_HASHES, d > 2^32 or
+ * r > d. */
+int dr_bloom_positives_limit(const uint8_t *filter, size_t len, uint32_t m_bits,
+                             uint32_t k_hash, size_t d, size_t r, size_t *limit);
+
 /* Scratch bytes dr_bloom_select needs for this policy and |P| = npos (0 for leftmost
- * and p0). The workspace must be aligned as malloc aligns. */
+ * and p0). The workspace must be aligned as malloc aligns. Bound: random takes
+ * dr_randomk_workspace_size(npos); conflict_sets 8 k_hash + 5 bytes per positive
+ * (at most 517 with k_hash <= 64) plus 13 bytes per filter bit, plus 12. A receiver
+ * bounds npos by dr_bloom_positives_limit first, so a forged filter cannot make it
+ * size this for every position of its tensor. */
 size_t dr_bloom_select_workspace_size(int policy, size_t npos, uint32_t m_bits,
                                       uint32_t k_hash);
 
@@ -207,8 +236,12 @@ size_t dr_bloom_select_workspace_size(int policy, size_t npos, uint32_t m_bits,
  *          order) unpicked member p of S_b, where
  *          c = (hi32(dr_rng_u64(key, (2t + 1) * 2^32 + b)) * u_b) >> 32,
  *          and mark every bit of H(p) hit. Stop at min(r, npos) picks.
- *     Small sets first: a set of one is a sure true index; "hit" keeps a round from
- *     picking two positives that explain the same bit. Each round picks at least one.
+ *     After DR_BLOOM_CS_MAX_ROUNDS rounds, the rest of the picks are the leftmost
+ *     positives not yet picked. Small sets first: a set of one is a sure true index;
+ *     "hit" keeps a round from picking two positives that explain the same bit. Honest
+ *     filters finish in one or two rounds; the cap bounds a forged filter (say all
+ *     ones, where each round picks one) to O(DR_BLOOM_CS_MAX_ROUNDS (m_bits +
+ *     npos k_hash)) time.
  * DR_E_ARG for an unknown policy, k_hash 0 or above DR_BLOOM_MAX_HASHES, m_bits = 0
  * with npos > 0, positives not strictly ascending, a missing workspace where one is
  * needed, or (conflict_sets) npos * k_hash >= 2^32. */

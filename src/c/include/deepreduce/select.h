@@ -41,21 +41,24 @@ size_t dr_randomk_workspace_size(size_t n);
 int dr_randomk(uint64_t key, size_t n, size_t k, uint32_t *idx_out, void *work);
 
 /* ------------------------------------------------------------------ raw sparse frames */
-/* A sparse frame with plain sections: section 0 = r uint32 indices (ascending or not),
- * section 1 = r float32 values. Kind tells which sparsifier made it. */
+/* A sparse frame with plain sections: section 0 = r strictly ascending uint32 indices,
+ * section 1 = r float32 values (any bit pattern: NaN and Inf pass through). Kind tells
+ * which sparsifier made it; the codec parameters are zero. */
 
 /* Bytes a raw sparse frame of r entries takes. */
 size_t dr_sparse_raw_size(size_t r);
 
-/* Frame (idx[j], val[j]) for j < r of a dense tensor of `numel` entries. */
+/* Frame (idx[j], val[j]) for j < r of a dense tensor of `numel` entries. DR_E_ARG if the
+ * indices are not strictly ascending or not below numel (checked before writing). */
 int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint32_t *idx,
                          const float *val, size_t r, uint8_t *buf, size_t cap, size_t *written);
 
-/* Parse a raw sparse frame and write its entries into dense[0..n) (dense[idx] = val;
- * entries not named are left as they are). Refuses a frame whose numel is not n, whose
- * codecs are not raw, or whose indices are out of range. If `kind_out` is not NULL it
- * receives the frame's kind. */
-int dr_sparse_raw_decode(const uint8_t *buf, size_t len, float *dense, size_t n,
-                         uint8_t *kind_out);
+/* Parse a raw sparse frame made by sparsifier `kind` and write its entries into
+ * dense[0..n) (dense[idx] = val; entries not named are left as they are). Refuses
+ * (DR_E_FRAME_CODEC) a frame of another kind or with non-raw codecs, (DR_E_FRAME_FIELD)
+ * one whose numel is not n, whose section lengths are not 4 count or whose codec
+ * parameters are not zero, and (DR_E_CORRUPT) indices that are out of range, repeated
+ * or not ascending; dense is untouched then. Time O(len), no memory. */
+int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n);
 
 #endif /* DEEPREDUCE_SELECT_H */

@@ -176,8 +176,9 @@ int dr_value_deflate_decode(const uint8_t *in, size_t len, size_t r, float *val_
  * 1..DR_QSGD_MAX_QUANTUM, or r >= 2^32. */
 size_t dr_value_qsgd_bound(size_t r, uint32_t bucket_size, uint32_t s);
 
-/* Quantise val[0..r). DR_E_ARG for bad parameters, DR_E_NUMERIC for a non-finite value
- * or a bucket whose norm overflows float32. */
+/* Quantise val[0..r). DR_E_ARG for bad parameters, DR_E_NUMERIC for a non-finite value.
+ * A bucket of finite values whose norm exceeds FLT_MAX sends FLT_MAX as its norm (still
+ * >= every |v|, so the levels stay unbiased). */
 int dr_value_qsgd_encode(const float *val, size_t r, uint32_t bucket_size, uint32_t s,
                          uint64_t key, uint8_t *out, size_t cap, size_t *written);
 

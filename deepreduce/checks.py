@@ -1,0 +1,78 @@
+"""Argument checks at the Python entry points. Constructor parameters are checked when
+a compressor is built (a clear TypeError or ValueError naming the parameter, never a bare
+comparison error, a silent truncation or a cffi OverflowError later); the C codecs read
+raw memory, so an array of the wrong dtype or a section outside its buffer is refused
+before any pointer is made."""
+import numbers
+
+import numpy as np
+
+from . import edge
+from .errors import FrameError
+
+
+def array_of(array, dtype, what):
+    """``array`` as a 1-D C-contiguous NumPy array of exactly ``dtype`` (never a
+    reinterpretation of other bits: float32 indices are not their bit patterns)."""
+    dtype = np.dtype(dtype)
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"{what}: expected a NumPy array of {dtype}, got {type(array).__name__}")
+    if array.dtype != dtype:
+        raise TypeError(f"{what}: expected dtype {dtype}, got {array.dtype}; "
+                        f"convert with numpy.asarray(x, dtype=numpy.{dtype})")
+    if array.ndim != 1:
+        raise ValueError(f"{what}: expected a 1-D array, got shape {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def section(buf, off, length, what):
+    """Refuse a section [off, off + length) that does not lie inside the uint8 buffer."""
+    if not isinstance(buf, np.ndarray) or buf.dtype != np.uint8:
+        raise TypeError(f"{what}: expected the frame as a uint8 NumPy array, got "
+                        f"{getattr(buf, 'dtype', type(buf).__name__)}")
+    if not (isinstance(off, (int, np.integer)) and isinstance(length, (int, np.integer))):
+        raise TypeError(f"{what}: offset and length must be integers, got {off!r} and {length!r}")
+    if off < 0 or length < 0 or off + length > buf.nbytes:
+        raise FrameError(f"{what}: section [{off}, {off + length}) lies outside the {buf.nbytes}-byte frame")
+
+
+def _real(value, what):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
+def fraction(value, what):
+    """A ratio in (0, 1], such as compress_ratio."""
+    x = _real(value, what)
+    if not 0.0 < x <= 1.0:
+        raise ValueError(f"{what} must be in (0, 1], got {value!r}")
+    return x
+
+
+def number(value, what, low, high, high_open=False):
+    """A finite number in [low, high] (or [low, high) when high_open)."""
+    x = _real(value, what)
+    if not (low <= x and (x < high if high_open else x <= high)):
+        raise ValueError(f"{what} must be in [{low}, {high}{')' if high_open else ']'}, got {value!r}")
+    return x
+
+
+def integer(value, what, low, high):
+    """An integer in [low, high]; an integral float (128.0) is accepted, 1.5 is not."""
+    x = _real(value, what)
+    if not x.is_integer():
+        raise ValueError(f"{what} must be an integer, got {value!r}")
+    if not low <= x <= high:
+        raise ValueError(f"{what} must be an integer in [{low}, {high}], got {value!r}")
+    return int(x)
+
+
+def dense_payload(payload, numel, what):
+    """A payload that carries the tensor's values as they are (none, powersgd's vectors)
+    as a NumPy array: ``numel`` floating-point values, else FrameError."""
+    array = edge.as_numpy(payload)
+    if array.size != numel or array.dtype.kind != "f":
+        raise FrameError(f"{what}: {array.size} values of dtype {array.dtype}, expected {numel} floating-point values; "
+                         "a payload of another tensor or compressor")
+    return array

@@ -1,0 +1,316 @@
+"""Hostile payloads and odd inputs (issue 9): forged Bloom frames decode or are refused
+in bounded time, receivers refuse frames of another kind or configuration, codec entry
+points refuse arrays of the wrong dtype and sections outside their frame, and every odd
+input through the public API has a defined answer."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from deepreduce import FrameError, IndexCompressor, grace_from_params
+from deepreduce._native import ffi, lib, u8
+from deepreduce.codecs import Workspace, index_codec, value_codec
+from deepreduce.codecs.index import encode_section
+from deepreduce.pairings import PAIRINGS, natural_params
+from deepreduce.wrappers import deepreduce_from_params
+
+
+def forged_frame(kind, index_codec_id, value_codec_id, numel, count, params, sections):
+    """A well-sealed frame (valid CRC) with whatever fields and sections an attacker
+    chooses: what reaches the parsing behind the checksum."""
+    f = ffi.new("dr_frame *")
+    f.kind, f.index_codec, f.value_codec = kind, index_codec_id, value_codec_id
+    f.dtype, f.nsections, f.numel, f.count = lib.DR_DTYPE_FLOAT32, len(sections), numel, count
+    f.params = params
+    for i, section in enumerate(sections):
+        f.section_len[i] = len(section)
+    size = ffi.new("size_t *")
+    assert lib.dr_frame_layout(f, size) == lib.DR_OK
+    frame = np.zeros(size[0], dtype=np.uint8)
+    for i, section in enumerate(sections):
+        frame[f.section_off[i]:f.section_off[i] + len(section)] = np.frombuffer(section, dtype=np.uint8)
+    assert lib.dr_frame_seal(f, u8(frame), frame.nbytes, size) == lib.DR_OK
+    return frame
+
+
+def bloom_receiver(d, policy, **extra):
+    params = {"compressor": "topk", "compress_ratio": 0.01, "deepreduce": "index", "index": "bloom",
+              "policy": policy, **extra}
+    w = IndexCompressor(grace_from_params(params).compressor, params)
+    _, ctx = w.compress(np.random.default_rng(0).standard_normal(d).astype(np.float32), "w")
+    return w, ctx
+
+
+# ------------------------------------------------------------- item 1: bloom decode cost
+@pytest.mark.parametrize("receiver_policy", ["leftmost", "random", "p0", "conflict_sets"])
+@pytest.mark.parametrize("frame_policy", ["leftmost", "conflict_sets", "p0"])
+def test_all_ones_bloom_frame_on_a_million_elements_is_refused_fast(receiver_policy, frame_policy):
+    """Issue 9, item 1: one 0xff byte as the filter (m = 8 bits, k = 64), count d - 1,
+    made every position positive and conflict sets ran d rounds of O(d k)."""
+    d = 1 << 20
+    w, ctx = bloom_receiver(d, receiver_policy)
+    packed = 64 | lib.__dict__["DR_BLOOM_" + frame_policy.upper()] << 8
+    frame = forged_frame(lib.DR_KIND_TOPK, lib.DR_INDEX_BLOOM, lib.DR_VALUE_RAW, d, d - 1, (8, packed, 0, 0),
+                         [b"\xff", b"\x00" * (4 * (d - 1))])
+    start = time.process_time()
+    with pytest.raises(FrameError, match="bloom index section"):
+        w.decompress([frame], ctx)
+    assert time.process_time() - start < 0.5
+
+
+def sized_forgery(d, r, policy, fill):
+    """A filter with exactly the receiver's sizing for r of d (so it passes the
+    parameter check) whose bytes are ``fill``: the all-ones case the scan must bound."""
+    codec = index_codec("bloom", policy=policy)
+    k_hash, m_bits = codec.sizing(d, r)
+    filt = bytes([fill]) * (m_bits // 8) + (bytes([fill & ((1 << (m_bits % 8)) - 1)]) if m_bits % 8 else b"")
+    return codec, k_hash, m_bits, np.frombuffer(filt, dtype=np.uint8).copy()
+
+
+@pytest.mark.parametrize("policy", ["leftmost", "random", "p0", "conflict_sets"])
+def test_a_correctly_sized_all_ones_filter_is_refused_in_linear_time(policy):
+    d, r = 1 << 20, 10_000
+    codec, k_hash, m_bits, filt = sized_forgery(d, r, policy, 0xFF)
+    count = d if policy == "p0" else r
+    start = time.process_time()
+    with pytest.raises(FrameError, match="bits|positives"):
+        codec.decode(filt, 0, filt.nbytes, d, count, (m_bits, k_hash | codec.policy << 8), Workspace(), True)
+    assert time.process_time() - start < 0.5
+
+
+def test_the_policy_and_hash_count_are_the_receivers():
+    d = 50_000
+    support = np.sort(np.random.default_rng(1).choice(d, 500, replace=False)).astype(np.uint32)
+    sender = index_codec("bloom", policy="conflict_sets")
+    section, rebuilt = encode_section(sender, support, d)
+    k_hash, m_bits = sender.sizing(d, support.size)
+    params = (m_bits, k_hash | sender.policy << 8)
+    work = Workspace()
+    assert np.array_equal(sender.decode(section, 0, section.size, d, 500, params, work, True), rebuilt)
+    with pytest.raises(FrameError, match="policy conflict_sets, but this receiver is configured for leftmost"):
+        index_codec("bloom", policy="leftmost").decode(section, 0, section.size, d, 500, params, work, True)
+    with pytest.raises(FrameError, match="k_hash 11 and m_bits"):
+        sender.decode(section, 0, section.size, d, 500, (m_bits, 11 | sender.policy << 8), work, True)
+    with pytest.raises(FrameError, match="sizing \\(fpr 0.0001\\)"):
+        index_codec("bloom", fpr=1e-4, policy="conflict_sets").decode(section, 0, section.size, d, 500, params,
+                                                                      work, True)
+
+
+@pytest.mark.parametrize("policy", ["leftmost", "random", "p0", "conflict_sets"])
+@pytest.mark.parametrize("fpr", [None, 1e-3, 0.3])
+def test_honest_frames_still_decode_at_every_density(policy, fpr):
+    """The receiver-side bounds refuse no honest filter: many sizes, densities, seeds."""
+    rng = np.random.default_rng(7)
+    for d in (1, 2, 17, 1000, 40_000):
+        for r in {0, 1, min(d, 3), d // 10, d // 2, d}:
+            support = np.sort(rng.choice(d, r, replace=False)).astype(np.uint32)
+            codec = index_codec("bloom", fpr=fpr, policy=policy)
+            section, rebuilt = encode_section(codec, support, d)
+            k_hash, m_bits = codec.sizing(d, r)
+            got = codec.decode(section, 0, section.size, d, rebuilt.size, (m_bits, k_hash | codec.policy << 8),
+                               Workspace(), True)
+            assert np.array_equal(got, rebuilt)
+            assert np.isin(support, got).all() or policy != "p0"
+
+
+def test_bloom_on_an_empty_tensor():
+    """d = 0 raised ZeroDivisionError in the default sizing."""
+    codec = index_codec("bloom")
+    section, rebuilt = encode_section(codec, np.empty(0, dtype=np.uint32), 0)
+    assert rebuilt.size == 0 and section.size == 0
+
+
+# ------------------------------------------------------------- item 2: randomk payloads
+def test_randomk_refuses_a_payload_of_the_wrong_length():
+    """k + 10^8 values segfaulted: the scatter ran over the k indices of ctx."""
+    c = grace_from_params({"compressor": "randomk", "compress_ratio": 0.01}).compressor
+    x = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
+    (values,), ctx = c.compress(x, "w")
+    for bad in (np.zeros(values.size + 10 ** 6, np.float32), values[:-1], values.astype(np.int32),
+                values.reshape(1, -1)):
+        with pytest.raises(FrameError, match="random-k payload"):
+            c.decompress([bad], ctx)
+    assert np.array_equal(c.decompress([values], ctx)[ctx.indices], values)
+
+
+# ------------------------------------------------------------- item 3: sparse receivers
+def sparse_payload(name, x, **params):
+    c = grace_from_params({"compressor": name, **params}).compressor
+    return c, *c.compress(x, "w")
+
+
+def test_sparse_receivers_refuse_another_kind_and_repeated_or_unsorted_indices():
+    x = np.random.default_rng(2).standard_normal(5000).astype(np.float32)
+    topk, (frame,), ctx = sparse_payload("topk", x, compress_ratio=0.01)
+    threshold, (other,), _ = sparse_payload("threshold", x, threshold=2.5)
+    with pytest.raises(FrameError, match="codec"):
+        topk.decompress([other], ctx)
+    with pytest.raises(FrameError, match="codec"):
+        threshold.decompress([frame], ctx)
+    header = int(lib.dr_frame_header_size(2))
+    idx = frame[header:header + 4 * 50].view(np.uint32).copy()
+    values = frame[header + 4 * 50:-4].tobytes()
+    for forged in (np.r_[idx[:2], idx[1], idx[3:]], idx[::-1].copy(), np.r_[idx[:-1], 5000]):
+        bad = forged_frame(lib.DR_KIND_TOPK, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 5000, 50, (0, 0, 0, 0),
+                           [forged.astype(np.uint32).tobytes(), values])
+        with pytest.raises(FrameError, match="corrupt"):
+            topk.decompress([bad], ctx)
+    nonzero = forged_frame(lib.DR_KIND_TOPK, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 5000, 50, (0, 1, 0, 0),
+                           [idx.tobytes(), values])
+    with pytest.raises(FrameError, match="field"):
+        topk.decompress([nonzero], ctx)
+    # NaN and Inf values pass through the raw value section untouched (SPEC §2).
+    odd = np.frombuffer(values, dtype=np.float32).copy()
+    odd[:2] = [np.nan, np.inf]
+    out = topk.decompress([forged_frame(lib.DR_KIND_TOPK, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 5000, 50,
+                                        (0, 0, 0, 0), [idx.tobytes(), odd.tobytes()])], ctx)
+    assert np.isnan(out[idx[0]]) and np.isinf(out[idx[1]])
+
+
+# ------------------------------------------------------------- item 4: the codec layer
+def test_codecs_refuse_arrays_of_the_wrong_dtype():
+    work = Workspace()
+    for name in ("bloom", "ef", "rice", "raw"):
+        with pytest.raises(TypeError, match="uint32"):
+            index_codec(name).plan(np.arange(10, dtype=np.float32), 100, work)
+        with pytest.raises(TypeError, match="uint32"):
+            index_codec(name).plan(np.arange(10, dtype=np.int64), 100, work)
+    buf = np.zeros(64, dtype=np.uint8)
+    for name in ("fp16", "bf16", "qsgd", "polyfit", "dexp", "deflate", "raw"):
+        with pytest.raises(TypeError, match="float32"):
+            value_codec(name).encode(np.ones(8, dtype=np.float64), u8(buf), buf.nbytes, "w", work)
+
+
+@pytest.mark.parametrize("off, length", [(2 ** 30, 4), (0, 2 ** 30), (-1, 4), (60, 8)])
+def test_codec_decoders_refuse_a_section_outside_the_frame(off, length):
+    buf = np.zeros(64, dtype=np.uint8)
+    work = Workspace()
+    for name in ("rle", "huffman", "ef", "rice", "varint", "raw", "bloom"):
+        with pytest.raises(FrameError, match="outside the 64-byte frame"):
+            index_codec(name).decode(buf, off, length, 1000, 1, (0, 0), work, True)
+    for name in ("fp16", "bf16", "qsgd", "polyfit", "dexp", "deflate", "raw"):
+        with pytest.raises(FrameError, match="outside the 64-byte frame"):
+            value_codec(name).decode(buf, off, length, 1, (0, 0), work)
+    with pytest.raises(TypeError, match="uint8"):
+        index_codec("ef").decode(buf.view(np.int8), 0, 4, 1000, 1, (0, 0), work, True)
+
+
+# ------------------------------------------------------------- item 5: odd inputs
+def every_compressor_config():
+    """(params) for every compressor, plain and under each DeepReduce wrapper."""
+    for name in sorted(PAIRINGS):
+        yield natural_params(name)
+        if name != "powersgd":  # powersgd communicates inside compress: nothing to wrap
+            for mode, index, value in (("index", "bloom", "raw"), ("value", "raw", "polyfit"),
+                                       ("both", "ef", "qsgd")):
+                yield {**natural_params(name), "deepreduce": mode, "index": index, "value": value, "min_numel": 0}
+
+
+def compressor_of(params):
+    return deepreduce_from_params(params).compressor
+
+
+@pytest.mark.parametrize("params", list(every_compressor_config()), ids=lambda p: f"{p['compressor']}"
+                         f"-{p.get('deepreduce', 'plain')}")
+def test_empty_and_near_float_max_tensors_through_every_compressor(params):
+    """An empty tensor gave "invalid argument" in topk, randomk and dgc; finite values near
+    ±3e38 made qsgd's bucket norm overflow. Both now round-trip (fp16 excepted for the
+    huge values: they are beyond float16, see the fp16 test)."""
+    c = compressor_of(params)
+    empty = np.zeros((0, 3), dtype=np.float32)
+    tensors, ctx = c.compress(empty, "w")
+    assert c.decompress(tensors, ctx).shape == (0, 3)
+    if params["compressor"] == "fp16":
+        return
+    huge = np.where(np.arange(600) % 2, 3e38, -3.2e38).astype(np.float32)
+    tensors, ctx = c.compress(huge, "w")
+    out = np.asarray(c.decompress(tensors, ctx))
+    assert out.shape == huge.shape and np.isfinite(out).all()
+
+
+def test_qsgd_near_float_max_stays_unbiased():
+    c = grace_from_params({"compressor": "qsgd", "quantum_num": 64, "bucket_size": 16}).compressor
+    x = np.full(16, 3e38, dtype=np.float32)
+    outs = [np.asarray(c.decompress(*c.compress(x, "w"))) for _ in range(400)]
+    mean = np.mean(outs, axis=0, dtype=np.float64)
+    assert np.all(np.abs(mean / 3e38 - 1) < 0.05)
+
+
+@pytest.mark.parametrize("name, key, bad, error, match", [
+    ("topk", "compress_ratio", "0.1", TypeError, "compress_ratio must be a number, got '0.1'"),
+    ("topk", "compress_ratio", None, TypeError, "compress_ratio must be a number, got None"),
+    ("randomk", "compress_ratio", 0, ValueError, r"compress_ratio must be in \(0, 1\]"),
+    ("dgc", "compress_ratio", True, TypeError, "compress_ratio must be a number"),
+    ("adaq", "compress_ratio", 1.5, ValueError, r"compress_ratio must be in \(0, 1\]"),
+    ("qsgd", "quantum_num", 1.5, ValueError, "quantum_num must be an integer, got 1.5"),
+    ("qsgd", "bucket_size", 2 ** 40, ValueError, r"bucket_size must be an integer in \[1, 4294967295\]"),
+    ("sketch", "quantum_num", "7", TypeError, "quantum_num \\(bins\\) must be a number"),
+    ("signum", "momentum", 1.5, ValueError, r"momentum must be in \[0.0, 1.0\]"),
+    ("signum", "momentum", "0.9", TypeError, "momentum must be a number"),
+    ("threshold", "threshold", -1, ValueError, "threshold must be in"),
+    ("efsignsgd", "lr", 0, ValueError, "lr must be positive"),
+    ("powersgd", "compress_rank", 0.5, ValueError, "compress_rank must be an integer"),
+])
+def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad, error, match):
+    with pytest.raises(error, match=match):
+        grace_from_params({"compressor": name, key: bad})
+
+
+@pytest.mark.parametrize("value, key, bad, match", [
+    ("qsgd", "quantum_num", 2.5, "quantum_num must be an integer"),
+    ("qsgd", "bucket_size", 2 ** 40, "bucket_size must be an integer in"),
+    ("polyfit", "poly_degree", 2.5, "poly_degree must be an integer"),
+    ("deflate", "deflate_level", "6", "deflate_level must be a number"),
+    ("qsgd", "fpr", "0.1", "fpr must be a number"),
+    ("qsgd", "min_numel", "10", "min_numel must be a number")])
+def test_bad_wrapper_parameters_are_refused(value, key, bad, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        deepreduce_from_params({"compressor": "topk", "deepreduce": "both", "index": "bloom", "value": value,
+                                key: bad})
+
+
+def test_fp16_payload_of_the_wrong_length_or_dtype_is_a_frame_error():
+    c = grace_from_params({"compressor": "fp16"}).compressor
+    x = np.linspace(-1, 1, 100, dtype=np.float32)
+    (half,), ctx = c.compress(x, "w")
+    for bad in (half[:-1], np.zeros(101, np.float16), half.astype(np.float32)):
+        with pytest.raises(FrameError, match="fp16 payload"):
+            c.decompress([bad], ctx)
+
+
+def test_fp16_overflow_is_infinity_as_in_torch_and_grace():
+    """Decided (docs/reliability.md): |x| > 65504 rounds to ±Inf as IEEE round-to-nearest
+    gives, the same as torch's .half(), its fp16 DDP hook and GRACE, so AMP's GradScaler
+    sees the overflow and skips the step; 65504 and values that round to it are kept."""
+    torch = pytest.importorskip("torch")
+    c = grace_from_params({"compressor": "fp16"}).compressor
+    x = np.array([65504, 65519.99, 65520, -7e4, 1e38, 1.0], dtype=np.float32)
+    out = np.asarray(c.decompress(*c.compress(x, "w")))
+    assert out.tolist() == [65504, 65504, np.inf, -np.inf, np.inf, 1.0]
+    assert np.array_equal(out, torch.from_numpy(x).half().float().numpy())
+
+
+# ------------------------------------------------------------- peers: a dead MPI rank
+@pytest.mark.slow
+@pytest.mark.parametrize("how, names_rank", [("exit", r"\[\[\d+,\d+\],1\]"), ("kill", r"process rank 1 ")])
+def test_a_dead_mpi_rank_ends_the_job_naming_the_rank(how, names_rank):
+    """Open MPI's runtime ends the job when a rank dies (our transport leaves its errors
+    returning, and never blocks in Python outside an MPI call): the survivors do not
+    hang, and mpirun's message names the failed rank."""
+    exe = shutil.which("mpirun")
+    assert exe is not None, "mpirun missing: run scripts/setup.sh (openmpi-bin)"
+    pytest.importorskip("mpi4py")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
+    script = os.path.join(os.path.dirname(__file__), "mpi_dead_rank.py")
+    start = time.monotonic()
+    result = subprocess.run([exe, "--oversubscribe", "-np", "3", sys.executable, script, how], capture_output=True,
+                            text=True, timeout=120, env=env)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "finished" not in result.stdout, output
+    assert re.search(names_rank, output), output
+    assert time.monotonic() - start < 60
