@@ -12,7 +12,9 @@ def _train(args):
     # Build each communicator once here so a bad params dict fails before any worker starts.
     for label, params in cfg.runs:
         make_communicator(params)
-    launch(run_worker, args.workers, cfg)
+    if launch(run_worker, args.workers, cfg) in ("torchrun", "mpirun"):
+        from .train.launch import leave
+        leave()  # this process is a worker: leave as a spawned one does
 
 
 def build_parser():

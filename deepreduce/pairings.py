@@ -29,6 +29,7 @@ PAIRINGS = {
     "inceptionn": ("none", "allgather"),
     "sketch": ("none", "allgather"),
     "8bit": ("none", "allgather"),
+    "3lc": ("residual", "allgather"),  # 3LC is defined with error feedback (Lim et al. 2019)
 }
 
 

@@ -80,6 +80,7 @@ KEYS = {
     "spardl_teams": ("1", "spardl", "d, the number of teams; must divide the world size"),
     "spardl_index_codec": ("'rice'", "spardl", "index codec of SparDL's hops: rice, ef, varint, raw"),
     "inceptionn_bits": ("10", "inceptionn", "error bound 2^-bits below which values are dropped"),
+    "threelc_sparsity": ("1.0", "3lc", "M = max|g|·sparsity, in [1, 2): higher rounds more entries to 0"),
     "deepreduce": ("None", "deepreduce_from_params", "wrap the compressor: None, 'value', 'index', 'both'"),
     "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, raw"),
     "value": ("'polyfit'", "DeepReduce wrappers", "value codec: polyfit, dexp, deflate, qsgd, fp16, bf16, raw"),
@@ -89,7 +90,7 @@ KEYS = {
     "deflate_level": ("6", "deflate value codec", "zlib level"),
     "sort": ("False", "DeepReduce wrappers", "accepted for DeepReduce scripts; polyfit always sorts"),
     "micro-benchmark": ("False", "DeepReduce wrappers", "print per-tensor codec sizes and times"),
-    "min_numel": ("1000", "DeepReduce wrappers", "tensors of fewer elements travel dense"),
+    "min_numel": ("1000", "DeepReduce wrappers", "tensors of at most this many elements skip the codecs (raw top-k)"),
 }
 # LGC's keys: (default, what it does); deepreduce.compressors.lgc takes its defaults from here.
 LGC_KEYS = {

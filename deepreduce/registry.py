@@ -30,6 +30,7 @@ COMPRESSORS = {
     "inceptionn": "deepreduce.compressors.inceptionn:InceptionnCompressor",
     "sketch": "deepreduce.compressors.sketch:SketchCompressor",
     "8bit": "deepreduce.compressors.eightbit:EightBitCompressor",
+    "3lc": "deepreduce.compressors.threelc:ThreeLCCompressor",
     "lgc": "deepreduce.compressors.lgc:LGCCompressor",
 }
 COMPRESSOR_ALIASES = {"u8bit": "8bit"}

@@ -36,8 +36,9 @@ false positives carry their true values in 'index' and in 'both' mode alike. A v
 codec that reorders (polyfit, dexp) with raw indices sends the indices in value order;
 with a set codec it sends the permutation at ceil(log2 r) bits per entry.
 
-Tensors with fewer than ``min_numel`` elements travel dense (one raw float32 section,
-kind none): compressing them saves little and costs a codec call each.
+A tensor of at most ``min_numel`` elements skips the index and value codecs, as
+DeepReduce's reference does: it is still sparsified, and the sparsifier's own output
+travels raw (uint32 indices, float32 values) in the same frame.
 
 Any other compressor can be wrapped: one that has ``select(flat, name)`` (the
 Sparsifier base) is asked for its indices directly; for any other the wrapper runs its
@@ -85,9 +86,12 @@ class _Wrapper(Compressor):
             raise TypeError(f"params must be a dict, got {type(params).__name__}")
         self.sparsifier = sparsifier
         self.params = params
-        self.index_codec = index_codec(params.get("index", "bloom") if self.codes_index else "raw",
+        # DeepReduce's scripts also write None for "no codec on this side".
+        index_name = params.get("index", "bloom") if self.codes_index else "raw"
+        value_name = params.get("value", "polyfit") if self.codes_values else "raw"
+        self.index_codec = index_codec("raw" if index_name is None else index_name,
                                        params.get("fpr"), params.get("policy", "leftmost"))
-        self.value_codec = value_codec(params.get("value", "polyfit") if self.codes_values else "raw",
+        self.value_codec = value_codec("raw" if value_name is None else value_name,
                                        poly_degree=params.get("poly_degree", lib.DR_POLYFIT_DEFAULT_DEGREE),
                                        quantum_num=params.get("quantum_num", lib.DR_QSGD_DEFAULT_QUANTUM),
                                        bucket_size=params.get("bucket_size", lib.DR_QSGD_DEFAULT_BUCKET),
@@ -95,6 +99,7 @@ class _Wrapper(Compressor):
         # params['sort'] is accepted and read by nobody: polyfit always sorts (a stable
         # sort of sorted values changes nothing), so DeepReduce's flag has nothing to skip.
         self.min_numel = integer(params.get("min_numel", 1000), "min_numel", 0, 2 ** 63 - 1)
+        self.raw_index, self.raw_value = index_codec("raw"), _RAW  # for tensors of at most min_numel
         self.micro_benchmark = bool(params.get("micro-benchmark", False))
         self.selects = callable(getattr(sparsifier, "select", None))
         kind = getattr(sparsifier, "frame_kind", None) if self.selects else None
@@ -120,12 +125,9 @@ class _Wrapper(Compressor):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         if not all_finite(flat):  # the fact travels, not the garbage: NaN on every rank
             frame, indices = nonfinite_frame(self.kind, flat.size), np.empty(0, dtype=np.uint32)
-        elif flat.size < self.min_numel:
-            frame = _dense_frame(flat)
-            indices = np.arange(flat.size, dtype=np.uint32)
-        else:
+        else:  # a tensor of at most min_numel entries is still sparsified, its codecs skipped
             source, support = self._support(tensor, flat, name)
-            frame, indices = self._encode(source, support, name)
+            frame, indices = self._encode(source, support, name, *self._codecs(flat.size))
         ctx = SparseCtx(flat.size, indices, restore)
         if self.micro_benchmark:
             self._report(name, frame, ctx, time.perf_counter() - start)
@@ -139,34 +141,41 @@ class _Wrapper(Compressor):
         sent, _ = edge.to_core(self.sparsifier.decompress(tensors, ctx), what=f"decompressed {name!r}")
         return sent, np.flatnonzero(sent).astype(np.uint32)
 
-    def _encode(self, source, support, name):
+    def _codecs(self, numel):
+        """(index codec, value codec, sends a permutation) for a tensor of numel entries:
+        the configured ones, or raw ones at or below min_numel (DeepReduce's rule)."""
+        if numel <= self.min_numel:
+            return self.raw_index, self.raw_value, False
+        return self.index_codec, self.value_codec, self.sends_perm
+
+    def _encode(self, source, support, name, index_codec, value_codec, sends_perm):
         d = source.size
-        plan = self.index_codec.plan(support, d, self.work)
+        plan = index_codec.plan(support, d, self.work)
         indices = plan.indices
         r = indices.size
         values = selected_values(source, indices)
         perm_bits = lib.dr_bits_for(max(r, 1) - 1)
-        perm_bound = lib.dr_bitpack_size(r, perm_bits) if self.sends_perm else 0
-        nsections = 3 if self.sends_perm else 2
+        perm_bound = lib.dr_bitpack_size(r, perm_bits) if sends_perm else 0
+        nsections = 3 if sends_perm else 2
         header = lib.dr_frame_header_size(nsections)
-        cap = header + plan.bound + self.value_codec.bound(r) + perm_bound + lib.DR_FRAME_TRAILER
+        cap = header + plan.bound + value_codec.bound(r) + perm_bound + lib.DR_FRAME_TRAILER
         frame = np.empty(cap, dtype=np.uint8)
         base = u8(frame)
         index_len = plan.write(base + header, plan.bound)
         off = header + index_len
-        value_len, perm = self.value_codec.encode(values, base + off, cap - off, name, self.work)
+        value_len, perm = value_codec.encode(values, base + off, cap - off, name, self.work)
         off += value_len
         perm_len = 0
-        if perm is not None and self.sends_perm:
+        if perm is not None and sends_perm:
             written = ffi.new("size_t *")
             check(lib.dr_bitpack(u32(perm), r, perm_bits, base + off, cap - off, written), f"permutation of {name!r}")
             perm_len = written[0]
         elif perm is not None:  # raw indices: rewrite them in value order instead
             np.take(indices, perm, out=frame[header:header + index_len].view(np.uint32))
         f = ffi.new("dr_frame *")
-        f.kind, f.index_codec, f.value_codec = self.kind, self.index_codec.codec_id, self.value_codec.codec_id
+        f.kind, f.index_codec, f.value_codec = self.kind, index_codec.codec_id, value_codec.codec_id
         f.dtype, f.nsections, f.numel, f.count = lib.DR_DTYPE_FLOAT32, nsections, d, r
-        f.params = plan.params + self.value_codec.params
+        f.params = plan.params + value_codec.params
         f.section_len[0:nsections] = (index_len, value_len, perm_len)[:nsections]
         total = ffi.new("size_t *")
         check(lib.dr_frame_seal(f, base, cap, total), f"frame of {name!r}")
@@ -181,9 +190,8 @@ class _Wrapper(Compressor):
         if marker is not None:
             return ctx.restore(marker)
         f = parse_frame(buf, what)
-        dense = ctx.numel < self.min_numel
-        expected = ((lib.DR_KIND_NONE, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, 1) if dense else
-                    (self.kind, self.index_codec.codec_id, self.value_codec.codec_id, 3 if self.sends_perm else 2))
+        index_codec, value_codec, sends_perm = self._codecs(ctx.numel)
+        expected = (self.kind, index_codec.codec_id, value_codec.codec_id, 3 if sends_perm else 2)
         got = (f.kind, f.index_codec, f.value_codec, f.nsections)
         if got != expected:
             raise FrameError(f"{what}: got {_describe(got)}, expected {_describe(expected)} "
@@ -191,17 +199,12 @@ class _Wrapper(Compressor):
         if f.numel != ctx.numel:
             raise FrameError(f"{what}: the frame is for a tensor of {f.numel} elements, this one has {ctx.numel}")
         out = edge.zeros(ctx.numel)
-        if dense:
-            if f.count != ctx.numel or any(f.params):
-                raise FrameError(f"{what}: a dense frame carries all {ctx.numel} values and no codec parameters")
-            out[:] = _RAW.decode(buf, f.section_off[0], f.section_len[0], ctx.numel, (0, 0), self.work)
-            return ctx.restore(out)
         count = f.count
-        indices = self.index_codec.decode(buf, f.section_off[0], f.section_len[0], ctx.numel, count,
-                                          tuple(f.params[0:2]), self.work, ordered=not self.value_codec.reorders)
-        values = self.value_codec.decode(buf, f.section_off[1], f.section_len[1], count, tuple(f.params[2:4]),
-                                         self.work)
-        if self.sends_perm:
+        indices = index_codec.decode(buf, f.section_off[0], f.section_len[0], ctx.numel, count,
+                                     tuple(f.params[0:2]), self.work, ordered=not value_codec.reorders)
+        values = value_codec.decode(buf, f.section_off[1], f.section_len[1], count, tuple(f.params[2:4]),
+                                    self.work)
+        if sends_perm:
             indices = np.take(indices, self._permutation(buf, f, count, what))
         check_frame(lib.dr_scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
         return ctx.restore(out)
@@ -245,12 +248,10 @@ class _Wrapper(Compressor):
 
 def section_bytes(payload):
     """(index, values, permutation, overhead) bytes of a DeepReduce payload: its codec
-    sections, and the frame's own header and CRC. A dense frame has only values."""
+    sections, and the frame's own header and CRC (a non-finite marker is all overhead)."""
     buf = as_frame_bytes(payload, "DeepReduce payload")
     f = parse_frame(buf, "DeepReduce payload")
     lengths = [int(f.section_len[i]) for i in range(f.nsections)]
-    if f.nsections == 1:
-        lengths = [0] + lengths
     lengths += [0] * (3 - len(lengths))
     return (*lengths, buf.nbytes - sum(lengths))
 
@@ -259,21 +260,6 @@ def _describe(fields):
     kind, icodec, vcodec, nsections = fields
     return (f"kind {_KINDS.get(kind, kind)}, index codec {_INDEX_CODECS.get(icodec, icodec)}, value codec "
             f"{_VALUE_CODECS.get(vcodec, vcodec)}, {nsections} section(s)")
-
-
-def _dense_frame(flat):
-    """A tensor below min_numel, whole: kind none, raw codecs, one float32 section."""
-    f = ffi.new("dr_frame *")
-    f.kind, f.index_codec, f.value_codec = lib.DR_KIND_NONE, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW
-    f.dtype = lib.DR_DTYPE_FLOAT32
-    f.nsections, f.numel, f.count = 1, flat.size, flat.size
-    f.section_len[0] = flat.nbytes
-    size = ffi.new("size_t *")
-    check(lib.dr_frame_layout(f, size), "dense frame")
-    frame = np.empty(size[0], dtype=np.uint8)
-    frame[f.section_off[0]:f.section_off[0] + flat.nbytes] = flat.view(np.uint8)
-    check(lib.dr_frame_seal(f, u8(frame), frame.nbytes, size), "dense frame")
-    return frame
 
 
 class ValueCompressor(_Wrapper):

@@ -410,15 +410,48 @@ def test_wrappers_never_touch_the_global_rngs():
     assert torch.equal(torch.get_rng_state(), torch_state)
 
 
-def test_small_tensors_travel_dense_and_whole():
+def test_small_tensors_skip_the_codecs_and_send_the_raw_top_k():
+    """As DeepReduce's reference: a tensor of at most min_numel (1000) entries is still
+    top-k'd, and the top-k travels raw (uint32 indices, float32 values); at 1001 the codecs
+    apply."""
     w = wrap("both", index="bloom", value="polyfit")
-    small = gradient(18, d=999)
-    tensors, ctx, out = round_trip(w, small)
-    assert out.tobytes() == small.tobytes()
-    assert section_bytes(tensors[0]) == (0, 4 * 999, 0, 44 + 4 + 4)
-    assert ctx.indices.size == 999
+    for d in (999, 1000):
+        small = gradient(18, d=d)
+        tensors, ctx, out = round_trip(w, small)
+        k = max(1, int(d * 0.01))
+        assert np.count_nonzero(out) == k and ctx.indices.size == k
+        np.testing.assert_array_equal(out[ctx.indices], small[ctx.indices])  # exact values
+        assert section_bytes(tensors[0]) == (4 * k, 4 * k, 0, 44 + 2 * 4 + 4)
+    tensors, _, _ = round_trip(w, gradient(18, d=1001))
+    assert section_bytes(tensors[0])[2] > 0  # polyfit reorders: a permutation travels
     w2 = wrap("both", index="bloom", value="polyfit", min_numel=10)
-    assert np.count_nonzero(round_trip(w2, small)[2]) < 999
+    tensors, _, _ = round_trip(w2, gradient(18, d=999))
+    assert section_bytes(tensors[0])[2] > 0
+
+
+@pytest.mark.parametrize("index, value", [("bloom_cpu", "polyfit_cpu"), (None, "qsgd"), ("rice", None)])
+def test_the_reference_codec_names_are_accepted(index, value):
+    """DeepReduce's README and code write bloom_cpu, polyfit_cpu, and None for "no codec"."""
+    w = wrap("both", index=index, value=value)
+    g = gradient(21)
+    tensors, ctx, out = round_trip(w, g)
+    assert np.count_nonzero(out) <= max(1, int(g.size * 0.01)) * 2
+    expected = {"bloom_cpu": "bloom", None: "raw", "rice": "rice"}[index], \
+        {"polyfit_cpu": "polyfit", None: "raw", "qsgd": "qsgd"}[value]
+    assert (w.index_codec.name, w.value_codec.name) == expected
+
+
+def test_an_inherently_sparse_gradient_codes_exactly_its_nonzeros():
+    """NCF-style embedding gradients are sparse already: compressor 'none' wrapped by
+    DeepReduce codes exactly the non-zero entries, losslessly with a lossless index codec."""
+    g = np.zeros(50_000, dtype=np.float32)
+    rows = np.random.default_rng(3).choice(50_000, 700, replace=False)
+    g[rows] = np.random.default_rng(4).standard_normal(700).astype(np.float32)
+    grc = deepreduce_from_params({"compressor": "none", "deepreduce": "both", "index": "rice", "value": "raw"})
+    tensors, ctx = grc.compressor.compress(g, "embedding")
+    assert ctx.indices.size == 700
+    assert grc.compressor.decompress(tensors, ctx).tobytes() == g.tobytes()
+    assert tensors[0].nbytes < 0.03 * g.nbytes
 
 
 def test_other_compressors_are_wrapped_by_their_nonzeros():

@@ -20,6 +20,8 @@ from deepreduce.registry import COMMUNICATORS, COMPRESSORS, MEMORIES
 SPEC_COMPRESSORS = ["none", "fp16", "qsgd", "terngrad", "onebit", "signsgd", "signum", "efsignsgd",
                     "natural", "randomk", "topk", "threshold", "dgc", "powersgd", "adaq", "inceptionn",
                     "sketch", "8bit", "u8bit"]
+# Beyond SPEC §3: the comparison codecs of DeepReduce's paper, built as compressors.
+COMPARISON = {"3lc"}
 SPEC_MEMORIES = ["none", "residual", "dgc", "efsignsgd", "powersgd"]
 SPEC_COMMUNICATORS = ["allreduce", "allgather", "broadcast", "alltoall"]
 
@@ -61,7 +63,7 @@ def test_helper_accepts_every_spec_memory_and_communicator(role, names, table):
 
 
 def test_every_spec_compressor_has_a_natural_pairing():
-    assert set(PAIRINGS) == set(SPEC_COMPRESSORS) - {"u8bit"}
+    assert set(PAIRINGS) == set(SPEC_COMPRESSORS) - {"u8bit"} | COMPARISON
     assert natural_params("u8bit") == {"compressor": "u8bit", "memory": "none", "communicator": "allgather"}
     assert natural_params("topk", compress_ratio=0.01)["compress_ratio"] == 0.01
     with pytest.raises(ValueError, match="known: .*topk"):
@@ -278,7 +280,7 @@ def test_wire_bytes_benchmark_prints_the_formula_volumes(capsys):
     spec.loader.exec_module(bench)
     bench.main(["--numel", "20003", "--ratio", "0.01"])
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:]}
-    assert set(rows) == set(SPEC_COMPRESSORS) - {"u8bit"}
+    assert set(rows) == set(SPEC_COMPRESSORS) - {"u8bit"} | COMPARISON
     n, k = 20003, 200
     assert int(rows["none"][1].replace(",", "")) == 4 * n
     assert int(rows["signsgd"][1].replace(",", "")) == frame(1) + math.ceil(n / 8)

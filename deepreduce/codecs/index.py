@@ -255,7 +255,7 @@ def floor_bits(d, r):
 
 _LOSSLESS_NAMES = ("rle", "huffman", "ef", "rice", "varint")
 NAMES = ("bloom",) + _LOSSLESS_NAMES + ("raw",)
-_ALIASES = {"none": "raw"}
+_ALIASES = {"none": "raw", "bloom_cpu": "bloom"}  # bloom_cpu: DeepReduce's reference name
 
 
 def index_codec(name, fpr=None, policy="leftmost"):

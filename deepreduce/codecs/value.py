@@ -213,7 +213,7 @@ class QsgdValues(ValueCodec):
 
 
 NAMES = ("polyfit", "dexp", "deflate", "qsgd", "fp16", "bf16", "raw")
-_ALIASES = {"gzip": "deflate", "none": "raw"}
+_ALIASES = {"gzip": "deflate", "none": "raw", "polyfit_cpu": "polyfit"}  # polyfit_cpu: the reference's name
 
 
 def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib.DR_QSGD_DEFAULT_QUANTUM,

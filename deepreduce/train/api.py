@@ -123,7 +123,7 @@ def run(runs, *, dataset="digits", workers=2, baseline=True, progress=True, out=
     if workers < 1:
         raise ValueError(f"workers={workers} must be >= 1")
     out = out or tempfile.mkdtemp(prefix="deepreduce-run-")
-    cfg = make_config(dataset, pairs, out=out, progress=progress, print_summary=False, **settings)
+    cfg = make_config(dataset, pairs, out=out, progress=progress, prints=False, **settings)
 
     from .launch import spawn
     from .loop import make_communicator, run_worker

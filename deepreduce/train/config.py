@@ -51,14 +51,15 @@ class TrainConfig:
     runs: list = field(default_factory=list)
     progress: bool = True
     launcher: str = "spawn"
-    # Rank 0 prints the summary table (the command line); the Python API returns it instead.
-    print_summary: bool = True
+    # Rank 0 prints stage changes and the summary table (the command line); the Python API
+    # returns them as objects instead (a worker's output is not the notebook cell's).
+    prints: bool = True
 
     def to_dict(self):
         return asdict(self)
 
 
-def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, print_summary=True,
+def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, prints=True,
                 data_dir=None, momentum=0.9, seed=0, hidden=None, spell=lambda key: key, **overrides):
     """A TrainConfig for ``runs`` ((label, params) pairs) on ``dataset``: the data set's
     defaults (DATASET_DEFAULTS) with ``overrides`` (None leaves a default), checked.
@@ -85,4 +86,4 @@ def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, pri
     out = out or os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
     return TrainConfig(dataset=dataset, data_dir=data_dir, momentum=momentum, seed=seed, hidden=hidden,
                        out=out, runs=list(runs), progress=progress, launcher=launcher,
-                       print_summary=print_summary, **pick)
+                       prints=prints, **pick)

@@ -69,10 +69,18 @@ def _run(fn, rank, world_size, init_method, args):
 
 def _spawned(rank, world_size, port, fn, args):
     _run(fn, rank, world_size, f"tcp://127.0.0.1:{port}", args)
-    # The work is done and its files written. Leave without the interpreter's teardown: a
-    # spawned worker was seen, rarely and under load, to abort there ("terminate called
-    # without an active exception", from a native thread destroyed at exit), which would
-    # turn a finished run into a failed one.
+    leave()
+
+
+def leave():
+    """End a worker process whose work is done and whose files are written, without the
+    interpreter's teardown: a worker was seen, rarely and under load, to abort there
+    ("terminate called without an active exception", a native thread destroyed at exit),
+    which turned a finished run into a failed one. MPI, if this process started it, is
+    finalised first (mpirun counts a worker that skips it as failed)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+        mpi.Finalize()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -165,7 +165,7 @@ def train_run(label, params, cfg, dataset, rank, world_size, channel=None):
         for step, stage in enumerate(stages):
             if stage != (stage_changes[-1]["stage"] if stage_changes else None):
                 stage_changes.append(dict(epoch=epoch, step=step, stage=stage))
-                if rank == 0:
+                if rank == 0 and cfg.prints:
                     print(f"[{label}] epoch {epoch} step {step}: {stage}", flush=True)
         schedule.step()
         # One all-reduce per epoch carries the per-step counters of all ranks.

@@ -99,6 +99,6 @@ def write_outputs(cfg, world_size, results):
                [dict(run=r["label"], **row) for r in results for row in r["steps"]])
     plot(results, out / "plot.png", f"{cfg.dataset}, {cfg.model}, {world_size} workers, "
                                     f"batch {cfg.batch_size}/worker, lr {cfg.lr}, seed {cfg.seed}")
-    if cfg.print_summary:
+    if cfg.prints:
         print(format_table(results))
         print(f"logs and plot in {out}/ (log.json, epochs.csv, steps.csv, plot.png)", flush=True)

@@ -759,6 +759,65 @@ static void test_content_checks(void)
     }
 }
 
+static void test_threelc(void)
+{
+    /* n = 23: four full groups and a partial one of three. */
+    float x[23] = {1.0f, -1.0f, 0.49f, -0.5f, 0.5f};
+    float out[23];
+    uint8_t buf[128];
+    size_t len, i;
+    const size_t body = 44 + 2 * 4; /* header with two sections */
+    CHECK_OK(dr_threelc_encode(x, 23, 1.0f, 0, buf, sizeof buf, &len));
+    CHECK_OK(dr_threelc_decode(buf, len, out, 23));
+    /* M = 1: 1 -> 1, -1 -> -1, 0.49 -> 0, -0.5 -> -1, 0.5 -> 1, zeros stay 0. */
+    CHECK(out[0] == 1.0f && out[1] == -1.0f && out[2] == 0.0f && out[3] == -1.0f && out[4] == 1.0f);
+    for (i = 5; i < 23; i++)
+        CHECK(out[i] == 0.0f);
+    /* One group byte, then four all-zero groups as one run byte. */
+    CHECK(len == body + 4 + 2 + 4);
+    CHECK(buf[body + 4] == (2 * 1 + 0 * 3 + 1 * 9 + 0 * 27 + 2 * 81) && buf[body + 5] == 243 + 2);
+    /* The sparsity multiplier rounds more entries to 0: M = 1.5, 0.74 < 0.75. */
+    x[2] = 0.74f;
+    CHECK_OK(dr_threelc_encode(x, 23, 1.5f, 0, buf, sizeof buf, &len));
+    CHECK_OK(dr_threelc_decode(buf, len, out, 23));
+    CHECK(out[0] == 1.5f && out[2] == 0.0f && out[3] == 0.0f);
+    CHECK_STATUS(dr_threelc_encode(x, 23, 2.0f, 0, buf, sizeof buf, &len), DR_E_ARG);
+    CHECK_STATUS(dr_threelc_encode(x, 23, 0.9f, 0, buf, sizeof buf, &len), DR_E_ARG);
+    /* A long zero stretch: 2000 zeros are 400 groups, 29 run bytes. */
+    {
+        float *z = calloc(2001, sizeof *z), *back = malloc(2001 * sizeof *back);
+        uint8_t *big = malloc(dr_threelc_bound(2001));
+        z[2000] = -3.0f;
+        CHECK_OK(dr_threelc_encode(z, 2001, 1.0f, 0, big, dr_threelc_bound(2001), &len));
+        CHECK(len == body + 4 + (400 / 14 + 1) + 1 + 4);
+        CHECK_OK(dr_threelc_decode(big, len, back, 2001));
+        CHECK(back[2000] == -3.0f && back[0] == 0.0f && back[1999] == 0.0f);
+        free(z);
+        free(back);
+        free(big);
+    }
+    /* Damage the decoder must refuse: a run past the end, a non-zero trit past n, a
+     * stream one group short, a negative M. */
+    CHECK_OK(dr_threelc_encode(x, 23, 1.0f, 0, buf, sizeof buf, &len));
+    buf[body + 5] = 255; /* a run of 14 where 4 groups remain */
+    reseal(buf, len);
+    CHECK_STATUS(dr_threelc_decode(buf, len, out, 23), DR_E_CORRUPT);
+    {
+        float y[3] = {1.0f, 1.0f, 1.0f};
+        CHECK_OK(dr_threelc_encode(y, 3, 1.0f, 0, buf, sizeof buf, &len));
+        buf[body + 4] = 2 + 2 * 3 + 2 * 9 + 2 * 27; /* trit 3 (past n = 3) is +1 */
+        reseal(buf, len);
+        CHECK_STATUS(dr_threelc_decode(buf, len, out, 3), DR_E_CORRUPT);
+        float negative = -1.0f;
+        CHECK_OK(dr_threelc_encode(y, 3, 1.0f, 0, buf, sizeof buf, &len));
+        memcpy(buf + body, &negative, 4);
+        reseal(buf, len);
+        CHECK_STATUS(dr_threelc_decode(buf, len, out, 3), DR_E_CORRUPT);
+    }
+    CHECK_OK(dr_threelc_encode(x, 23, 1.0f, 0, buf, sizeof buf, &len));
+    check_refuses_damage(buf, len, dr_threelc_decode, 23);
+}
+
 int main(void)
 {
     test_sign_packing_matches_reference();
@@ -778,5 +837,6 @@ int main(void)
     test_inceptionn_error_bound();
     test_sketch();
     test_content_checks();
+    test_threelc();
     return check_summary("test_quant");
 }

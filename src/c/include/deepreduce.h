@@ -87,7 +87,8 @@ enum dr_kind {
     DR_KIND_EIGHTBIT = 17,
     DR_KIND_SPARDL = 18,
     DR_KIND_LGC = 19,
-    DR_KIND_COUNT_ = 20
+    DR_KIND_THREELC = 20,
+    DR_KIND_COUNT_ = 21
 };
 
 /* How the indices of a sparse frame are coded (frame field `index_codec`). */

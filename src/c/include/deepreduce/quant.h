@@ -194,6 +194,26 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
                          uint8_t *buf, size_t cap, size_t *written);
 int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 
+/* -------------------------------------------------------------------------- 3LC */
+/* 3LC (Lim, Andersen and Kaminsky, SysML 2019): three-value quantisation, base-3^5
+ * packing and zero-run encoding, the comparison codec of DeepReduce's Fig. 8.
+ *   1. M = max|x| * sparsity (`sparsity` in [1, 2): above 1, more entries round to 0);
+ *      each x[i] becomes the trit t = +1 if x/M >= 0.5, -1 if x/M <= -0.5, else 0
+ *      (computed as x >= M/2 and x <= -M/2 in float, so no division rounds).
+ *   2. Five trits make one byte, sum over j of (t[5g+j] + 1) * 3^j, 0..242; past n the
+ *      trits are 0 (byte 121 is five zeros).
+ *   3. A run of 2..14 consecutive 121 bytes becomes one byte 243 + (run - 2).
+ * Decode: out = t * M. params[0] = the float32 bits of `sparsity` (for the record).
+ * section 0: M as float32; section 1: the zero-run-encoded bytes, at most ceil(n/5).
+ * Variable size: at most dr_threelc_bound(n) = 56 + ceil(n/5) bytes. The decoder
+ * refuses (DR_E_CORRUPT) a negative or non-finite M, a stream that does not expand to
+ * exactly ceil(n/5) groups, or trits past n that are not 0.
+ * DR_E_ARG for a sparsity outside [1, 2); DR_E_NUMERIC if x holds Inf/NaN. */
+size_t dr_threelc_bound(size_t n);
+int dr_threelc_encode(const float *x, size_t n, float sparsity, uint8_t dtype, uint8_t *buf,
+                      size_t cap, size_t *written);
+int dr_threelc_decode(const uint8_t *buf, size_t len, float *out, size_t n);
+
 /* ------------------------------------------------------------------------- sketch */
 /* Quantile sketch (after SketchML, Jiang et al. 2018): Q = `bins` (1..DR_SKETCH_MAX_BINS;
  * GRACE passes quantum_num, default 127) bins with edges at the quantiles j/Q of the

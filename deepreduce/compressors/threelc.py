@@ -1,0 +1,27 @@
+from .._native import f32, lib
+from ._framed import FramedCompressor, framed
+
+
+class ThreeLCCompressor(FramedCompressor):
+    """3LC (Lim et al. 2019): every entry to one of -M, 0, M with M = max|g|·sparsity,
+    five such trits per byte, runs of all-zero bytes collapsed. Pair it with the residual
+    memory (3LC is defined with error feedback); variable size, so allgather."""
+
+    frame_kind = "DR_KIND_THREELC"
+    decoder = "dr_threelc_decode"
+
+    def __init__(self, sparsity=1.0):
+        super().__init__(tensors_size_are_same=False)
+        if not 1.0 <= float(sparsity) < 2.0:
+            raise ValueError(f"threelc_sparsity must be in [1, 2), got {sparsity!r}")
+        self.sparsity = float(sparsity)
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params.get("threelc_sparsity", 1.0))
+
+    def encode(self, flat, name):
+        return framed(lib.dr_threelc_bound(flat.size),
+                      lambda buf, cap, w: lib.dr_threelc_encode(f32(flat), flat.size, self.sparsity,
+                                                                lib.DR_DTYPE_FLOAT32, buf, cap, w),
+                      f"3lc of {name!r}")
