@@ -3,7 +3,7 @@
  * unpacking and the Bloom positive scan. Not built by the tests; from the repo root:
  *   cmake -S . -B build/rel && cmake --build build/rel
  *   cc -O2 -std=c99 -Isrc/c/include benchmarks/c/bench_index.c build/rel/libdeepreduce_core.a \
- *      -lz -lm -o build/bench_index && build/bench_index */
+ *      -lz -lm -lpthread -o build/bench_index && build/bench_index */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,8 @@ int dr_simd_supported(void)
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2"))
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx2"))
         return DR_SIMD_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2"))
         return DR_SIMD_AVX2;

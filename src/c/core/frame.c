@@ -1,5 +1,6 @@
 /* The framed wire format shared by every byte payload (layout in deepreduce.h). */
 #include "deepreduce.h"
+#include "crc32_simd.h"
 
 #include <string.h>
 #include <zlib.h>
@@ -35,6 +36,17 @@ uint32_t dr_crc32(uint32_t crc, const uint8_t *buf, size_t len)
 {
     /* zlib takes uInt lengths; feed large buffers in chunks. */
     uLong c = crc;
+#if DR_HAVE_X86_SIMD
+    /* The bulk by carry-less multiplication (every AVX2 CPU has PCLMULQDQ), the
+     * remainder of under 16 bytes by zlib. */
+    if (len >= 256u && dr_simd_active() >= DR_SIMD_AVX2) {
+        size_t bulk = len & ~(size_t)15u;
+        crc = ~dr_crc32_clmul(~crc, buf, bulk);
+        buf += bulk;
+        len -= bulk;
+        c = crc;
+    }
+#endif
     while (len > 0) {
         uInt chunk = len > 0x40000000u ? 0x40000000u : (uInt)len;
         c = crc32(c, buf, chunk);

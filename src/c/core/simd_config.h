@@ -6,9 +6,18 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define DR_HAVE_X86_SIMD 1
 #define DR_TARGET_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt,f16c,fma")))
-#define DR_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,bmi,bmi2,popcnt")))
+#define DR_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt,fma")))
 #else
 #define DR_HAVE_X86_SIMD 0
+#endif
+
+/* A scalar kernel written once and compiled twice: the body is a DR_ALWAYS_INLINE
+ * function, called from a plain wrapper and from a DR_TARGET_AVX2 one, so the second
+ * gets POPCNT, TZCNT, BMI2 and the compiler's AVX2 vectorisation of the same source. */
+#if defined(__GNUC__) || defined(__clang__)
+#define DR_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define DR_ALWAYS_INLINE static inline
 #endif
 
 #endif

@@ -221,6 +221,18 @@ int dr_simd_active(void);
 /* "scalar", "avx2" or "avx512". */
 const char *dr_simd_name(int level);
 
+/* AVX-512 here means F, BW, VL and DQ (the vector generator multiplies 64-bit lanes). */
+
+/* How many threads a kernel that can split its work may use: DEEPREDUCE_THREADS when it
+ * holds an integer in 1..DR_MAX_THREADS, else 1. Read afresh on every call. Kernels that
+ * split (dr_qsgd_encode and dr_qsgd_decode, on tensors of at least DR_THREADS_MIN_NUMEL
+ * elements) give the same bytes for every thread count: the work is cut into fixed
+ * ranges, each with its own counter-RNG draws and outputs. Threads are started and
+ * joined inside the call; none outlives it. Without POSIX threads the count is 1. */
+#define DR_MAX_THREADS 64
+#define DR_THREADS_MIN_NUMEL 1048576u
+int dr_thread_count(void);
+
 /* ---------------------------------------------------------------------------------- */
 /* Reproducible randomness: a counter-based generator. Every rank that derives the same */
 /* key draws the same numbers; nothing is shared and no global generator is touched.   */

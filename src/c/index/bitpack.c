@@ -2,6 +2,7 @@
  * areas (the 'both' permutation). Unpacking reads one unaligned 64-bit word per value:
  * a field of <= 32 bits starting at any bit offset lies within 8 bytes of its first byte. */
 #include "bitio.h"
+#include "bitpack_simd.h"
 
 unsigned dr_bits_for(uint32_t max_value)
 {
@@ -64,6 +65,12 @@ int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_
             out[j] = 0;
         return DR_OK;
     }
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2) {
+        j = dr_bitunpack_avx2(in, len, n, bits, out);
+        bp = (uint64_t)j * bits;
+    }
+#endif
     /* Values whose 8-byte window lies inside the buffer take the direct load. */
     fast = len >= 8u ? (size_t)(((uint64_t)(len - 8u) * 8u) / bits) + 1u : 0u;
     if (fast > n)

@@ -3,6 +3,76 @@
  * 2r bits. With l = floor(log2(d / r)) the size is within 2 bits per index of the
  * information-theoretic floor, and decoding is a bit-unpack plus a scan of set bits. */
 #include "bitio.h"
+#include "simd_config.h"
+
+/* For each byte value, the positions (0..7) of its set bits, ascending, one per byte
+ * from the low byte up: the upper vector is decoded a byte at a time through it. */
+static const uint64_t ef_byte_ones[256] = {
+    0x0u, 0x0u, 0x1u, 0x100u,
+    0x2u, 0x200u, 0x201u, 0x20100u,
+    0x3u, 0x300u, 0x301u, 0x30100u,
+    0x302u, 0x30200u, 0x30201u, 0x3020100u,
+    0x4u, 0x400u, 0x401u, 0x40100u,
+    0x402u, 0x40200u, 0x40201u, 0x4020100u,
+    0x403u, 0x40300u, 0x40301u, 0x4030100u,
+    0x40302u, 0x4030200u, 0x4030201u, 0x403020100ull,
+    0x5u, 0x500u, 0x501u, 0x50100u,
+    0x502u, 0x50200u, 0x50201u, 0x5020100u,
+    0x503u, 0x50300u, 0x50301u, 0x5030100u,
+    0x50302u, 0x5030200u, 0x5030201u, 0x503020100ull,
+    0x504u, 0x50400u, 0x50401u, 0x5040100u,
+    0x50402u, 0x5040200u, 0x5040201u, 0x504020100ull,
+    0x50403u, 0x5040300u, 0x5040301u, 0x504030100ull,
+    0x5040302u, 0x504030200ull, 0x504030201ull, 0x50403020100ull,
+    0x6u, 0x600u, 0x601u, 0x60100u,
+    0x602u, 0x60200u, 0x60201u, 0x6020100u,
+    0x603u, 0x60300u, 0x60301u, 0x6030100u,
+    0x60302u, 0x6030200u, 0x6030201u, 0x603020100ull,
+    0x604u, 0x60400u, 0x60401u, 0x6040100u,
+    0x60402u, 0x6040200u, 0x6040201u, 0x604020100ull,
+    0x60403u, 0x6040300u, 0x6040301u, 0x604030100ull,
+    0x6040302u, 0x604030200ull, 0x604030201ull, 0x60403020100ull,
+    0x605u, 0x60500u, 0x60501u, 0x6050100u,
+    0x60502u, 0x6050200u, 0x6050201u, 0x605020100ull,
+    0x60503u, 0x6050300u, 0x6050301u, 0x605030100ull,
+    0x6050302u, 0x605030200ull, 0x605030201ull, 0x60503020100ull,
+    0x60504u, 0x6050400u, 0x6050401u, 0x605040100ull,
+    0x6050402u, 0x605040200ull, 0x605040201ull, 0x60504020100ull,
+    0x6050403u, 0x605040300ull, 0x605040301ull, 0x60504030100ull,
+    0x605040302ull, 0x60504030200ull, 0x60504030201ull, 0x6050403020100ull,
+    0x7u, 0x700u, 0x701u, 0x70100u,
+    0x702u, 0x70200u, 0x70201u, 0x7020100u,
+    0x703u, 0x70300u, 0x70301u, 0x7030100u,
+    0x70302u, 0x7030200u, 0x7030201u, 0x703020100ull,
+    0x704u, 0x70400u, 0x70401u, 0x7040100u,
+    0x70402u, 0x7040200u, 0x7040201u, 0x704020100ull,
+    0x70403u, 0x7040300u, 0x7040301u, 0x704030100ull,
+    0x7040302u, 0x704030200ull, 0x704030201ull, 0x70403020100ull,
+    0x705u, 0x70500u, 0x70501u, 0x7050100u,
+    0x70502u, 0x7050200u, 0x7050201u, 0x705020100ull,
+    0x70503u, 0x7050300u, 0x7050301u, 0x705030100ull,
+    0x7050302u, 0x705030200ull, 0x705030201ull, 0x70503020100ull,
+    0x70504u, 0x7050400u, 0x7050401u, 0x705040100ull,
+    0x7050402u, 0x705040200ull, 0x705040201ull, 0x70504020100ull,
+    0x7050403u, 0x705040300ull, 0x705040301ull, 0x70504030100ull,
+    0x705040302ull, 0x70504030200ull, 0x70504030201ull, 0x7050403020100ull,
+    0x706u, 0x70600u, 0x70601u, 0x7060100u,
+    0x70602u, 0x7060200u, 0x7060201u, 0x706020100ull,
+    0x70603u, 0x7060300u, 0x7060301u, 0x706030100ull,
+    0x7060302u, 0x706030200ull, 0x706030201ull, 0x70603020100ull,
+    0x70604u, 0x7060400u, 0x7060401u, 0x706040100ull,
+    0x7060402u, 0x706040200ull, 0x706040201ull, 0x70604020100ull,
+    0x7060403u, 0x706040300ull, 0x706040301ull, 0x70604030100ull,
+    0x706040302ull, 0x70604030200ull, 0x70604030201ull, 0x7060403020100ull,
+    0x70605u, 0x7060500u, 0x7060501u, 0x706050100ull,
+    0x7060502u, 0x706050200ull, 0x706050201ull, 0x70605020100ull,
+    0x7060503u, 0x706050300ull, 0x706050301ull, 0x70605030100ull,
+    0x706050302ull, 0x70605030200ull, 0x70605030201ull, 0x7060503020100ull,
+    0x7060504u, 0x706050400ull, 0x706050401ull, 0x70605040100ull,
+    0x706050402ull, 0x70605040200ull, 0x70605040201ull, 0x7060504020100ull,
+    0x706050403ull, 0x70605040300ull, 0x70605040301ull, 0x7060504030100ull,
+    0x70605040302ull, 0x7060504030200ull, 0x7060504030201ull, 0x706050403020100ull,
+};
 
 /* The l that minimises r*l + (d >> l): the largest l with r << l <= d. */
 static unsigned ef_low_bits(size_t d, size_t r)
@@ -36,7 +106,7 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
     size_t j, size, low_bytes;
     unsigned l;
     uint32_t low_mask;
-    uint64_t prev_high = 0;
+    uint8_t *upper;
     int st = dr_index_check_encode(idx, r, d, out, written);
     if (st != DR_OK)
         return st;
@@ -53,23 +123,25 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
             dr_bw_put(&w, idx[j] & low_mask, l);
         dr_bw_finish(&w);
     }
-    dr_bw_init(&w, out + 1 + low_bytes);
+    /* The upper vector: the one of index j at bit high_j + j, set in place. */
+    upper = out + 1 + low_bytes;
+    memset(upper, 0, size - 1u - low_bytes);
     for (j = 0; j < r; j++) {
-        uint64_t high = (uint64_t)idx[j] >> l;
-        dr_bw_unary(&w, high - prev_high);
-        prev_high = high;
+        uint64_t p = ((uint64_t)idx[j] >> l) + j;
+        upper[p >> 3] |= (uint8_t)(1u << (p & 7u));
     }
-    dr_bw_finish(&w);
     *written = size;
     return DR_OK;
 }
 
-int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
+DR_ALWAYS_INLINE int ef_decode(const uint8_t *in, size_t len, size_t d, size_t r,
+                               uint32_t *idx_out)
 {
-    const uint8_t *low, *upper;
-    size_t low_bytes, upper_len, j = 0, off, low_fast;
+    const uint8_t *upper;
+    size_t low_bytes, upper_len, j = 0, off;
     unsigned l;
-    uint64_t low_mask, low_bp = 0, next_min = 0, last_one = 0, bad = 0;
+    uint64_t last_one = 0;
+    uint32_t bad = 0;
     int st = dr_index_check_decode(in, len, d, r, idx_out);
     if (st != DR_OK)
         return st;
@@ -81,43 +153,69 @@ int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32
         return DR_E_CORRUPT;
     if (r == 0)
         return len == 1u ? DR_OK : DR_E_CORRUPT;
-    low = in + 1;
-    upper = low + low_bytes;
+    upper = in + 1 + low_bytes;
     upper_len = len - 1u - low_bytes;
-    low_mask = (1ull << l) - 1u;
-    /* Low fields whose 8-byte window lies inside the low block load directly. */
-    low_fast = l > 0 && low_bytes >= 8u ? (size_t)(((uint64_t)(low_bytes - 8u) * 8u) / l) + 1u : 0u;
-    /* One pass over the set bits of the upper vector, a 64-bit word at a time: the one
-     * for index j sits at bit high_j + j, and its low bits are field j of the low block.
-     * Ascending order is checked on the way without a branch; the range check needs
-     * only the last index, since high_j never decreases: high_last <= (d-1) >> l rules
-     * out any overflow of high << l, and then x_last < d bounds them all. */
+    /* Two sweeps, each simple enough to run near its own speed: the low fields with the
+     * bit unpacker, then the set bits of the upper vector, a 64-bit word at a time (its
+     * popcount bounds the ones against r once per word, its highest bit is the last one
+     * so far). The one for index j sits at bit high_j + j. */
+    st = dr_bitunpack(in + 1, low_bytes, r, l, idx_out);
+    if (st != DR_OK)
+        return st;
     for (off = 0; off < upper_len; off += 8u) {
-        uint64_t word = 0;
-        size_t take = upper_len - off < 8u ? upper_len - off : 8u;
+        uint64_t word = 0, base = (uint64_t)off * 8u;
+        size_t take = upper_len - off < 8u ? upper_len - off : 8u, ones;
         memcpy(&word, upper + off, take);
-        while (word != 0) {
-            uint64_t p = (uint64_t)off * 8u + (uint64_t)__builtin_ctzll(word), lo, x;
-            word &= word - 1u;
-            if (j == r)
-                return DR_E_CORRUPT;
-            if (j < low_fast) {
-                memcpy(&lo, low + (low_bp >> 3), 8);
-                lo >>= low_bp & 7u;
-            } else {
-                lo = dr_peek64(low, low_bytes, low_bp);
+        if (word == 0)
+            continue;
+        ones = (size_t)__builtin_popcountll(word);
+        if (ones > r - j)
+            return DR_E_CORRUPT;
+        last_one = base + 63u - (uint64_t)__builtin_clzll(word);
+        /* The positions of the word's ones, 8 bytes of table per byte of the word
+         * (only the first popcount of them count), then high = base + pos - j for
+         * each: no branch per one, and the second loop vectorises. Truncating
+         * high << l to 32 bits is exact once the range check below holds. */
+        {
+            uint8_t pos[64 + 8];
+            size_t cnt = 0, k;
+            unsigned b;
+            for (b = 0; b < 8u; b++) {
+                unsigned byte = (unsigned)(word >> (8u * b)) & 0xffu;
+                uint64_t e = ef_byte_ones[byte] + 0x0808080808080808ull * b;
+                memcpy(pos + cnt, &e, 8);
+                cnt += (size_t)__builtin_popcount(byte);
             }
-            x = ((p - j) << l) | (lo & low_mask);
-            bad |= (uint64_t)(x < next_min);
-            next_min = x + 1u;
-            idx_out[j++] = (uint32_t)x;
-            low_bp += l;
-            last_one = p;
+            for (k = 0; k < ones; k++)
+                idx_out[j + k] |= (uint32_t)((base + pos[k] - (j + k)) << l);
+            j += ones;
         }
     }
-    /* Exactly r ones, the vector ending in the byte of the last one. */
-    if (bad || j != r || upper_len != (size_t)(last_one / 8u) + 1u ||
-        last_one - (r - 1u) > ((uint64_t)d - 1u) >> l || next_min > (uint64_t)d)
+    /* Exactly r ones, the vector ending in the byte of the last one. The range check
+     * needs only the last index, since high_j never decreases: high_last <= (d-1) >> l
+     * rules out any overflow of high << l, and then x_last < d bounds them all. */
+    if (j != r || upper_len != (size_t)(last_one / 8u) + 1u ||
+        last_one - (r - 1u) > ((uint64_t)d - 1u) >> l || (uint64_t)idx_out[r - 1] >= (uint64_t)d)
         return DR_E_CORRUPT;
-    return DR_OK;
+    /* Strictly ascending (equal highs with non-increasing lows are possible on the wire). */
+    for (j = 1; j < r; j++)
+        bad |= (uint32_t)(idx_out[j] <= idx_out[j - 1]);
+    return bad ? DR_E_CORRUPT : DR_OK;
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static int ef_decode_avx2(const uint8_t *in, size_t len, size_t d, size_t r,
+                                         uint32_t *idx_out)
+{
+    return ef_decode(in, len, d, r, idx_out);
+}
+#endif
+
+int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
+{
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        return ef_decode_avx2(in, len, d, r, idx_out);
+#endif
+    return ef_decode(in, len, d, r, idx_out);
 }

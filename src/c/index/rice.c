@@ -2,6 +2,7 @@
  * of [0, d) the gaps are close to geometric, for which a Rice code with the right k is
  * within a few hundredths of a bit of the entropy. */
 #include "bitio.h"
+#include "simd_config.h"
 
 #include <math.h>
 
@@ -65,9 +66,14 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     dr_bw_init(&w, out + 1);
     next = 0;
     for (j = 0; j < r; j++) {
-        uint32_t g = idx[j] - next;
-        dr_bw_unary(&w, g >> k);
-        dr_bw_put(&w, g & low_mask, k);
+        uint32_t g = idx[j] - next, q = g >> k;
+        if (q + 1u + k <= 32u) {
+            /* The usual case: q zeros, a one, the k low bits, in one write. */
+            dr_bw_put(&w, (uint32_t)((1ull << q) | ((uint64_t)(g & low_mask) << (q + 1u))), q + 1u + k);
+        } else {
+            dr_bw_unary(&w, q);
+            dr_bw_put(&w, g & low_mask, k);
+        }
         next = idx[j] + 1u;
     }
     dr_bw_finish(&w);
@@ -75,50 +81,80 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     return DR_OK;
 }
 
+/* Decode the codes of body[0..blen) (k low bits, q_max the largest quotient) into
+ * idx_out[0..r). Several codes come out of each 64-bit load: the loop goes on taking
+ * codes from the loaded word while the next one lies wholly inside its real bits. */
+DR_ALWAYS_INLINE int rice_decode(const uint8_t *body, size_t blen, size_t d, size_t r,
+                                 unsigned k, uint32_t *idx_out)
+{
+    size_t j = 0;
+    uint64_t bp = 0, total = (uint64_t)blen * 8u, next = 0, q_max = (uint64_t)d >> k;
+    uint64_t low_mask = (1ull << k) - 1u;
+    while (j < r) {
+        uint64_t word = dr_peek64(body, blen, bp);
+        unsigned avail = 64u - (unsigned)(bp & 7u);
+        if (word == 0) {
+            /* A long unary run: count zeros a word at a time, adding them to `next` as
+             * they go (q << k is part of the gap). Bytes past the end read as zero, so
+             * running out shows as bp passing the end. */
+            uint64_t q = 0;
+            do {
+                q += avail;
+                bp += avail;
+                if (bp >= total || q > q_max)
+                    return DR_E_CORRUPT;
+                word = dr_peek64(body, blen, bp);
+                avail = 64u - (unsigned)(bp & 7u);
+            } while (word == 0);
+            q += (uint64_t)__builtin_ctzll(word);
+            if (q > q_max)
+                return DR_E_CORRUPT;
+            /* The run's zeros, except those of this word, which the loop below counts. */
+            next += (q - (uint64_t)__builtin_ctzll(word)) << k;
+        }
+        do {
+            /* A code within the word: z zeros, the one, k low bits. Its quotient z < 64
+             * cannot overflow; the range check after the sum covers it. */
+            unsigned z = (unsigned)__builtin_ctzll(word), used = z + 1u + k;
+            uint64_t g;
+            if (used > avail) {
+                /* The low bits run past this word: take them from a fresh load. */
+                g = ((uint64_t)z << k) | (dr_peek64(body, blen, bp + z + 1u) & low_mask);
+                word = 0;
+            } else {
+                g = ((uint64_t)z << k) | ((word >> z >> 1) & low_mask);
+                avail -= used;
+                word = word >> (used - 1u) >> 1;
+            }
+            bp += used;
+            next += g;
+            if (next >= (uint64_t)d)
+                return DR_E_CORRUPT;
+            idx_out[j++] = (uint32_t)next;
+            next++;
+        } while (word != 0 && j < r);
+    }
+    return bp <= total && dr_stream_ends_at(body, blen, bp) ? DR_OK : DR_E_CORRUPT;
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static int rice_decode_avx2(const uint8_t *body, size_t blen, size_t d, size_t r,
+                                           unsigned k, uint32_t *idx_out)
+{
+    return rice_decode(body, blen, d, r, k, idx_out);
+}
+#endif
+
 int dr_index_rice_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
 {
-    const uint8_t *body;
-    size_t j, blen;
-    unsigned k;
-    uint64_t bp = 0, total, next = 0, q_max, low_mask;
     int st = dr_index_check_decode(in, len, d, r, idx_out);
     if (st != DR_OK)
         return st;
     if (len < 1u || in[0] > 31u)
         return DR_E_CORRUPT;
-    k = in[0];
-    body = in + 1;
-    blen = len - 1u;
-    total = (uint64_t)blen * 8u;
-    q_max = (uint64_t)d >> k;
-    low_mask = (1ull << k) - 1u;
-    for (j = 0; j < r; j++) {
-        uint64_t q = 0, g, word = dr_peek64(body, blen, bp);
-        unsigned z;
-        /* The unary part: count zeros up to the next one, a word at a time. Bytes past
-         * the end read as zero, so running out shows as bp passing the end. */
-        while (word == 0) {
-            q += 64u - (bp & 7u);
-            bp += 64u - (bp & 7u);
-            if (bp >= total || q > q_max)
-                return DR_E_CORRUPT;
-            word = dr_peek64(body, blen, bp);
-        }
-        z = (unsigned)__builtin_ctzll(word);
-        q += z;
-        if (q > q_max)
-            return DR_E_CORRUPT;
-        /* The low bits usually sit in the same 57-bit window: no second load. */
-        if (z + 1u + k <= 57u)
-            g = (q << k) | ((word >> z >> 1) & low_mask);
-        else
-            g = (q << k) | (dr_peek64(body, blen, bp + z + 1u) & low_mask);
-        bp += z + 1u + k;
-        if (bp > total || g >= (uint64_t)d - next)
-            return DR_E_CORRUPT;
-        next += g;
-        idx_out[j] = (uint32_t)next;
-        next++;
-    }
-    return dr_stream_ends_at(body, blen, bp) ? DR_OK : DR_E_CORRUPT;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        return rice_decode_avx2(in + 1, len - 1u, d, r, in[0], idx_out);
+#endif
+    return rice_decode(in + 1, len - 1u, d, r, in[0], idx_out);
 }

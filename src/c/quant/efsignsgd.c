@@ -1,6 +1,7 @@
 /* EF-signSGD: the sign bitmap scaled by mean|x|, so the decoded tensor has the input's
  * l1 norm; the caller's error-feedback memory absorbs the rest. */
 #include "qframe.h"
+#include "qstats.h"
 
 #include <math.h>
 
@@ -13,15 +14,13 @@ int dr_efsignsgd_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, s
                         size_t *written)
 {
     dr_frame f;
-    double sum = 0.0;
+    double sum;
     float mean;
-    size_t i;
     const uint64_t len[2] = {4, dr_sign_bytes(n)};
     int st = dr_qf_prepare(&f, DR_KIND_EFSIGNSGD, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
-    for (i = 0; i < n; i++)
-        sum += fabsf(x[i]);
+    sum = dr_qs_sum_abs(dr_simd_active(), x, n);
     mean = n > 0 ? (float)(sum / (double)n) : 0.0f;
     if (!isfinite(mean))
         return DR_E_NUMERIC;

@@ -2,6 +2,7 @@
  * (a decimal exponent in unary, then linear steps inside the decade), times max|x|.
  * The table is a pure function of the code, built on the stack per call from exact
  * double arithmetic, so every platform gets the same float32 values. */
+#include "eightbit_simd.h"
 #include "qframe.h"
 
 #include <math.h>
@@ -40,13 +41,22 @@ int dr_eightbit_table(float *table)
  * inverting T[2^f + j] = 10^-z*(0.1 + 0.9(j + 1)/2^f), j = -1 being the decade below's
  * top. Float rounding can put that estimate one step off, so the neighbours are
  * compared against the exact table to settle it. */
-static unsigned nearest(const float *table, float a)
+static const float decade_up[7] = {1.0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f};
+
+/* The steps per decade, 2^f / 0.9 in float, f = 6 - z. */
+static void decade_steps(float *steps)
 {
-    static const float up[7] = {1.0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f};
+    unsigned z;
+    for (z = 0; z < 7u; z++)
+        steps[z] = (float)(1u << (6u - z)) / 0.9f;
+}
+
+static unsigned nearest(const float *table, const float *steps, float a)
+{
     unsigned z = (a <= 1e-1f) + (a <= 1e-2f) + (a <= 1e-3f) + (a <= 1e-4f) + (a <= 1e-5f) +
                  (a <= 1e-6f);
     unsigned f = 6u - z, c, best;
-    float t = (a * up[z] - 0.1f) * ((float)(1u << f) / 0.9f); /* j + 1, in (-0.12, 2^f] */
+    float t = (a * decade_up[z] - 0.1f) * steps[z]; /* j + 1, in (-0.12, 2^f] */
     float d_best;
     int j1 = (int)(t + 0.5f + 1.0f) - 1; /* round(t), t + 1.5 > 0 */
     j1 = j1 < 0 ? 0 : (j1 > (1 << f) ? 1 << f : j1);
@@ -66,7 +76,7 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
                        size_t *written)
 {
     dr_frame f;
-    float table[128], scale = 0.0f;
+    float table[128], steps[7], scale = 0.0f;
     uint8_t *codes;
     size_t i;
     const uint64_t len[2] = {4, n};
@@ -80,10 +90,16 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
         scale = a > scale ? a : scale;
     }
     build_table(table);
+    decade_steps(steps);
     dr_qf_put_f32(buf + f.section_off[0], scale);
     codes = buf + f.section_off[1];
-    for (i = 0; i < n; i++) {
-        unsigned c = scale > 0.0f ? nearest(table, fabsf(x[i]) / scale) : 0u;
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (scale > 0.0f && dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_eightbit_codes_avx512(x, n, scale, table, decade_up, steps, codes);
+#endif
+    for (; i < n; i++) {
+        unsigned c = scale > 0.0f ? nearest(table, steps, fabsf(x[i]) / scale) : 0u;
         codes[i] = (uint8_t)(c == 0 ? 0u : c | (x[i] < 0.0f ? 0x80u : 0u));
     }
     return dr_frame_seal(&f, buf, cap, written);
@@ -98,9 +114,8 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     int st = dr_qf_open_scaled(buf, len, DR_KIND_EIGHTBIT, n, n, 8, out, &scale, &codes);
     if (st != DR_OK)
         return st;
-    for (i = 0; i < n; i++)
-        if (codes[i] == 0x80u) /* a signed zero the encoder never writes */
-            return DR_E_CORRUPT;
+    if (dr_qf_has_byte(codes, n, 0x80u)) /* a signed zero the encoder never writes */
+        return DR_E_CORRUPT;
     build_table(table);
     for (i = 0; i < n; i++) {
         float v = table[codes[i] & 0x7fu] * scale;

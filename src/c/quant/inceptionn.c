@@ -4,6 +4,7 @@
  * absolute error by half a step, and the steps are chosen so that half a step is at
  * most eps = 2^-b (rules in quant.h). The encoder classifies twice, once to size the
  * sections and once to fill them, so it needs no scratch. */
+#include "inceptionn_simd.h"
 #include "qframe.h"
 
 #include <math.h>
@@ -32,19 +33,27 @@ static uint32_t fixed(float a, double scale)
     return (uint32_t)((double)a * scale + 0.5);
 }
 
-/* The tag of v and, for tags 1 and 2, its magnitude in fixed point. */
+/* The tag of v and, for tags 1 and 2, its magnitude in fixed point. Selects, not
+ * branches: the band of a gradient entry is random, so a branch would mispredict often. */
 static unsigned classify(float v, const bands *s, uint32_t *q)
 {
     float a = fabsf(v);
-    if (a >= 1.0f)
-        return TAG_32;
-    *q = fixed(a, s->inv8);
-    if (*q == 0)
-        return TAG_DROP;
-    if (*q <= 127u)
-        return TAG_8;
-    *q = fixed(a, s->inv16);
-    return *q <= 32767u ? TAG_16 : TAG_32;
+    /* a < 1 whenever q8 or q16 is used; clamp a so the conversions stay in range. */
+    float c = a < 1.0f ? a : 0.0f;
+    uint32_t q8 = fixed(c, s->inv8), q16 = fixed(c, s->inv16);
+    /* Tags by arithmetic on 0/1 flags: compilers turn chains of ?: back into branches. */
+    unsigned big = a >= 1.0f, drop = q8 == 0, is8 = (q8 <= 127u) & !drop;
+    unsigned t16 = TAG_16 + (q16 > 32767u);
+    unsigned small = (1u - drop) * (is8 * TAG_8 + (1u - is8) * t16);
+    *q = q16 ^ ((q8 ^ q16) & (0u - is8));
+    return big * TAG_32 + (1u - big) * small;
+}
+
+/* yes ? a : b for pointers, by masks (no branch on a random condition). */
+static uint8_t *pick(unsigned yes, uint8_t *a, uint8_t *b)
+{
+    uintptr_t m = (uintptr_t)0 - (uintptr_t)yes;
+    return (uint8_t *)(((uintptr_t)a & m) | ((uintptr_t)b & ~m));
 }
 
 size_t dr_inceptionn_bound(size_t n)
@@ -60,7 +69,12 @@ static int plan(const float *x, size_t n, uint32_t bound_bits, bands *s, uint64_
     if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || (n > 0 && x == NULL))
         return DR_E_ARG;
     *s = bands_for(bound_bits);
-    for (i = 0; i < n; i++) {
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_inceptionn_count_avx512(x, n, s->inv8, s->inv16, count);
+#endif
+    for (; i < n; i++) {
         uint32_t q;
         if (!isfinite(x[i]))
             return DR_E_NUMERIC;
@@ -108,28 +122,88 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
     p16 = buf + f.section_off[2];
     p32 = buf + f.section_off[3];
     memset(tags, 0, (size_t)f.section_len[0]);
-    for (i = 0; i < n; i++) {
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512) {
+        size_t cursor[3] = {0, 0, 0};
+        i = dr_inceptionn_fill_avx512(x, n, s.inv8, s.inv16, tags, p8, p16, p32, cursor);
+        n8 = cursor[0];
+        n16 = cursor[1];
+        n32 = cursor[2];
+    }
+#endif
+    for (; i < n; i++) {
+        /* Every element stores to all three sections, the sections it does not go to
+         * through a scratch target, so that no branch depends on its tag. */
+        uint8_t scratch[4];
         uint32_t q = 0, sign = x[i] < 0.0f;
         unsigned tag = classify(x[i], &s, &q);
-        uint16_t v16;
+        uint16_t v16 = (uint16_t)(sign << 15 | q);
+        uint8_t *d8 = pick(tag == TAG_8, p8 + n8, scratch);
+        uint8_t *d16 = pick(tag == TAG_16, p16 + 2 * n16, scratch);
+        uint8_t *d32 = pick(tag == TAG_32, p32 + 4 * n32, scratch);
         tags[i / 4] |= (uint8_t)(tag << (2 * (i % 4)));
-        switch (tag) {
-        case TAG_8:
-            p8[n8++] = (uint8_t)(sign << 7 | q);
-            break;
-        case TAG_16:
-            v16 = (uint16_t)(sign << 15 | q);
-            memcpy(p16 + 2 * n16++, &v16, 2);
-            break;
-        case TAG_32:
-            memcpy(p32 + 4 * n32++, &x[i], 4);
-            break;
-        default:
-            break;
-        }
+        *d8 = (uint8_t)(sign << 7 | (q & 0x7fu));
+        memcpy(d16, &v16, 2);
+        memcpy(d32, &x[i], 4);
+        n8 += tag == TAG_8;
+        n16 += tag == TAG_16;
+        n32 += tag == TAG_32;
     }
     return dr_frame_seal(&f, buf, cap, written);
 }
+
+/* The decoder's checks: the tag counts 1..3 (padding tags are 0, so whole bytes count) match
+ * the section lengths, no 8- or 16-bit entry has magnitude 0, no float32 entry is Inf or
+ * NaN. Accumulated without branches, a word of tags at a time, so that it vectorises;
+ * written once, compiled plain and for AVX2 (POPCNT). */
+DR_ALWAYS_INLINE int check_sections(const uint8_t *tags, size_t nbytes, const dr_frame *f,
+                                    const uint8_t *p8, const uint8_t *p16, const uint8_t *p32,
+                                    size_t *count)
+{
+    const uint64_t low = 0x5555555555555555ull;
+    size_t i;
+    unsigned bad = 0;
+    for (i = 0; i + 8 <= nbytes; i += 8) {
+        uint64_t w, lo, hi;
+        memcpy(&w, tags + i, 8);
+        lo = w & low;
+        hi = (w >> 1) & low;
+        count[TAG_8] += (size_t)__builtin_popcountll(lo & ~hi);
+        count[TAG_16] += (size_t)__builtin_popcountll(hi & ~lo);
+        count[TAG_32] += (size_t)__builtin_popcountll(lo & hi);
+    }
+    for (; i < nbytes; i++) {
+        unsigned k;
+        for (k = 0; k < 4u; k++)
+            count[(tags[i] >> (2u * k)) & 3u]++;
+    }
+    if (count[TAG_8] != f->section_len[1] || 2u * (uint64_t)count[TAG_16] != f->section_len[2] ||
+        4u * (uint64_t)count[TAG_32] != f->section_len[3])
+        return DR_E_FRAME_FIELD;
+    for (i = 0; i < count[TAG_8]; i++)
+        bad |= (p8[i] & 0x7fu) == 0;
+    for (i = 0; i < count[TAG_16]; i++) {
+        uint16_t v;
+        memcpy(&v, p16 + 2 * i, 2);
+        bad |= (v & 0x7fffu) == 0;
+    }
+    for (i = 0; i < count[TAG_32]; i++) {
+        uint32_t u;
+        memcpy(&u, p32 + 4 * i, 4);
+        bad |= (u & 0x7f800000u) == 0x7f800000u; /* Inf or NaN */
+    }
+    return bad ? DR_E_CORRUPT : DR_OK;
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static int check_sections_avx2(const uint8_t *tags, size_t nbytes, const dr_frame *f,
+                                              const uint8_t *p8, const uint8_t *p16,
+                                              const uint8_t *p32, size_t *count)
+{
+    return check_sections(tags, nbytes, f, p8, p16, p32, count);
+}
+#endif
 
 int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
@@ -151,45 +225,49 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     p32 = buf + f.section_off[3];
     if (!dr_qf_padding_clear(tags, n, 2))
         return DR_E_CORRUPT;
-    for (i = 0; i < n; i++)
-        count[(tags[i / 4] >> (2 * (i % 4))) & 3u]++;
-    if (count[TAG_8] != f.section_len[1] || 2u * (uint64_t)count[TAG_16] != f.section_len[2] ||
-        4u * (uint64_t)count[TAG_32] != f.section_len[3])
-        return DR_E_FRAME_FIELD;
-    for (i = 0; i < count[TAG_8]; i++)
-        if ((p8[i] & 0x7fu) == 0)
-            return DR_E_CORRUPT;
-    for (i = 0; i < count[TAG_16]; i++) {
-        uint16_t v;
-        memcpy(&v, p16 + 2 * i, 2);
-        if ((v & 0x7fffu) == 0)
-            return DR_E_CORRUPT;
-    }
-    for (i = 0; i < count[TAG_32]; i++)
-        if (!isfinite(dr_qf_get_f32(p32 + 4 * i)))
-            return DR_E_CORRUPT;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        st = check_sections_avx2(tags, dr_qf_crumb_bytes(n), &f, p8, p16, p32, count);
+    else
+#endif
+        st = check_sections(tags, dr_qf_crumb_bytes(n), &f, p8, p16, p32, count);
+    if (st != DR_OK)
+        return st;
     step8 = ldexpf(1.0f, -s.k8);
     step16 = ldexpf(1.0f, -s.k16);
-    for (i = 0; i < n; i++) {
+    /* Selects, not a switch: every element reads its candidate from each section (a
+     * read at a section's end lands in the next section or the trailer, inside buf)
+     * and keeps the one its tag names. */
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512) {
+        size_t cursor[3] = {0, 0, 0};
+        i = dr_inceptionn_values_avx512(tags, n, p8, p16, p32, step8, step16, cursor, out);
+        n8 = cursor[0];
+        n16 = cursor[1];
+        n32 = cursor[2];
+    }
+#endif
+    for (; i < n; i++) {
+        unsigned tag = (tags[i / 4] >> (2 * (i % 4))) & 3u;
         uint16_t v16;
-        float v;
-        switch ((tags[i / 4] >> (2 * (i % 4))) & 3u) {
-        case TAG_8:
-            v = (float)(p8[n8] & 0x7fu) * step8;
-            out[i] = p8[n8++] & 0x80u ? -v : v;
-            break;
-        case TAG_16:
-            memcpy(&v16, p16 + 2 * n16++, 2);
-            v = (float)(v16 & 0x7fffu) * step16;
-            out[i] = v16 & 0x8000u ? -v : v;
-            break;
-        case TAG_32:
-            out[i] = dr_qf_get_f32(p32 + 4 * n32++);
-            break;
-        default:
-            out[i] = 0.0f;
-            break;
-        }
+        uint32_t b8, b16, b32;
+        float v8 = (float)(p8[n8] & 0x7fu) * step8, v16f;
+        memcpy(&v16, p16 + 2 * n16, 2);
+        v16f = (float)(v16 & 0x7fffu) * step16;
+        /* The magnitudes are positive: the sign is OR-ed into the float bits. */
+        memcpy(&b8, &v8, 4);
+        memcpy(&b16, &v16f, 4);
+        memcpy(&b32, p32 + 4 * n32, 4);
+        b8 |= (uint32_t)(p8[n8] & 0x80u) << 24;
+        b16 |= (uint32_t)(v16 & 0x8000u) << 16;
+        /* Masks rather than ?: on floats, which compilers turn back into branches. */
+        b8 = (b8 & (0u - (uint32_t)(tag == TAG_8))) | (b16 & (0u - (uint32_t)(tag == TAG_16))) |
+             (b32 & (0u - (uint32_t)(tag == TAG_32)));
+        memcpy(&out[i], &b8, 4);
+        n8 += tag == TAG_8;
+        n16 += tag == TAG_16;
+        n32 += tag == TAG_32;
     }
     return DR_OK;
 }

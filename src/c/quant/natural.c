@@ -1,13 +1,11 @@
 /* Natural compression: stochastic rounding of each value to a signed power of two,
  * done on the float bits so the rounding probability is exact (mantissa against 23
  * random bits) and the code is just the biased exponent shifted down. */
+#include "natural_simd.h"
 #include "rng_inline.h"
 #include "qframe.h"
 
 #include <math.h>
-
-/* Float exponent field of code 1, i.e. of 2^(1 - DR_NATURAL_CODE_OFFSET). */
-#define NAT_EXP_MIN (127 + 1 - DR_NATURAL_CODE_OFFSET)
 /* Float exponent field of code 127. */
 #define NAT_EXP_MAX (127 + 127 - DR_NATURAL_CODE_OFFSET)
 
@@ -43,13 +41,22 @@ int dr_natural_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, uin
 {
     dr_frame f;
     uint8_t *codes;
-    size_t i;
+    size_t i = 0;
+    int simd = dr_simd_active();
     const uint64_t len[1] = {n};
     int st = dr_qf_prepare(&f, DR_KIND_NATURAL, dtype, x, n, 1, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     codes = buf + f.section_off[0];
-    for (i = 0; i < n; i++) {
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX512)
+        i = dr_natural_codes_avx512(x, n, key, codes);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_natural_codes_avx2(x, n, key, codes);
+#else
+    (void)simd;
+#endif
+    for (; i < n; i++) {
         if (!isfinite(x[i]))
             return DR_E_NUMERIC;
         codes[i] = natural_code(x[i], dr_rng_u64_fast(key, i));
@@ -67,10 +74,14 @@ int dr_natural_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     if (st != DR_OK)
         return st;
     codes = buf + f.section_off[0];
-    for (i = 0; i < n; i++)
-        if (codes[i] == 0x80u) /* a signed zero the encoder never writes */
-            return DR_E_CORRUPT;
-    for (i = 0; i < n; i++) {
+    if (dr_qf_has_byte(codes, n, 0x80u)) /* a signed zero the encoder never writes */
+        return DR_E_CORRUPT;
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        i = dr_natural_values_avx2(codes, n, out);
+#endif
+    for (; i < n; i++) {
         uint32_t c = codes[i] & 0x7fu;
         uint32_t u = c == 0 ? 0u : ((uint32_t)(codes[i] & 0x80u) << 24) | ((c + (NAT_EXP_MIN - 1)) << 23);
         memcpy(&out[i], &u, sizeof u);

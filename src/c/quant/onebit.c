@@ -1,6 +1,7 @@
 /* 1-bit SGD: the sign bitmap plus one representative value per side, the mean of the
  * negatives and the mean of the non-negatives, so each side keeps its sum. */
 #include "qframe.h"
+#include "qstats.h"
 
 #include <math.h>
 
@@ -13,8 +14,8 @@ int dr_onebit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size
                      size_t *written)
 {
     dr_frame f;
-    double sum_neg = 0.0, sum_nonneg = 0.0;
-    size_t i, count_neg = 0;
+    double sum_neg, sum_nonneg;
+    size_t count_neg;
     float mean_neg, mean_nonneg;
     const uint64_t len[2] = {8, dr_sign_bytes(n)};
     int st = dr_qf_prepare(&f, DR_KIND_ONEBIT, dtype, x, n, 2, len, buf, cap, written);
@@ -22,13 +23,7 @@ int dr_onebit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size
         return st;
     /* The split is the packing rule (x >= 0 sets the bit), so a NaN falls on the
      * negative side and poisons its mean, which is caught below. */
-    for (i = 0; i < n; i++) {
-        /* Selects rather than branches: the sign of a gradient is a coin toss. */
-        int nonneg = x[i] >= 0.0f;
-        sum_nonneg += nonneg ? (double)x[i] : 0.0;
-        sum_neg += nonneg ? 0.0 : (double)x[i];
-        count_neg += (size_t)!nonneg;
-    }
+    dr_qs_split_sums(dr_simd_active(), x, n, &sum_neg, &sum_nonneg, &count_neg);
     mean_neg = count_neg > 0 ? (float)(sum_neg / (double)count_neg) : 0.0f;
     mean_nonneg = n > count_neg ? (float)(sum_nonneg / (double)(n - count_neg)) : 0.0f;
     if (!isfinite(mean_neg) || !isfinite(mean_nonneg))

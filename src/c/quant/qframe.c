@@ -2,6 +2,7 @@
 #include "qframe.h"
 
 #include <math.h>
+#include <string.h>
 
 int dr_qf_prepare(dr_frame *f, uint8_t kind, uint8_t dtype, const float *x, size_t n,
                   uint32_t nsections, const uint64_t *section_len, const uint8_t *buf,
@@ -86,4 +87,10 @@ int dr_qf_padding_clear(const uint8_t *bytes, size_t n, unsigned bits_per)
     if (used == 0)
         return 1;
     return (bytes[n / per_byte] >> (used * bits_per)) == 0;
+}
+
+int dr_qf_has_byte(const uint8_t *bytes, size_t n, uint8_t value)
+{
+    /* memchr is vectorised by the C library. */
+    return n > 0 && memchr(bytes, value, n) != NULL;
 }

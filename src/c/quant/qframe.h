@@ -47,6 +47,10 @@ size_t dr_qf_crumb_bytes(size_t n);
  * element are all zero (the encoders always clear them). */
 int dr_qf_padding_clear(const uint8_t *bytes, size_t n, unsigned bits_per);
 
+/* Whether bytes[0..n) hold `value` (the byte decoders' check for a code the encoder
+ * never writes). */
+int dr_qf_has_byte(const uint8_t *bytes, size_t n, uint8_t value);
+
 /* The sign-bitmap frame signsgd and signum share (kind tells them apart). */
 int dr_qf_sign_encode(uint8_t kind, const float *x, size_t n, uint8_t dtype, uint8_t *buf,
                       size_t cap, size_t *written);

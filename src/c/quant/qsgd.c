@@ -3,9 +3,14 @@
  * The levels are computed against the float32 norm that goes on the wire, so the
  * decoder's norm/s*level is an unbiased estimate of x itself, not of a rounded x.
  * Norms accumulate in double: a float sum of squares overflows or loses the small
- * entries long before the data does. */
+ * entries long before the data does. One sweep over x: each bucket's norm and levels are
+ * computed while the bucket is in L1. The AVX2/AVX-512 variants (qsgd_simd.c) compute
+ * the same levels, eight at a time. */
 #include "rng_inline.h"
 #include "qframe.h"
+#include "qsgd_simd.h"
+#include "qstats.h"
+#include "parallel.h"
 
 #include <float.h>
 #include <math.h>
@@ -28,16 +33,51 @@ size_t dr_qsgd_size(size_t n, uint32_t quantum_num, uint32_t bucket_size)
            n * level_width(quantum_num) + DR_FRAME_TRAILER;
 }
 
-/* Quantise one bucket b[0..m) whose first element is element `first` of the tensor. */
-static int quantise_bucket(const float *b, size_t m, uint32_t s, uint64_t key, size_t first,
-                           uint8_t *norm_out, uint8_t *levels, size_t width)
+/* The level of b = x[i] (counter i): sign(b) * (floor(a) + Bernoulli(a - floor(a))),
+ * a = |b| * ratio, clamped to s. */
+static int32_t level_of(float b, double ratio, uint32_t s, uint64_t key, size_t i)
 {
-    double sq = 0.0;
+    double a = fabs((double)b) * ratio;
+    int32_t level;
+    if (a >= (double)s) {
+        /* Only when |x| exceeds the rounded norm by an ulp: clamp to the range. */
+        level = (int32_t)s;
+    } else {
+        double floor_a = floor(a);
+        level = (int32_t)floor_a + ((double)dr_rng_uniform_fast(key, i) < a - floor_a);
+    }
+    return b < 0.0f ? -level : level;
+}
+
+/* The levels of b[0..m) (element `first` of the tensor onwards) at SIMD level simd. */
+static void bucket_levels(int simd, const float *b, size_t m, double ratio, uint32_t s,
+                          uint64_t key, size_t first, uint8_t *levels, size_t width)
+{
+    size_t i = 0;
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX512)
+        i = dr_qsgd_levels_avx512(b, m, ratio, s, key, first, levels, width);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_qsgd_levels_avx2(b, m, ratio, s, key, first, levels, width);
+#endif
+    for (; i < m; i++) {
+        int32_t level = level_of(b[i], ratio, s, key, first + i);
+        if (width == 1) {
+            levels[i] = (uint8_t)(int8_t)level;
+        } else {
+            int16_t v = (int16_t)level;
+            memcpy(levels + 2 * i, &v, 2);
+        }
+    }
+}
+
+/* Quantise one bucket b[0..m) whose first element is element `first` of the tensor. */
+static int quantise_bucket(int simd, const float *b, size_t m, uint32_t s, uint64_t key,
+                           size_t first, uint8_t *norm_out, uint8_t *levels, size_t width)
+{
+    double sq = dr_qs_sum_squares(simd, b, m);
     double ratio;
     float norm;
-    size_t i;
-    for (i = 0; i < m; i++)
-        sq += (double)b[i] * (double)b[i];
     if (!(sq <= DBL_MAX))
         return DR_E_NUMERIC;
     /* Finite values near FLT_MAX can have a norm beyond it: send FLT_MAX, still >= every
@@ -47,53 +87,70 @@ static int quantise_bucket(const float *b, size_t m, uint32_t s, uint64_t key, s
     /* A zero bucket sends zero levels; dividing by its norm is what gave GRACE NaNs.
      * The ratio is a double so that a subnormal norm cannot overflow it. */
     ratio = norm > 0.0f ? (double)s / (double)norm : 0.0;
-    for (i = 0; i < m; i++) {
-        double a = fabs((double)b[i]) * ratio;
-        int32_t level;
-        if (a >= (double)s) {
-            /* Only when |x| exceeds the rounded norm by an ulp: clamp to the range. */
-            level = (int32_t)s;
-        } else {
-            double floor_a = floor(a);
-            level = (int32_t)floor_a + ((double)dr_rng_uniform_fast(key, first + i) < a - floor_a);
-        }
-        if (b[i] < 0.0f)
-            level = -level;
-        if (width == 1) {
-            levels[i] = (uint8_t)(int8_t)level;
-        } else {
-            int16_t v = (int16_t)level;
-            memcpy(levels + 2 * i, &v, 2);
-        }
+    bucket_levels(simd, b, m, ratio, s, key, first, levels, width);
+    return DR_OK;
+}
+
+/* What a range of buckets needs, shared by the threads of one call (read-only but for
+ * the disjoint outputs each range writes). */
+typedef struct {
+    const float *x;
+    size_t n, width;
+    uint32_t s, bucket_size;
+    uint64_t key;
+    uint8_t *norms, *levels;
+    int simd;
+} qsgd_job;
+
+static int encode_buckets(void *ctx, size_t begin, size_t end)
+{
+    const qsgd_job *q = (const qsgd_job *)ctx;
+    size_t j;
+    for (j = begin; j < end; j++) {
+        size_t first = j * q->bucket_size, m = q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
+        int st = quantise_bucket(q->simd, q->x + first, m, q->s, q->key, first, q->norms + 4 * j,
+                                 q->levels + first * q->width, q->width);
+        if (st != DR_OK)
+            return st;
     }
     return DR_OK;
+}
+
+/* The threads a call on n elements uses. */
+static int threads_for(size_t n)
+{
+    return n >= DR_THREADS_MIN_NUMEL ? dr_thread_count() : 1;
 }
 
 int dr_qsgd_encode(const float *x, size_t n, uint32_t quantum_num, uint32_t bucket_size,
                    uint64_t key, uint8_t dtype, uint8_t *buf, size_t cap, size_t *written)
 {
     dr_frame f;
-    size_t nb, j, width;
+    qsgd_job q;
     uint64_t len[2];
     int st;
     if (quantum_num < 1 || quantum_num > DR_QSGD_MAX_S || bucket_size < 1)
         return DR_E_ARG;
-    nb = bucket_count(n, bucket_size);
-    width = level_width(quantum_num);
-    len[0] = 4u * (uint64_t)nb;
-    len[1] = (uint64_t)n * width;
+    q.width = level_width(quantum_num);
+    len[0] = 4u * (uint64_t)bucket_count(n, bucket_size);
+    len[1] = (uint64_t)n * q.width;
     st = dr_qf_prepare(&f, DR_KIND_QSGD, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
     f.params[0] = quantum_num;
     f.params[1] = bucket_size;
-    for (j = 0; j < nb; j++) {
-        size_t first = j * bucket_size, m = n - first < bucket_size ? n - first : bucket_size;
-        st = quantise_bucket(x + first, m, quantum_num, key, first, buf + f.section_off[0] + 4 * j,
-                             buf + f.section_off[1] + first * width, width);
-        if (st != DR_OK)
-            return st;
-    }
+    q.x = x;
+    q.n = n;
+    q.s = quantum_num;
+    q.bucket_size = bucket_size;
+    q.key = key;
+    q.norms = buf + f.section_off[0];
+    q.levels = buf + f.section_off[1];
+    q.simd = dr_simd_active();
+    /* Buckets are independent (own norm, own counters): any cut gives the same bytes. */
+    st = dr_parallel_for(bucket_count(n, bucket_size), threads_for(n), encode_buckets, &q);
+    if (st != DR_OK)
+        return st;
     return dr_frame_seal(&f, buf, cap, written);
 }
 
@@ -106,12 +163,43 @@ static int32_t level_at(const uint8_t *levels, size_t i, size_t width)
     return v;
 }
 
+/* The decoder's counterpart of qsgd_job. */
+typedef struct {
+    const uint8_t *norms, *levels;
+    float *out;
+    size_t n, width;
+    uint32_t s, bucket_size;
+    int simd;
+} qsgd_decode_job;
+
+static int decode_buckets(void *ctx, size_t begin, size_t end)
+{
+    const qsgd_decode_job *q = (const qsgd_decode_job *)ctx;
+    size_t j, i;
+    for (j = begin; j < end; j++) {
+        size_t first = j * q->bucket_size, m = q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
+        float step = dr_qf_get_f32(q->norms + 4 * j) / (float)q->s;
+        i = 0;
+#if DR_HAVE_X86_SIMD
+        if (q->simd >= DR_SIMD_AVX512)
+            i = dr_qsgd_scale_avx512(q->levels + first * q->width, m, q->width, step, q->out + first);
+        else if (q->simd >= DR_SIMD_AVX2)
+            i = dr_qsgd_scale_avx2(q->levels + first * q->width, m, q->width, step, q->out + first);
+#endif
+        for (i += first; i < first + m; i++)
+            q->out[i] = step * (float)level_at(q->levels, i, q->width);
+    }
+    return DR_OK;
+}
+
 int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     dr_frame f;
     uint32_t s, bucket_size;
     size_t nb, j, i, width;
     const uint8_t *norms, *levels;
+    qsgd_decode_job q;
+    int simd = dr_simd_active();
     int st = dr_qf_open(buf, len, DR_KIND_QSGD, n, 2, out, &f);
     if (st != DR_OK)
         return st;
@@ -131,16 +219,23 @@ int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         if (!(norm >= 0.0f && isfinite(norm)))
             return DR_E_CORRUPT;
     }
-    for (i = 0; i < n; i++) {
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX2 && !dr_qsgd_levels_in_range_avx2(levels, n, width, s, &i))
+        return DR_E_CORRUPT;
+#endif
+    for (; i < n; i++) {
         int32_t level = level_at(levels, i, width);
         if (level > (int32_t)s || level < -(int32_t)s)
             return DR_E_CORRUPT;
     }
-    for (j = 0; j < nb; j++) {
-        size_t first = j * bucket_size, m = n - first < bucket_size ? n - first : bucket_size;
-        float step = dr_qf_get_f32(norms + 4 * j) / (float)s;
-        for (i = first; i < first + m; i++)
-            out[i] = step * (float)level_at(levels, i, width);
-    }
-    return DR_OK;
+    q.n = n;
+    q.width = width;
+    q.s = s;
+    q.bucket_size = bucket_size;
+    q.norms = norms;
+    q.levels = levels;
+    q.out = out;
+    q.simd = simd;
+    return dr_parallel_for(nb, threads_for(n), decode_buckets, &q);
 }

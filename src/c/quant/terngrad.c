@@ -1,7 +1,13 @@
 /* TernGrad: clip at 2.5 standard deviations, then round each value stochastically to
- * {-s, 0, +s} with s the largest clipped magnitude. Two bits per element. */
+ * {-s, 0, +s} with s the largest clipped magnitude. Two bits per element.
+ *
+ * Three sweeps over x: the sum and max |x|, the squared deviations, the codes (s needs
+ * no sweep of its own: the largest clipped magnitude is min(max |x|, clip bound)). The
+ * AVX2/AVX-512 variants (terngrad_simd.c) compute the same codes eight at a time. */
 #include "rng_inline.h"
 #include "qframe.h"
+#include "qstats.h"
+#include "terngrad_simd.h"
 
 #include <math.h>
 
@@ -13,45 +19,46 @@ size_t dr_terngrad_size(size_t n)
 }
 
 /* The clip bound 2.5*sigma, sigma the population standard deviation, by two passes in
- * double (the one-pass formula cancels badly when the mean dominates). */
-static float clip_bound(const float *x, size_t n)
+ * double (the one-pass formula cancels badly when the mean dominates); *max_abs gets
+ * max |x| from the first. */
+static float clip_bound(int simd, const float *x, size_t n, float *max_abs)
 {
-    double mean = 0.0, var = 0.0;
-    size_t i;
+    double mean;
+    *max_abs = 0.0f;
     if (n == 0)
         return 0.0f;
-    for (i = 0; i < n; i++)
-        mean += x[i];
-    mean /= (double)n;
-    for (i = 0; i < n; i++)
-        var += ((double)x[i] - mean) * ((double)x[i] - mean);
-    return (float)(2.5 * sqrt(var / (double)n));
+    mean = dr_qs_sum_max_abs(simd, x, n, max_abs) / (double)n;
+    return (float)(2.5 * sqrt(dr_qs_sum_sq_dev(simd, x, n, mean) / (double)n));
 }
 
 int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, uint8_t *buf,
                        size_t cap, size_t *written)
 {
     dr_frame f;
-    float c, s = 0.0f;
+    float c, s, max_abs;
     uint8_t *codes;
-    size_t i;
+    size_t i = 0;
+    int simd = dr_simd_active();
     const uint64_t len[2] = {4, dr_qf_crumb_bytes(n)};
     int st = dr_qf_prepare(&f, DR_KIND_TERNGRAD, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
-    c = clip_bound(x, n);
+    c = clip_bound(simd, x, n, &max_abs);
     /* Inf/NaN in x make sigma NaN; a bound that merely overflows float means no clip. */
     if (isnan(c))
         return DR_E_NUMERIC;
-    for (i = 0; i < n; i++) {
-        float a = fminf(fabsf(x[i]), c);
-        s = a > s ? a : s;
-    }
+    s = fminf(max_abs, c);
     dr_qf_put_f32(buf + f.section_off[0], s);
     codes = buf + f.section_off[1];
     memset(codes, 0, (size_t)f.section_len[1]);
     if (s > 0.0f) {
-        for (i = 0; i < n; i++) {
+#if DR_HAVE_X86_SIMD
+        if (simd >= DR_SIMD_AVX512)
+            i = dr_terngrad_codes_avx512(x, n, c, s, key, codes);
+        else if (simd >= DR_SIMD_AVX2)
+            i = dr_terngrad_codes_avx2(x, n, c, s, key, codes);
+#endif
+        for (; i < n; i++) {
             /* P(nonzero) = |clip(x)|/s; u < 1 always, so |clip(x)| = s is always sent.
              * The code is computed, not branched to: both tests are coin tosses. */
             float p = fminf(fabsf(x[i]), c) / s;
@@ -78,7 +85,12 @@ int dr_terngrad_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     value[TERN_ZERO] = 0.0f;
     value[TERN_PLUS] = s;
     value[TERN_MINUS] = -s;
-    for (i = 0; i < n; i++)
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        i = dr_terngrad_values_avx2(codes, n, s, out);
+#endif
+    for (; i < n; i++)
         out[i] = value[(codes[i / 4] >> (2 * (i % 4))) & 3u];
     return DR_OK;
 }

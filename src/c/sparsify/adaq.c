@@ -33,7 +33,7 @@ static size_t count_side(const float *x, size_t n, float sign, float thr)
     size_t i, c = 0;
     for (i = 0; i < n; i++) {
         float a = sign * x[i];
-        c += (size_t)(a > 0.0f && a >= thr);
+        c += (size_t)((a > 0.0f) & (a >= thr)); /* & not &&: no branch, vectorises */
     }
     return c;
 }
@@ -116,15 +116,22 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
         !(ratio > 0.0f && ratio <= 1.0f) || dtype > DR_DTYPE_FLOAT64 || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
     /* Counts and maxima by selects, not branches: the sign of a gradient is a coin toss.
-     * Both maxima start at 0, so an entry of the other sign never moves them. */
-    for (i = 0; i < n; i++) {
-        float v = x[i];
-        if (!isfinite(v))
+     * Both maxima start at 0, so an entry of the other sign never moves them. Inf/NaN is
+     * noted on the way (by its exponent bits) and refused after, so the loop vectorises. */
+    {
+        uint32_t non_finite = 0;
+        for (i = 0; i < n; i++) {
+            float v = x[i];
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            non_finite |= (u & 0x7f800000u) == 0x7f800000u;
+            pos.total += (size_t)(v > 0.0f);
+            neg.total += (size_t)(v < 0.0f);
+            pos.largest = v > pos.largest ? v : pos.largest;
+            neg.largest = -v > neg.largest ? -v : neg.largest;
+        }
+        if (non_finite)
             return DR_E_NUMERIC;
-        pos.total += (size_t)(v > 0.0f);
-        neg.total += (size_t)(v < 0.0f);
-        pos.largest = v > pos.largest ? v : pos.largest;
-        neg.largest = -v > neg.largest ? -v : neg.largest;
     }
     m = dr_sp_sample_size(n);
     rank_idx = (uint32_t *)(sample + m);
@@ -160,10 +167,12 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
     for (i = 0; i < n; i++) {
         float v = x[i];
         uint32_t idx = (uint32_t)i;
-        if (v > 0.0f && v >= thr_pos) {
+        /* The rare test first: the sign alone is a coin toss the branch predictor
+         * cannot learn. */
+        if (v >= thr_pos && v > 0.0f) {
             memcpy(buf + f.section_off[1] + 4 * np++, &idx, 4);
             sum_pos += v;
-        } else if (v < 0.0f && -v >= thr_neg) {
+        } else if (-v >= thr_neg && v < 0.0f) {
             memcpy(buf + f.section_off[2] + 4 * nn++, &idx, 4);
             sum_neg += v;
         }

@@ -1,0 +1,89 @@
+/* A fork-join over contiguous ranges with POSIX threads: no pool and no global state, so
+ * nothing is left running between calls; starting a thread costs tens of microseconds,
+ * which only the large tensors that use this can afford. */
+#define _POSIX_C_SOURCE 200112L
+#include "deepreduce.h"
+#include "parallel.h"
+
+#include <stdlib.h>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#define DR_HAVE_PTHREADS 1
+#else
+#define DR_HAVE_PTHREADS 0
+#endif
+
+int dr_thread_count(void)
+{
+#if DR_HAVE_PTHREADS
+    const char *v = getenv("DEEPREDUCE_THREADS");
+    char *end;
+    long t;
+    if (v == NULL)
+        return 1;
+    t = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || t < 1 || t > DR_MAX_THREADS)
+        return 1;
+    return (int)t;
+#else
+    return 1;
+#endif
+}
+
+typedef struct {
+    int (*fn)(void *ctx, size_t begin, size_t end);
+    void *ctx;
+    size_t begin, end;
+    int status;
+} dr_range_job;
+
+static void *run_job(void *arg)
+{
+    dr_range_job *job = (dr_range_job *)arg;
+    job->status = job->fn(job->ctx, job->begin, job->end);
+    return NULL;
+}
+
+int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin, size_t end),
+                    void *ctx)
+{
+    dr_range_job jobs[DR_MAX_THREADS];
+#if DR_HAVE_PTHREADS
+    pthread_t ids[DR_MAX_THREADS];
+    int started[DR_MAX_THREADS];
+#endif
+    size_t parts, p;
+    if (threads < 1)
+        threads = 1;
+    if (threads > DR_MAX_THREADS)
+        threads = DR_MAX_THREADS;
+    parts = count < (size_t)threads ? count : (size_t)threads;
+    if (parts <= 1)
+        return count == 0 ? DR_OK : fn(ctx, 0, count);
+    for (p = 0; p < parts; p++) {
+        jobs[p].fn = fn;
+        jobs[p].ctx = ctx;
+        jobs[p].begin = count / parts * p + (p < count % parts ? p : count % parts);
+        jobs[p].end = jobs[p].begin + count / parts + (p < count % parts);
+        jobs[p].status = DR_OK;
+    }
+#if DR_HAVE_PTHREADS
+    for (p = 1; p < parts; p++)
+        started[p] = pthread_create(&ids[p], NULL, run_job, &jobs[p]) == 0;
+    run_job(&jobs[0]);
+    for (p = 1; p < parts; p++) {
+        if (started[p])
+            pthread_join(ids[p], NULL);
+        else
+            run_job(&jobs[p]);
+    }
+#else
+    for (p = 0; p < parts; p++)
+        run_job(&jobs[p]);
+#endif
+    for (p = 0; p < parts; p++)
+        if (jobs[p].status != DR_OK)
+            return jobs[p].status;
+    return DR_OK;
+}

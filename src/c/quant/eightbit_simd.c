@@ -1,0 +1,80 @@
+/* AVX-512 8-bit codes: nearest() of eightbit.c on 16 lanes. The 128-entry table lives in
+ * eight registers and is read by permutes; every float operation is the scalar code's,
+ * in its order, so the codes are the same bytes. */
+#include "deepreduce.h"
+#include "eightbit_simd.h"
+
+#include <string.h>
+
+#if DR_HAVE_X86_SIMD
+#include <immintrin.h>
+
+/* table[idx & 127] for each lane. */
+DR_TARGET_AVX512 static __m512 lookup128(const __m512 *t, __m512i idx)
+{
+    const __m512i bit5 = _mm512_set1_epi32(32), bit6 = _mm512_set1_epi32(64);
+    __mmask16 hi32 = _mm512_test_epi32_mask(idx, bit5);
+    __m512 a = _mm512_mask_mov_ps(_mm512_permutex2var_ps(t[0], idx, t[1]), hi32,
+                                  _mm512_permutex2var_ps(t[2], idx, t[3]));
+    __m512 b = _mm512_mask_mov_ps(_mm512_permutex2var_ps(t[4], idx, t[5]), hi32,
+                                  _mm512_permutex2var_ps(t[6], idx, t[7]));
+    return _mm512_mask_mov_ps(a, _mm512_test_epi32_mask(idx, bit6), b);
+}
+
+DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale,
+                                                 const float *table, const float *up,
+                                                 const float *steps, uint8_t *codes)
+{
+    static const float decade[6] = {1e-1f, 1e-2f, 1e-3f, 1e-4f, 1e-5f, 1e-6f};
+    const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
+    const __m512 vscale = _mm512_set1_ps(scale), abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    float up16[16], steps16[16];
+    int32_t width16[16];
+    __m512 t[8], vup, vsteps;
+    __m512i vwidth;
+    size_t i = 0;
+    int k;
+    memset(up16, 0, sizeof up16);
+    memset(steps16, 0, sizeof steps16);
+    memset(width16, 0, sizeof width16);
+    for (k = 0; k < 7; k++) {
+        up16[k] = up[k];
+        steps16[k] = steps[k];
+        width16[k] = 1 << (6 - k);
+    }
+    vup = _mm512_loadu_ps(up16);
+    vsteps = _mm512_loadu_ps(steps16);
+    vwidth = _mm512_loadu_si512((const void *)width16);
+    for (k = 0; k < 8; k++)
+        t[k] = _mm512_loadu_ps(table + 16 * k);
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __m512 a = _mm512_div_ps(_mm512_and_ps(v, abs_mask), vscale);
+        __m512i z = zero, w, j1, c, best, code;
+        __m512 tt, d_best, dm, dp;
+        __mmask16 take;
+        for (k = 0; k < 6; k++)
+            z = _mm512_mask_add_epi32(z, _mm512_cmp_ps_mask(a, _mm512_set1_ps(decade[k]), _CMP_LE_OQ), z, one);
+        w = _mm512_permutexvar_epi32(z, vwidth); /* 2^f */
+        tt = _mm512_mul_ps(_mm512_sub_ps(_mm512_mul_ps(a, _mm512_permutexvar_ps(z, vup)), _mm512_set1_ps(0.1f)),
+                           _mm512_permutexvar_ps(z, vsteps));
+        j1 = _mm512_sub_epi32(_mm512_cvttps_epi32(_mm512_add_ps(_mm512_add_ps(tt, _mm512_set1_ps(0.5f)), _mm512_set1_ps(1.0f))), one);
+        j1 = _mm512_min_epi32(_mm512_max_epi32(j1, zero), w);
+        c = _mm512_add_epi32(_mm512_sub_epi32(w, one), j1);
+        d_best = _mm512_and_ps(_mm512_sub_ps(a, lookup128(t, c)), abs_mask);
+        dm = _mm512_and_ps(_mm512_sub_ps(a, lookup128(t, _mm512_sub_epi32(c, one))), abs_mask);
+        take = _mm512_cmpgt_epi32_mask(c, zero) & _mm512_cmp_ps_mask(dm, d_best, _CMP_LE_OQ);
+        best = _mm512_mask_sub_epi32(c, take, c, one);
+        d_best = _mm512_mask_mov_ps(d_best, take, dm);
+        dp = _mm512_and_ps(_mm512_sub_ps(lookup128(t, _mm512_add_epi32(c, one)), a), abs_mask);
+        take = _mm512_cmplt_epi32_mask(c, _mm512_set1_epi32(127)) & _mm512_cmp_ps_mask(dp, d_best, _CMP_LT_OQ);
+        best = _mm512_mask_add_epi32(best, take, c, one);
+        /* Sign bit for nonzero codes of negative x. */
+        code = _mm512_mask_or_epi32(best, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ) &
+                                              _mm512_test_epi32_mask(best, best),
+                                    best, _mm512_set1_epi32(0x80));
+        _mm_storeu_si128((__m128i *)(codes + i), _mm512_cvtepi32_epi8(code));
+    }
+    return i;
+}
+#endif

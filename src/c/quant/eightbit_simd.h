@@ -1,0 +1,18 @@
+/* Internal: the AVX-512 variant of the 8-bit encoder's codes. It codes a prefix of whole
+ * groups of 16 elements exactly as nearest() in eightbit.c does and returns its length. */
+#ifndef DR_EIGHTBIT_SIMD_H
+#define DR_EIGHTBIT_SIMD_H
+
+#include "simd_config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if DR_HAVE_X86_SIMD
+/* codes of x[0..n) for scale > 0; table: the 128 magnitudes; up and steps: the per-decade
+ * constants nearest() uses (7 each). */
+size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale, const float *table,
+                                const float *up, const float *steps, uint8_t *codes);
+#endif
+
+#endif

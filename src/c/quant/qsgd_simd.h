@@ -1,0 +1,27 @@
+/* Internal: the AVX2 and AVX-512 variants of qsgd's per-element work. Each does a prefix
+ * of whole groups of 8 elements and returns its length; the caller does the tail. */
+#ifndef DR_QSGD_SIMD_H
+#define DR_QSGD_SIMD_H
+
+#include "simd_config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if DR_HAVE_X86_SIMD
+/* levels of b[0..m) as quantise_bucket in qsgd.c computes them: element i draws
+ * counter first + i; width 1 writes int8, 2 int16. */
+size_t dr_qsgd_levels_avx2(const float *b, size_t m, double ratio, uint32_t s, uint64_t key,
+                           size_t first, uint8_t *levels, size_t width);
+size_t dr_qsgd_levels_avx512(const float *b, size_t m, double ratio, uint32_t s,
+                             uint64_t key, size_t first, uint8_t *levels, size_t width);
+/* out[i] = step * level i, for i < m. */
+size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t width, float step, float *out);
+size_t dr_qsgd_scale_avx512(const uint8_t *levels, size_t m, size_t width, float step,
+                            float *out);
+/* Whether levels[0..n) all lie in [-s, s]: 1 or 0 for the prefix it returns in *done. */
+int dr_qsgd_levels_in_range_avx2(const uint8_t *levels, size_t n, size_t width, uint32_t s,
+                                 size_t *done);
+#endif
+
+#endif

@@ -1,0 +1,27 @@
+/* Internal: the SIMD variants of qstats.c. Each accumulates the first whole multiple of
+ * 8 elements into the lanes given (lane i % 8 for element i, as the scalar code does)
+ * and returns how many elements it did; the caller finishes the tail. */
+#ifndef DR_QSTATS_SIMD_H
+#define DR_QSTATS_SIMD_H
+
+#include "qstats.h"
+#include "simd_config.h"
+
+#include <stdint.h>
+
+#if DR_HAVE_X86_SIMD
+/* what: 0 sum of squares, 1 sum (and max |x| into *max_abs), 2 squared deviations
+ * from `mean`, 3 sum of |x|. */
+size_t dr_qs_lanes_avx2(int what, const float *x, size_t n, double mean, dr_lanes *acc,
+                        float *max_abs);
+size_t dr_qs_lanes_avx512(int what, const float *x, size_t n, double mean, dr_lanes *acc,
+                          float *max_abs);
+size_t dr_qs_split_avx2(const float *x, size_t n, dr_lanes *neg, dr_lanes *nonneg,
+                        size_t *count_neg);
+size_t dr_qs_split_avx512(const float *x, size_t n, dr_lanes *neg, dr_lanes *nonneg,
+                          size_t *count_neg);
+#endif
+
+enum { DR_QS_SQUARES = 0, DR_QS_SUM = 1, DR_QS_SQ_DEV = 2, DR_QS_ABS = 3 };
+
+#endif

@@ -1,0 +1,77 @@
+/* AVX-512 sketch bins: the branch-free binary search of find_bin() in sketch.c, one lane
+ * per element, the steps and compares the scalar code's, so the bins are the same. (A
+ * gather per step, the AVX2 way, ran slower than the scalar search on the development
+ * machine's Zen 4 core, so AVX2 machines take the scalar path.) */
+#include "deepreduce.h"
+#include "sketch_simd.h"
+
+#include <string.h>
+
+#if DR_HAVE_X86_SIMD
+#include <immintrin.h>
+
+/* The edge each lane compares with at the level of `count` candidates, from the level's
+ * table in registers t[0..8) (count 1..128): permutes over 32 entries, then selects by
+ * the index's higher bits. */
+DR_TARGET_AVX512 static __m512i level_edge(const __m512i *t, uint32_t count, __m512i idx)
+{
+    __m512i e;
+    if (count <= 16u)
+        return _mm512_permutexvar_epi32(idx, t[0]);
+    e = _mm512_permutex2var_epi32(t[0], idx, t[1]);
+    if (count >= 64u)
+        e = _mm512_mask_mov_epi32(e, _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32)),
+                                  _mm512_permutex2var_epi32(t[2], idx, t[3]));
+    if (count == 128u) {
+        __m512i f = _mm512_mask_mov_epi32(_mm512_permutex2var_epi32(t[4], idx, t[5]),
+                                          _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32)),
+                                          _mm512_permutex2var_epi32(t[6], idx, t[7]));
+        e = _mm512_mask_mov_epi32(e, _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64)), f);
+    }
+    return e;
+}
+
+/* With p <= 256 every level's candidate edges fit in registers: at the level of step s
+ * the lanes' lo is a multiple of 2s, so the edge edges[lo + s - 1] is entry lo / 2s of
+ * that level's table, fetched by a permute instead of a gather. */
+DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges,
+                                              uint32_t p, uint32_t last, uint8_t *index,
+                                              size_t width)
+{
+    const __m512i top = _mm512_set1_epi32((int)0x80000000u), cap = _mm512_set1_epi32((int)last);
+    uint32_t table[8][128];
+    __m512i regs[8][8];
+    unsigned levels = 0, lg = 0, lv, r;
+    size_t i = 0;
+    if (p > 256u)
+        return 0;
+    while ((1u << lg) < p)
+        lg++;
+    levels = lg;
+    for (lv = 0; lv < levels; lv++) {
+        uint32_t step = p >> (lv + 1), t;
+        memset(table[lv], 0, sizeof table[lv]);
+        for (t = 0; t < (1u << lv); t++)
+            table[lv][t] = edges[t * 2u * step + step - 1u];
+        for (r = 0; r < 8u; r++)
+            regs[lv][r] = _mm512_loadu_si512((const void *)(table[lv] + 16u * r));
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m512i u = _mm512_loadu_si512((const void *)(x + i));
+        __m512i key = _mm512_xor_si512(u, _mm512_or_si512(_mm512_srai_epi32(u, 31), top));
+        __m512i lo = _mm512_setzero_si512(), bins;
+        for (lv = 0; lv < levels; lv++) {
+            uint32_t step = p >> (lv + 1);
+            __m512i idx = _mm512_srli_epi32(lo, lg - lv);
+            __m512i e = level_edge(regs[lv], 1u << lv, idx);
+            lo = _mm512_mask_add_epi32(lo, _mm512_cmple_epu32_mask(e, key), lo, _mm512_set1_epi32((int)step));
+        }
+        bins = _mm512_min_epu32(lo, cap);
+        if (width == 1)
+            _mm_storeu_si128((__m128i *)(index + i), _mm512_cvtepi32_epi8(bins));
+        else
+            _mm256_storeu_si256((__m256i *)(index + 2 * i), _mm512_cvtepi32_epi16(bins));
+    }
+    return i;
+}
+#endif

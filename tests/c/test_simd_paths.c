@@ -1,0 +1,219 @@
+/* Every SIMD path of the vectorised quantisers against the scalar path: the same frame
+ * bytes and the same decoded floats, on sizes with ragged tails and buckets, inputs with
+ * zeros, negative zeros, ties at bucket norms and huge values. The paths are chosen
+ * with DEEPREDUCE_SIMD, which the library reads on every call. */
+#define _POSIX_C_SOURCE 200112L
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "check.h"
+
+typedef int (*encode_fn)(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written);
+typedef int (*decode_fn)(const uint8_t *, size_t, float *, size_t);
+
+static uint32_t g_s = 127, g_bucket = 128;
+
+static int enc_qsgd(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_qsgd_encode(x, n, g_s, g_bucket, 0x1234567u, 0, buf, cap, written);
+}
+static int enc_terngrad(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_terngrad_encode(x, n, 0x777u, 0, buf, cap, written);
+}
+static int enc_onebit(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_onebit_encode(x, n, 0, buf, cap, written);
+}
+static int enc_efsignsgd(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_efsignsgd_encode(x, n, 0, buf, cap, written);
+}
+static int enc_eightbit(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_eightbit_encode(x, n, 0, buf, cap, written);
+}
+
+static uint32_t g_bound = 10;
+static int enc_inceptionn(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_inceptionn_encode(x, n, g_bound, 0, buf, cap, written);
+}
+
+static uint32_t g_bins = 127;
+static int enc_sketch(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    static uint8_t work[1 << 20];
+    return dr_sketch_encode(x, n, g_bins, 0x55u, 0, work, buf, cap, written);
+}
+static int enc_natural(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_natural_encode(x, n, 0x99u, 0, buf, cap, written);
+}
+
+/* A mix of normal values, exact zeros, -0.0, and runs of equal values. */
+static void fill(float *x, size_t n, uint64_t key, float scale)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint64_t r = dr_rng_u64(key, i);
+        x[i] = scale * test_uniform(key, i) * (float)(1 + (r & 7));
+        if ((r >> 8) % 17 == 0)
+            x[i] = 0.0f;
+        if ((r >> 8) % 19 == 0)
+            x[i] = -0.0f;
+        if ((r >> 8) % 23 == 0 && i > 0)
+            x[i] = x[i - 1];
+    }
+}
+
+/* Random bit patterns: every exponent from subnormal to the largest finite one. */
+static void fill_bits(float *x, size_t n, uint64_t key)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)dr_rng_u64(key, i);
+        if (((u >> 23) & 0xffu) == 0xffu)
+            u &= ~(1u << 30);
+        memcpy(&x[i], &u, sizeof u);
+    }
+}
+
+static const char *const paths[] = {"scalar", "avx2", "avx512"};
+
+/* Encode and decode x under every path; all frames and outputs equal the scalar one. */
+static void check_paths(const char *what, encode_fn encode, decode_fn decode, const float *x,
+                        size_t n, size_t cap)
+{
+    uint8_t *want = malloc(cap), *got = malloc(cap);
+    float *want_out = malloc((n + 1) * sizeof(float)), *got_out = malloc((n + 1) * sizeof(float));
+    size_t want_len = 0, got_len = 0, p;
+    int same_frame = 1, same_out = 1;
+    setenv("DEEPREDUCE_SIMD", "scalar", 1);
+    CHECK_OK(encode(x, n, want, cap, &want_len));
+    CHECK_OK(decode(want, want_len, want_out, n));
+    for (p = 1; p < sizeof paths / sizeof *paths; p++) {
+        setenv("DEEPREDUCE_SIMD", paths[p], 1);
+        memset(got, 0, cap);
+        CHECK_OK(encode(x, n, got, cap, &got_len));
+        same_frame &= got_len == want_len && memcmp(got, want, want_len) == 0;
+        CHECK_OK(decode(want, want_len, got_out, n));
+        same_out &= n == 0 || memcmp(got_out, want_out, n * sizeof(float)) == 0;
+    }
+    if (!same_frame || !same_out)
+        fprintf(stderr, "%s n=%zu: paths differ (frame %d, output %d)\n", what, n, same_frame, same_out);
+    CHECK(same_frame);
+    CHECK(same_out);
+    unsetenv("DEEPREDUCE_SIMD");
+    free(want);
+    free(got);
+    free(want_out);
+    free(got_out);
+}
+
+/* dr_qsgd_encode/decode on a tensor past DR_THREADS_MIN_NUMEL: the same frame and
+ * output for 1, 2 and 3 threads. */
+static void test_threads_same_bytes(void)
+{
+    const size_t n = DR_THREADS_MIN_NUMEL + 1000;
+    float *x = malloc(n * sizeof *x), *out1 = malloc(n * sizeof *x), *out = malloc(n * sizeof *x);
+    size_t cap = dr_qsgd_size(n, 127, 128), len1 = 0, len = 0;
+    uint8_t *want = malloc(cap), *got = malloc(cap);
+    static const char *const counts[] = {"2", "3"};
+    size_t t;
+    fill(x, n, 99, 1.0f);
+    setenv("DEEPREDUCE_THREADS", "1", 1);
+    CHECK_OK(dr_qsgd_encode(x, n, 127, 128, 5, 0, want, cap, &len1));
+    CHECK_OK(dr_qsgd_decode(want, len1, out1, n));
+    for (t = 0; t < 2; t++) {
+        setenv("DEEPREDUCE_THREADS", counts[t], 1);
+        CHECK(dr_thread_count() == (int)t + 2);
+        CHECK_OK(dr_qsgd_encode(x, n, 127, 128, 5, 0, got, cap, &len));
+        CHECK(len == len1 && memcmp(got, want, len) == 0);
+        CHECK_OK(dr_qsgd_decode(want, len1, out, n));
+        CHECK(memcmp(out, out1, n * sizeof *out) == 0);
+    }
+    /* A non-finite value in a later thread's range is refused, as with one thread. */
+    x[n - 10] = NAN;
+    CHECK_STATUS(dr_qsgd_encode(x, n, 127, 128, 5, 0, got, cap, &len), DR_E_NUMERIC);
+    setenv("DEEPREDUCE_THREADS", "zero", 1);
+    CHECK(dr_thread_count() == 1);
+    unsetenv("DEEPREDUCE_THREADS");
+    free(x);
+    free(out1);
+    free(out);
+    free(want);
+    free(got);
+}
+
+/* dr_crc32 on every path equals zlib's crc32, for lengths around the vector loop's
+ * steps, unaligned starts and a running crc carried in. */
+static void test_crc32_paths(void)
+{
+    static uint8_t bytes[5000];
+    size_t i, len, off;
+    int same = 1;
+    for (i = 0; i < sizeof bytes; i++)
+        bytes[i] = (uint8_t)(dr_rng_u64(17, i) >> 56);
+    for (off = 0; off < 16; off += 5)
+        for (len = 0; len + off <= sizeof bytes; len += len < 300 ? 1 : 97) {
+            uint32_t want = (uint32_t)crc32(12345u, bytes + off, (uInt)len);
+            size_t p;
+            for (p = 0; p < sizeof paths / sizeof *paths; p++) {
+                setenv("DEEPREDUCE_SIMD", paths[p], 1);
+                same &= dr_crc32(12345u, bytes + off, len) == want;
+            }
+        }
+    unsetenv("DEEPREDUCE_SIMD");
+    CHECK(same);
+}
+
+int main(void)
+{
+    static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 127, 128, 129, 1000, 4099};
+    static const uint32_t levels[] = {1, 7, 127, 128, 32767};
+    static const uint32_t buckets[] = {1, 5, 8, 128, 512, 100000};
+    enum { NMAX = 4099 };
+    static float x[NMAX];
+    size_t a, b, c;
+    for (a = 0; a < sizeof sizes / sizeof *sizes; a++) {
+        size_t n = sizes[a];
+        fill(x, n, 42 + n, 3.0f);
+        for (b = 0; b < sizeof levels / sizeof *levels; b++)
+            for (c = 0; c < sizeof buckets / sizeof *buckets; c++) {
+                g_s = levels[b];
+                g_bucket = buckets[c];
+                check_paths("qsgd", enc_qsgd, dr_qsgd_decode, x, n, dr_qsgd_size(n, g_s, g_bucket));
+            }
+        check_paths("terngrad", enc_terngrad, dr_terngrad_decode, x, n, dr_terngrad_size(n));
+        check_paths("onebit", enc_onebit, dr_onebit_decode, x, n, dr_onebit_size(n));
+        check_paths("efsignsgd", enc_efsignsgd, dr_efsignsgd_decode, x, n, dr_efsignsgd_size(n));
+        check_paths("natural", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
+        for (b = 0; b < 4; b++) {
+            static const uint32_t sketch_bins[] = {1, 127, 256, 1000};
+            g_bins = sketch_bins[b];
+            check_paths("sketch", enc_sketch, dr_sketch_decode, x, n, dr_sketch_size(n, g_bins));
+        }
+        /* Huge values (up to 1.2e38): norms past FLT_MAX, clip bounds past it. */
+        fill(x, n, 7 + n, 3e37f);
+        g_s = 127;
+        g_bucket = 128;
+        check_paths("qsgd huge", enc_qsgd, dr_qsgd_decode, x, n, dr_qsgd_size(n, 127, 128));
+        check_paths("terngrad huge", enc_terngrad, dr_terngrad_decode, x, n, dr_terngrad_size(n));
+        check_paths("8bit", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+        for (b = 0; b < 3; b++) {
+            static const uint32_t bounds[] = {1, 10, 24};
+            g_bound = bounds[b];
+            check_paths("inceptionn", enc_inceptionn, dr_inceptionn_decode, x, n, dr_inceptionn_bound(n));
+        }
+        fill_bits(x, n, 3 + n);
+        check_paths("8bit bits", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+        g_bound = 10;
+        check_paths("inceptionn bits", enc_inceptionn, dr_inceptionn_decode, x, n, dr_inceptionn_bound(n));
+        check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
+    }
+    test_threads_same_bytes();
+    test_crc32_paths();
+    return check_summary("test_simd_paths");
+}
