@@ -27,7 +27,8 @@ cmake --build build/fuzz -j"$jobs" --target fuzz_frame fuzz_sections >/dev/null
 decoders="
 fuzz_frame:2:qsgd fuzz_frame:3:terngrad fuzz_frame:4:onebit fuzz_frame:5:signsgd
 fuzz_frame:6:signum fuzz_frame:7:efsignsgd fuzz_frame:8:natural fuzz_frame:17:8bit
-fuzz_frame:14:adaq fuzz_frame:15:inceptionn fuzz_frame:16:sketch fuzz_frame:10:topk+deepreduce
+fuzz_frame:14:adaq fuzz_frame:15:inceptionn fuzz_frame:16:sketch fuzz_frame:20:3lc
+fuzz_frame:10:topk+deepreduce
 fuzz_frame:11:threshold fuzz_frame:12:dgc fuzz_frame:18:spardl
 fuzz_sections:1:index-bloom fuzz_sections:2:index-rle fuzz_sections:3:index-huffman
 fuzz_sections:4:index-ef fuzz_sections:5:index-rice fuzz_sections:6:index-varint

@@ -65,6 +65,7 @@ static frame_decoder decoder_of(int kind)
     case DR_KIND_INCEPTIONN: return dr_inceptionn_decode;
     case DR_KIND_SKETCH: return dr_sketch_decode;
     case DR_KIND_ADAQ: return dr_adaq_decode;
+    case DR_KIND_THREELC: return dr_threelc_decode;
     default: return NULL;
     }
 }

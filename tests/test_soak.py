@@ -25,10 +25,13 @@ def rss_bytes():
 
 
 def configs():
-    """Every compressor with its natural memory and communicator, then each wrapper mode
-    over topk (min_numel 0, so the codecs run on every tensor)."""
+    """Every compressor with its natural memory and communicator (LGC, which has no entry
+    in the pairing table, with its own: no memory, allreduce, short stages 1 and 2), then
+    each wrapper mode over topk (min_numel 0, so the codecs run on every tensor)."""
     for name in PAIRINGS:
         yield natural_params(name, compress_ratio=0.1, threshold=0.05)
+    yield {"compressor": "lgc", "memory": "none", "communicator": "allreduce", "compress_ratio": 0.1,
+           "lgc_dense_steps": 30, "lgc_train_steps": 60}
     for mode, index, value, policy in WRAPPED:
         yield natural_params("topk", compress_ratio=0.1, deepreduce=mode, index=index, value=value,
                              policy=policy, min_numel=0)
