@@ -1,8 +1,10 @@
+from functools import partial
+
 import numpy as np
 
 from .. import edge
 from .._native import all_finite, check, f32, lib
-from ..base import Memory
+from ..base import Compressor, Memory
 from ..state import TensorState
 
 
@@ -39,12 +41,9 @@ class ResidualMemory(Memory):
         if not all_finite(flat):
             return
         residual, _ = self.residuals.write(name, restore, flat.size)
-        lost = getattr(compressor, "lost", None)
-        if lost is not None:
-            lost(flat, tensors, ctx, residual)
-        else:  # a compressor of GRACE's own classes: its decompress tells
-            sent, _ = edge.to_core(compressor.decompress(tensors, ctx), what=f"decompressed {name!r}")
-            check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(sent), f32(residual), flat.size), "residual update")
+        # A compressor that is not one of our classes (duck-typed) gets the default: decompress.
+        lost = compressor.lost if isinstance(compressor, Compressor) else partial(Compressor.lost, compressor)
+        lost(flat, tensors, ctx, residual)
 
     def rollback(self, name):
         self.residuals.undo(name)
