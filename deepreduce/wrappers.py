@@ -53,7 +53,7 @@ from . import edge
 from ._native import (all_finite, as_frame_bytes, check, check_frame, decoded_marker, f32, ffi, lib,
                       nonfinite_frame, parse_frame, u8, u32)
 from .base import Compressor
-from .codecs import Workspace, index_codec, value_codec
+from .codecs import Workspace, index_codec, permutation, value_codec
 from .codecs.value import RawValues
 from .compressors._sparse import SparseCtx, selected_values
 from .errors import FrameError, UnknownNameError
@@ -154,8 +154,7 @@ class _Wrapper(Compressor):
         indices = plan.indices
         r = indices.size
         values = selected_values(source, indices)
-        perm_bits = lib.dr_bits_for(max(r, 1) - 1)
-        perm_bound = lib.dr_bitpack_size(r, perm_bits) if sends_perm else 0
+        perm_bound = permutation.packed_size(r) if sends_perm else 0
         nsections = 3 if sends_perm else 2
         header = lib.dr_frame_header_size(nsections)
         cap = header + plan.bound + value_codec.bound(r) + perm_bound + lib.DR_FRAME_TRAILER
@@ -167,9 +166,7 @@ class _Wrapper(Compressor):
         off += value_len
         perm_len = 0
         if perm is not None and sends_perm:
-            written = ffi.new("size_t *")
-            check(lib.dr_bitpack(u32(perm), r, perm_bits, base + off, cap - off, written), f"permutation of {name!r}")
-            perm_len = written[0]
+            perm_len = permutation.pack(perm, base + off, cap - off, repr(name))
         elif perm is not None:  # raw indices: rewrite them in value order instead
             np.take(indices, perm, out=frame[header:header + index_len].view(np.uint32))
         f = ffi.new("dr_frame *")
@@ -205,26 +202,11 @@ class _Wrapper(Compressor):
         values = value_codec.decode(buf, f.section_off[1], f.section_len[1], count, tuple(f.params[2:4]),
                                     self.work)
         if sends_perm:
-            indices = np.take(indices, self._permutation(buf, f, count, what))
+            perm = permutation.unpack(buf, f.section_off[2], f.section_len[2], count,
+                                      self.work.array("perm", count, np.uint32), what)
+            indices = np.take(indices, perm)
         check_frame(lib.dr_scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
         return ctx.restore(out)
-
-    def _permutation(self, buf, f, count, what):
-        """The permutation section, checked to be one: count entries, each < count, all
-        different."""
-        bits = lib.dr_bits_for(max(count, 1) - 1)
-        if f.section_len[2] != lib.dr_bitpack_size(count, bits):
-            raise FrameError(f"{what}: permutation section of {f.section_len[2]} bytes, expected "
-                             f"{lib.dr_bitpack_size(count, bits)} for {count} entries of {bits} bits")
-        perm = self.work.array("perm", count, np.uint32)
-        check_frame(lib.dr_bitunpack(u8(buf) + f.section_off[2], f.section_len[2], count, bits, u32(perm)), what)
-        if count and perm.max() >= count:
-            raise FrameError(f"{what}: permutation entry {int(perm.max())} out of range for {count} entries")
-        seen = np.zeros(count, dtype=bool)
-        seen[perm] = True
-        if not seen.all():
-            raise FrameError(f"{what}: permutation repeats an entry")
-        return perm
 
     def aggregate(self, tensors):
         return self.sparsifier.aggregate(tensors)

@@ -255,9 +255,18 @@ def test_corrupt_and_foreign_frames_are_refused():
     from deepreduce.errors import FrameError
     codec = frames.FrameCodec(LosslessIndex("rice"))
     S = np.array([3, 9, 100, 4000], dtype=np.uint32)
-    frame = codec.build(frames.PS_LEAD, 4096, S, latent=np.ones(4, np.float32), scale=np.ones(1, np.float32))
+    lead = dict(latent=np.ones(4, np.float32), scale=np.ones(1, np.float32))
+    order = np.array([2, 0, 3, 1], dtype=np.uint32)
+    frame = codec.build(frames.PS_LEAD, 4096, S, order, **lead)
     parsed = codec.open(frame, frames.PS_LEAD, 4096, "test", count=4, latent=4)
-    assert parsed.indices.tolist() == S.tolist()
+    assert parsed.indices.tolist() == S.tolist() and parsed.order.tolist() == order.tolist()
+    # Well-sealed frames from someone who knows the format, with an order that is no
+    # permutation: refused.
+    S5 = np.array([3, 9, 100, 4000, 4001], dtype=np.uint32)  # 3 bits per entry: room for 7
+    for S_, forged, why in ((S, [2, 0, 2, 1], "repeats"), (S5, [2, 0, 3, 7, 1], "out of range")):
+        bad = codec.build(frames.PS_LEAD, 4096, S_, np.array(forged, dtype=np.uint32), **lead)
+        with pytest.raises(FrameError, match=why):
+            codec.open(bad, frames.PS_LEAD, 4096, "test", count=S_.size, latent=4)
     bad = frame.copy()
     bad[len(bad) // 2] ^= 0x40
     with pytest.raises(FrameError):
