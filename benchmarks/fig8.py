@@ -56,7 +56,7 @@ def pct(nbytes):
 
 
 PAPER = {("raw", "raw"): "2.00%", ("bloom", "raw"): "idx 0.449% (662 B)", ("raw", "qsgd"): "val 0.252% (372 B)",
-         ("raw", "polyfit"): "val ~0.136% (200 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)"}
+         ("raw", "polyfit"): "val 0.17% (~251 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)"}
 
 
 def fig8(repeat):
