@@ -24,6 +24,12 @@ def is_torch(x):
     return type(x).__module__.split(".")[0] == "torch" and "torch" in sys.modules
 
 
+def is_tensorflow(x):
+    """A TensorFlow tensor or variable (eager or symbolic), without importing TensorFlow:
+    those cross through NumPy inside ``tf.numpy_function`` (``deepreduce.tensorflow``)."""
+    return type(x).__module__.split(".")[0] in ("tensorflow", "keras") and "tensorflow" in sys.modules
+
+
 def _torch():
     """The torch module, already imported by whoever handed us a tensor."""
     return sys.modules["torch"]
