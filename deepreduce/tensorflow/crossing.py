@@ -18,7 +18,7 @@ import tensorflow as tf
 
 # The last crossing's outputs in each graph being built, for the next one to wait on.
 _LAST_IN_GRAPH = weakref.WeakKeyDictionary()
-_EXCHANGE_LOCK = threading.Lock()
+_EXCHANGE_LOCK = threading.RLock()  # re-entrant: a crossing run eagerly inside another may take it again
 
 
 def numpy_call(fn, tensors, dtypes, name="deepreduce", shapes=None):
