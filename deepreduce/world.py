@@ -63,9 +63,9 @@ def discover():
         from .transports.torch_dist import TorchTransport
         return TorchTransport()
     if any(name in os.environ for name in _MPI_LAUNCHER_ENV):
-        from mpi4py import MPI
-        from .transports.mpi import MPITransport
-        return MPITransport(MPI.COMM_WORLD) if MPI.COMM_WORLD.Get_size() > 1 else LocalTransport()
+        from .transports.mpi import MPITransport  # says how to install mpi4py when it is missing
+        transport = MPITransport()
+        return transport if transport.size > 1 else LocalTransport()
     if all(os.environ.get(name) for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
         import torch.distributed as dist
         dist.init_process_group("gloo", init_method="env://")

@@ -1,6 +1,9 @@
 """GRACE's Horovod-PyTorch flavour: grace_dl.torch's names and helper, the communicators'
 send_step/receive_step, and deepreduce.torch.horovod's call shapes (one process here;
 two processes in test_horovod_examples.py)."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -107,3 +110,11 @@ def test_collectives_over_gloo():
     for weights, lr, mean, total, gathered, size in ranks:
         assert mean == 0.5 and total == [3] and size == 2
         assert gathered == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
+
+
+def test_only_deepreduce_tensorflow_imports_tensorflow():
+    probe = ("import sys, deepreduce, deepreduce.torch.horovod, grace_dl.tensorflow.helper, "
+             "grace_dl.tensorflow.compressor.u8bit, grace_dl.tensorflow.communicator.allgather; "
+             "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
