@@ -185,3 +185,31 @@ def test_a_tf_rank_and_a_torch_rank_decode_each_others_frames():
                     for frames in (tf_sent, torch_sent)]
             np.testing.assert_allclose(tf_results[step], (both[0] + both[1]) / 2, rtol=1e-6, atol=1e-9)
             assert np.isfinite(tf_results[step]).all() and np.abs(tf_results[step]).max() > 0
+
+
+def _tf_collectives(rank, world_size):
+    hvd.init()  # binds the gloo group the pool started
+    try:
+        mean = hvd.allreduce(tf.constant([float(rank), 2.0]), name="metric")
+        total = hvd.allreduce(tf.constant([rank + 1]), op=hvd.Sum)
+        gathered = tf.function(lambda t: hvd.allgather(t))(tf.fill([rank + 1, 2], float(rank)))
+        root_value = hvd.broadcast(tf.constant([rank * 10.0]), root_rank=1)
+        variables = [tf.Variable(tf.fill([3], float(rank))), tf.Variable(rank, dtype=tf.int64)]
+
+        @tf.function
+        def broadcast_in_a_graph():
+            hvd.broadcast_variables(variables, root_rank=0)
+
+        broadcast_in_a_graph()
+        return (mean.numpy().tolist(), total.numpy().tolist(), gathered.numpy().tolist(), root_value.numpy().tolist(),
+                variables[0].numpy().tolist(), int(variables[1].numpy()), hvd.size())
+    finally:
+        world.shutdown()
+
+
+@pytest.mark.slow
+def test_tensorflow_collectives_over_gloo():
+    for mean, total, gathered, root_value, weights, step, size in run(_tf_collectives, 2, timeout=240):
+        assert mean == [0.5, 2.0] and total == [3] and size == 2
+        assert gathered == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
+        assert root_value == [10.0] and weights == [0.0, 0.0, 0.0] and step == 0
