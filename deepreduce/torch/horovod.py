@@ -113,8 +113,7 @@ class _DistributedOptimizer:
         self._grace = grace
         self._op = op
         self._names = _parameter_names(self.param_groups, named_parameters)
-        self._should_synchronize = True
-        self._synchronized = False
+        self._should_synchronize = True  # False inside skip_synchronize()
 
     def synchronize(self):
         """Average every gradient now, parameter by parameter in the optimizer's order (the
@@ -134,7 +133,6 @@ class _DistributedOptimizer:
                     averaged = allreduce(p.grad, name=name, op=self._op)
                 with torch.no_grad():
                     p.grad.copy_(averaged)
-        self._synchronized = True
 
     @contextlib.contextmanager
     def skip_synchronize(self):
@@ -148,7 +146,6 @@ class _DistributedOptimizer:
     def step(self, closure=None):
         if self._should_synchronize:
             self.synchronize()
-        self._synchronized = False
         return super().step(closure)
 
 
