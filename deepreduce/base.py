@@ -148,6 +148,9 @@ class Communicator(ABC):
         return self.compressor
 
     def step(self, tensor, name):
+        if edge.is_tensorflow(tensor):  # GRACE's TensorFlow flavour: cross through NumPy
+            from .tensorflow.crossing import step_tensorflow
+            return step_tensorflow(self, [tensor], [name])[0]
         flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
         transport = self.transport  # bind now: a missing process group fails before any state changes
         # Memories and compressors see the caller's kind and shape (powersgd needs the
@@ -175,6 +178,18 @@ class Communicator(ABC):
         self.stats.record(name, bytes_sent=wire_bytes, dense_bytes=4 * flat.size,
                           encode_seconds=encode_seconds, decode_seconds=self._decode_seconds)
         return restore(result)
+
+    # -- GRACE's Horovod-PyTorch flavour (its patched horovod.torch optimizer) --------
+    def send_step(self, tensor, name):
+        """GRACE's Horovod flavour splits the step into send_step and receive_step around
+        an asynchronous exchange. Our transports are synchronous: the whole step runs
+        here, and the handle is its result (``deepreduce.torch.horovod`` calls this in a
+        fixed parameter order, so every rank exchanges the same tensor at once)."""
+        return self.step(tensor, name), None
+
+    def receive_step(self, handles, ctx):
+        """The result of the exchange send_step ran (GRACE's Horovod flavour)."""
+        return handles
 
     def _dense_step(self, tensor, name):
         """auto_off's path: the compensated tensor averaged by a plain allreduce. It is

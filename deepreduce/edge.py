@@ -26,6 +26,13 @@ def is_torch(x):
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+def is_tensorflow(x):
+    """A TensorFlow tensor or variable (eager or symbolic), without importing TensorFlow:
+    those cross through NumPy inside ``tf.numpy_function`` (``deepreduce.tensorflow``)."""
+    # The module test first: without TensorFlow imported this costs one dict lookup per step.
+    return "tensorflow" in sys.modules and type(x).__module__.split(".")[0] in ("tensorflow", "keras")
+
+
 def _torch():
     """The torch module, already imported by whoever handed us a tensor."""
     return sys.modules["torch"]

@@ -2,7 +2,7 @@
 # Set up a fresh Debian/Ubuntu machine for deepreduce: the system packages (a C compiler,
 # zlib, Open MPI, iproute2 for the limited-link benchmark, clang with libFuzzer for the
 # fuzz targets in fuzz/), then the package itself in
-# editable mode with every extra (torch CPU build, mpi4py, training and test tools).
+# editable mode with every extra (torch CPU build, mpi4py, training and test tools, TensorFlow CPU).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,6 @@ if command -v apt-get >/dev/null 2>&1; then
   fi
 fi
 
-echo "setup: installing deepreduce (editable) with extras torch, mpi, train, test"
-python3 -m pip install -q --disable-pip-version-check -e ".[torch,mpi,train,test]"
+echo "setup: installing deepreduce (editable) with extras torch, mpi, train, test, tensorflow"
+python3 -m pip install -q --disable-pip-version-check -e ".[torch,mpi,train,test,tensorflow]"
 python3 -c "import deepreduce; print('setup: deepreduce', deepreduce.__version__, 'ready')"

@@ -1,3 +1,5 @@
+import math
+
 from .._native import f32, ffi, check, lib
 from ._framed import FramedCompressor, framed
 from ..checks import integer
@@ -27,3 +29,19 @@ class InceptionnCompressor(FramedCompressor):
                       lambda buf, cap, w: lib.dr_inceptionn_encode(f32(flat), flat.size, self.bound_bits,
                                                                    lib.DR_DTYPE_FLOAT32, buf, cap, w),
                       f"inceptionn of {name!r}")
+
+
+def bits_of_error_bound(error_bound):
+    """GRACE's TensorFlow INCEPTIONN reads its ``error_bound`` e as the exponent band
+    127 + int(log10(e / 2)): values below 2^int(log10(e / 2)) are dropped. Its default
+    2e-10 is 2^-10, our default bound_bits of 10."""
+    if not isinstance(error_bound, (int, float)) or isinstance(error_bound, bool) or not 0 < error_bound < 2:
+        raise ValueError(f"error_bound must be a number in (0, 2) (GRACE's default: 2e-10), got {error_bound!r}")
+    return -int(math.log10(error_bound / 2))
+
+
+class INCEPTIONNCompressor(InceptionnCompressor):
+    """GRACE's TensorFlow name and constructor: ``INCEPTIONNCompressor(error_bound)``."""
+
+    def __init__(self, error_bound=2e-10):
+        super().__init__(bits_of_error_bound(error_bound))

@@ -1,0 +1,164 @@
+"""``horovod.tensorflow``'s call shapes, as GRACE's patched Horovod has them, over our
+own transports (MPI or torch.distributed): ``import deepreduce.tensorflow.horovod as hvd``
+in place of ``import horovod.tensorflow as hvd``. ``hvd.DistributedGradientTape(tape,
+grace=grc)`` averages the gradients through GRACE's communicator; ``hvd.keras`` (in place
+of ``horovod.tensorflow.keras``) has the Keras optimizer and callbacks.
+
+Every collective here is one ``tf.numpy_function`` (``deepreduce.tensorflow.crossing``),
+so the functions work eagerly and inside a ``tf.function`` alike. What differs from real
+Horovod, and why: docs/tensorflow.md.
+"""
+import itertools
+
+import numpy as np
+import tensorflow as tf
+
+from ...world import current, init, is_initialized, local_rank, local_size, rank, shutdown, size
+from ..crossing import numpy_call, step_tensorflow
+
+__all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
+           "Average", "Sum", "allreduce", "allgather", "broadcast", "broadcast_variables",
+           "DistributedGradientTape", "DistributedOptimizer", "reduce_gradients", "variable_names"]
+
+Average = "average"
+Sum = "sum"
+_UNNAMED = itertools.count()  # unnamed collectives are tagged by their order, shared by every rank
+
+
+def _name(name, op):
+    return name if name is not None else f"{op}.noname.{next(_UNNAMED)}"
+
+
+def _check_op(op):
+    op = Average if op is None else op
+    if op not in (Average, Sum):
+        raise ValueError(f"op must be hvd.Average or hvd.Sum, got {op!r} (Adasum is not offered)")
+    return op
+
+
+def allreduce(tensor, average=None, name=None, op=None, grace=None):
+    """The mean (default) or sum of ``tensor`` over ranks; with ``grace`` (GRACE's patched
+    Horovod) the communicator's compressed average instead."""
+    if grace is not None:
+        return step_tensorflow(grace, [tensor], [_name(name, "allreduce")])[0]
+    op = Sum if average is False else _check_op(op)
+    tensor = tf.convert_to_tensor(tensor)
+    tag = _name(name, "allreduce")
+
+    def reduce(array):
+        world = current()
+        summed = world.transport.allreduce(np.array(array, copy=True).reshape(-1), tag).reshape(array.shape)
+        if op == Average and world.size > 1:
+            summed = summed / world.size if np.issubdtype(summed.dtype, np.floating) else summed // world.size
+        return [summed]
+
+    return numpy_call(reduce, [tensor], [tensor.dtype], name="deepreduce_allreduce")[0]
+
+
+def allgather(tensor, name=None):
+    """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
+    tensor = tf.convert_to_tensor(tensor)
+    tag = _name(name, "allgather")
+
+    def gather(array):
+        parts = current().transport.allgather(np.ascontiguousarray(array).reshape(-1), tag)
+        return [np.concatenate([p.reshape((-1,) + array.shape[1:]) for p in parts]) if array.ndim
+                else np.concatenate(parts)]
+
+    shape = tf.TensorShape([None]).concatenate(tensor.shape[1:]) if tensor.shape.rank else tf.TensorShape([None])
+    return numpy_call(gather, [tensor], [tensor.dtype], name="deepreduce_allgather", shapes=[shape])[0]
+
+
+def broadcast(tensor, root_rank, name=None):
+    """Root's ``tensor`` on every rank."""
+    return _broadcast_all([tensor], root_rank, [_name(name, "broadcast")])[0]
+
+
+def _broadcast_all(tensors, root_rank, names):
+    tensors = [tf.convert_to_tensor(t) for t in tensors]
+
+    def send(*arrays):
+        transport = current().transport
+        return [transport.broadcast(np.ascontiguousarray(a).reshape(-1), root_rank, n).reshape(a.shape)
+                for a, n in zip(arrays, names)]
+
+    return numpy_call(send, tensors, [t.dtype for t in tensors], name="deepreduce_broadcast")
+
+
+def broadcast_variables(variables, root_rank):
+    """Assign root's values to ``variables`` on every rank (one crossing for all); in a
+    graph, the op that does it."""
+    variables = list(variables)
+    values = _broadcast_all([v.value() if callable(getattr(v, "value", None)) else v for v in variables],
+                            root_rank, [f"broadcast_variables.{i}" for i in range(len(variables))])
+    assigns = [v.assign(value) for v, value in zip(variables, values)]
+    return None if tf.executing_eagerly() else tf.group(*assigns)
+
+
+def variable_names(variables):
+    """A name for each variable, the same on every rank and unique: its path (Keras 3)
+    or name, numbered where two coincide."""
+    names = [getattr(v, "path", None) or getattr(v, "name", None) or f"tensor.{i}" for i, v in enumerate(variables)]
+    seen = {}
+    unique = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(name if seen[name] == 1 else f"{name}#{seen[name] - 1}")
+    return unique
+
+
+def reduce_gradients(gradients, variables, grace=None, op=Average):
+    """The averaged gradients (``None`` stays ``None``): through ``grace`` when given, else
+    a dense mean; all of a step's gradients in one crossing, in the variables' order."""
+    gradients = list(gradients)
+    names = variable_names(variables)
+    present = [i for i, g in enumerate(gradients) if g is not None]
+    dense = [tf.convert_to_tensor(gradients[i]) for i in present]  # IndexedSlices become dense
+    if grace is not None:
+        reduced = step_tensorflow(grace, dense, [names[i] for i in present])
+    else:
+        op = _check_op(op)
+
+        def mean(*arrays):
+            world = current()
+            out = [world.transport.allreduce(np.array(a, copy=True).reshape(-1), names[i]).reshape(a.shape)
+                   for a, i in zip(arrays, present)]
+            return [o / world.size for o in out] if op == Average and world.size > 1 else out
+
+        reduced = numpy_call(mean, dense, [g.dtype for g in dense], name="deepreduce_allreduce_gradients")
+    out = list(gradients)
+    for i, r in zip(present, reduced):
+        out[i] = r
+    return out
+
+
+class DistributedGradientTape:
+    """GRACE's ``hvd.DistributedGradientTape(tape, grace=grc)``: ``gradient()`` returns the
+    gradients averaged over ranks. Everything else is the wrapped tape's."""
+
+    def __init__(self, gradtape, device_dense="", device_sparse="", compression=None,
+                 sparse_as_dense=False, op=Average, grace=None):
+        if compression is not None:
+            raise ValueError("compression=hvd.Compression... is Horovod's own fp16 cast; with deepreduce pass "
+                             "grace=grace_from_params({'compressor': 'fp16', ...}) instead")
+        self._tape = gradtape
+        self._grace = grace
+        self._op = _check_op(op)
+        current()  # fail now, not inside a traced function, when hvd.init() was not called
+
+    def gradient(self, target, sources, output_gradients=None, **kwargs):
+        gradients = self._tape.gradient(target, sources, output_gradients=output_gradients, **kwargs)
+        if isinstance(sources, dict) or not isinstance(gradients, (list, tuple)):
+            raise TypeError("DistributedGradientTape.gradient takes a list of sources (e.g. "
+                            "model.trainable_variables)")
+        return reduce_gradients(gradients, sources, self._grace, self._op)
+
+    def __getattr__(self, attribute):
+        return getattr(self._tape, attribute)
+
+
+def DistributedOptimizer(optimizer, grace=None, name=None, **kwargs):
+    """Horovod's TensorFlow DistributedOptimizer for a Keras optimizer: the same as
+    ``hvd.keras.DistributedOptimizer``."""
+    from .keras import DistributedOptimizer as keras_optimizer
+    return keras_optimizer(optimizer, grace=grace, name=name, **kwargs)

@@ -1,0 +1,117 @@
+"""The process world behind our Horovod call shapes (``deepreduce.torch.horovod``,
+``deepreduce.tensorflow.horovod``): ``init()`` binds one transport for the process and
+``size()``, ``rank()``, ``local_rank()``, ``local_size()`` answer from it.
+
+``init()`` takes, in order: a torch.distributed process group the program already
+initialised; an MPI job (started by mpirun or another PMI launcher) through mpi4py; a
+torchrun-style environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``),
+for which it initialises a gloo process group; else a world of one process. The
+communicators built by ``grace_from_params`` detect the same engine on their own.
+"""
+import os
+import sys
+
+from .transports import LocalTransport, Transport
+
+_LOCAL_RANK_ENV = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+_LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+_MPI_LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
+
+
+class World:
+    """One process's place in the job: its transport and the launcher's local numbering."""
+
+    def __init__(self, transport):
+        if not isinstance(transport, Transport):
+            raise TypeError(f"World needs a Transport, got {type(transport).__name__}")
+        self.transport = transport
+
+    @property
+    def size(self):
+        return self.transport.size
+
+    @property
+    def rank(self):
+        return self.transport.rank
+
+    def _env(self, names, default):
+        for name in names:
+            if os.environ.get(name, "").isdigit():
+                return int(os.environ[name])
+        return default
+
+    @property
+    def local_rank(self):
+        """The launcher's local rank; on one host (no launcher says otherwise) the rank."""
+        return self._env(_LOCAL_RANK_ENV, self.rank)
+
+    @property
+    def local_size(self):
+        return self._env(_LOCAL_SIZE_ENV, self.size)
+
+
+def _torch_group_ready():
+    if sys.modules.get("torch") is None:
+        return False
+    import torch.distributed as dist
+    return dist.is_available() and dist.is_initialized()
+
+
+def discover():
+    """The transport of the job this process was started in (see the module's docstring)."""
+    if _torch_group_ready():
+        from .transports.torch_dist import TorchTransport
+        return TorchTransport()
+    if any(name in os.environ for name in _MPI_LAUNCHER_ENV):
+        from .transports.mpi import MPITransport  # says how to install mpi4py when it is missing
+        transport = MPITransport()
+        return transport if transport.size > 1 else LocalTransport()
+    if all(os.environ.get(name) for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
+        import torch.distributed as dist
+        dist.init_process_group("gloo", init_method="env://")
+        from .transports.torch_dist import TorchTransport
+        return TorchTransport()
+    return LocalTransport()
+
+
+# Horovod keeps one state per process whatever the framework: so do we. Bound by init().
+_CURRENT = {"world": None}
+
+
+def init(transport=None):
+    """Horovod's ``hvd.init()``: bind this process's World (again: a no-op). ``transport``:
+    a Transport to use instead of discovering one."""
+    if _CURRENT["world"] is None:
+        _CURRENT["world"] = World(transport if transport is not None else discover())
+
+
+def current():
+    """The World ``init()`` bound."""
+    if _CURRENT["world"] is None:
+        raise ValueError("deepreduce's Horovod call shapes are not initialized: call hvd.init() first")
+    return _CURRENT["world"]
+
+
+def is_initialized():
+    return _CURRENT["world"] is not None
+
+
+def shutdown():
+    """Forget the World (a later init() discovers it again)."""
+    _CURRENT["world"] = None
+
+
+def size():
+    return current().size
+
+
+def rank():
+    return current().rank
+
+
+def local_rank():
+    return current().local_rank
+
+
+def local_size():
+    return current().local_size

@@ -1,0 +1,125 @@
+"""GRACE's Horovod-PyTorch flavour: grace_dl.torch's names and helper, the communicators'
+send_step/receive_step, and deepreduce.torch.horovod's call shapes (one process here;
+two processes in test_horovod_examples.py)."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import deepreduce.torch.horovod as hvd
+from deepreduce import grace_from_params, world
+from deepreduce.transports import LocalTransport
+from tests.distributed import run
+
+TOPK = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.2}
+
+
+@pytest.fixture
+def one_process_world():
+    world.shutdown()
+    hvd.init(LocalTransport())
+    yield
+    world.shutdown()
+
+
+def model_and_batch(seed=0):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+    return model, x, y
+
+
+def test_graces_torch_paths_and_send_receive_steps():
+    from grace_dl.torch.communicator.allgather import Allgather
+    from grace_dl.torch.communicator.allreduce import Allreduce
+    from grace_dl.torch.compressor.topk import TopKCompressor
+    from grace_dl.torch.helper import grace_from_params as torch_factory
+    from grace_dl.torch.memory.residual import ResidualMemory
+    grc = Allgather(TopKCompressor(0.3), ResidualMemory(), 1)
+    g = torch.randn(10, 10)
+    handle, ctx = grc.send_step(g, "w")
+    out = grc.receive_step(handle, ctx)
+    expected = grace_from_params(dict(TOPK, compress_ratio=0.3)).step(g, "w")
+    assert torch.equal(out, expected)
+    assert isinstance(Allreduce(TopKCompressor(0.3), ResidualMemory()), Allreduce)
+    assert type(torch_factory(TOPK).compressor).__name__ == "TopKCompressor"
+
+
+def test_distributed_optimizer_steps_with_the_grace_average(one_process_world):
+    model, x, y = model_and_batch()
+    reference, _, _ = model_and_batch()
+    grc, expected_grc = grace_from_params(TOPK), grace_from_params(TOPK)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5), grc,
+                                   named_parameters=model.named_parameters())
+    assert isinstance(opt, torch.optim.SGD) and type(opt).__name__ == "SGD"
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.5)
+    for i in range(3):
+        for m, o in ((model, opt), (reference, ref_opt)):
+            o.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+        for name, p in reference.named_parameters():
+            p.grad.copy_(expected_grc.step(p.grad, name))
+        if i == 1:  # Horovod's pattern for clipping: exchange once, then step without exchanging again
+            opt.synchronize()
+            with opt.skip_synchronize():
+                opt.step()
+        else:
+            opt.step()
+        ref_opt.step()
+    for a, b in zip(model.parameters(), reference.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_distributed_optimizer_checks_its_arguments(one_process_world):
+    model, _, _ = model_and_batch()
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    named = list(model.named_parameters())
+    with pytest.raises(ValueError, match="unique"):
+        hvd.DistributedOptimizer(sgd, named_parameters=[("w", p) for _, p in named])
+    with pytest.raises(ValueError, match="not in it"):
+        hvd.DistributedOptimizer(sgd, named_parameters=named[:1])
+    with pytest.raises(ValueError, match="backward_passes_per_step"):
+        hvd.DistributedOptimizer(sgd, backward_passes_per_step=2)
+    with pytest.raises(ValueError, match="Adasum"):
+        hvd.DistributedOptimizer(sgd, op="adasum")
+    with pytest.raises(TypeError, match="torch.optim.Optimizer"):
+        hvd.DistributedOptimizer(object())
+    world.shutdown()
+    with pytest.raises(ValueError, match="hvd.init"):
+        hvd.DistributedOptimizer(sgd)
+
+
+def _collectives(rank, world_size):
+    hvd.init()
+    try:
+        model, _, _ = model_and_batch(seed=rank)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        sgd = torch.optim.SGD(model.parameters(), lr=0.1 * (rank + 1), momentum=0.5)
+        hvd.broadcast_optimizer_state(sgd, root_rank=0)
+        mean = hvd.allreduce(torch.tensor(float(rank)), name="metric")
+        total = hvd.allreduce(torch.tensor([rank + 1]), op=hvd.Sum)
+        gathered = hvd.allgather(torch.full((rank + 1, 2), float(rank)))
+        weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
+        return weights, sgd.param_groups[0]["lr"], mean.item(), total.tolist(), gathered.tolist(), hvd.size()
+    finally:
+        world.shutdown()
+
+
+@pytest.mark.slow
+def test_collectives_over_gloo():
+    ranks = run(_collectives, 2)
+    np.testing.assert_array_equal(ranks[0][0], ranks[1][0])  # rank 0's weights everywhere
+    assert [r[1] for r in ranks] == [0.1, 0.1]
+    for weights, lr, mean, total, gathered, size in ranks:
+        assert mean == 0.5 and total == [3] and size == 2
+        assert gathered == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
+
+
+def test_only_deepreduce_tensorflow_imports_tensorflow():
+    probe = ("import sys, deepreduce, deepreduce.torch.horovod, grace_dl.tensorflow.helper, "
+             "grace_dl.tensorflow.compressor.u8bit, grace_dl.tensorflow.communicator.allgather; "
+             "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

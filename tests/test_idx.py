@@ -1,0 +1,47 @@
+"""The IDX format of MNIST: round trips, gzip, and clear errors on damaged files."""
+import gzip
+
+import numpy as np
+import pytest
+
+from deepreduce.idx import load_mnist, read_idx, write_idx, write_synthetic_mnist
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("compress", [False, True])
+def test_round_trip(tmp_path, dtype, compress):
+    array = (np.arange(24) - 5).reshape(2, 3, 4).astype(dtype)
+    write_idx(tmp_path / "a.idx", array, compress=compress)
+    back = read_idx(tmp_path / "a.idx")
+    assert back.dtype == np.dtype(dtype) and back.shape == (2, 3, 4)
+    np.testing.assert_array_equal(back, array)
+
+
+def test_the_bytes_are_mnists_layout(tmp_path):
+    write_idx(tmp_path / "labels", np.array([7, 2, 1], dtype=np.uint8))
+    assert (tmp_path / "labels").read_bytes() == bytes([0, 0, 8, 1, 0, 0, 0, 3, 7, 2, 1])
+
+
+def test_damaged_files_are_refused(tmp_path):
+    path = tmp_path / "bad"
+    path.write_bytes(bytes([1, 0, 8, 1, 0, 0, 0, 1, 5]))
+    with pytest.raises(ValueError, match="not an IDX file"):
+        read_idx(path)
+    path.write_bytes(bytes([0, 0, 0x42, 1, 0, 0, 0, 1, 5]))
+    with pytest.raises(ValueError, match="type code"):
+        read_idx(path)
+    path.write_bytes(gzip.compress(bytes([0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3])))
+    with pytest.raises(ValueError, match="declares shape"):
+        read_idx(path)
+    with pytest.raises(TypeError, match="IDX cannot hold"):
+        write_idx(path, np.zeros(2, dtype=np.complex64))
+
+
+def test_synthetic_mnist_loads_as_mnist(tmp_path):
+    write_synthetic_mnist(tmp_path, train=40, test=20)
+    (x, y), (xt, yt) = load_mnist(tmp_path)
+    assert x.shape == (40, 28, 28) and x.dtype == np.uint8 and y.shape == (40,) and y.max() <= 9
+    assert xt.shape == (20, 28, 28) and yt.shape == (20,)
+    (tmp_path / "t10k-labels-idx1-ubyte.gz").unlink()
+    with pytest.raises(FileNotFoundError, match="t10k-labels-idx1-ubyte"):
+        load_mnist(tmp_path)

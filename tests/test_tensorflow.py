@@ -1,0 +1,215 @@
+"""GRACE's TensorFlow flavour on the C core: TF tensors cross through tf.numpy_function
+(eagerly and inside tf.function), GRACE's TensorFlow names and keys, the Horovod call
+shapes over our transports, and a TF rank and a torch rank decoding each other's frames
+for the four TF-only methods. See docs/tensorflow.md."""
+import copy
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+import deepreduce.tensorflow.horovod as hvd  # noqa: E402
+import deepreduce.tensorflow.horovod.keras as hvd_keras  # noqa: E402
+from deepreduce import edge, grace_from_params, world  # noqa: E402
+from deepreduce.transports import LocalTransport  # noqa: E402
+from grace_dl.tensorflow.helper import grace_from_params as tf_grace_from_params  # noqa: E402
+from tests.distributed import run  # noqa: E402
+
+TOPK = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.1}
+QSGD = {"compressor": "qsgd", "memory": "none", "communicator": "allgather"}
+TF_ONLY = ("adaq", "inceptionn", "sketch", "u8bit")  # GRACE's TensorFlow-only methods, by its names
+
+
+def gradients(seed, shapes=((20, 50), (50,))):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(shape) * 1e-2).astype(np.float32) for shape in shapes]
+
+
+@pytest.fixture
+def one_process_world():
+    world.shutdown()
+    world.init(LocalTransport())
+    yield
+    world.shutdown()
+
+
+@pytest.mark.parametrize("params", [TOPK, QSGD, dict(QSGD, compressor="adaq", memory="residual")])
+def test_tf_tensors_give_the_numpy_result_eagerly_and_in_a_tf_function(params):
+    grads = gradients(0)
+    by_numpy = grace_from_params(params)
+    expected = [[by_numpy.step(g, f"g{i}") for i, g in enumerate(grads)] for _ in range(3)]
+    eager = grace_from_params(params)
+    got = [[eager.step(tf.constant(g), f"g{i}") for i, g in enumerate(grads)] for _ in range(3)]
+    for exp_step, got_step in zip(expected, got):
+        for e, g in zip(exp_step, got_step):
+            assert isinstance(g, tf.Tensor) and g.shape == e.shape
+            np.testing.assert_array_equal(g.numpy(), e)
+    traced = grace_from_params(params)
+    step = tf.function(lambda a, b: [traced.step(a, "g0"), traced.step(b, "g1")])
+    for exp_step in expected:
+        out = step(tf.constant(grads[0]), tf.constant(grads[1]))
+        for e, g in zip(exp_step, out):
+            np.testing.assert_array_equal(g.numpy(), e)
+
+
+def test_crossings_in_a_graph_run_in_the_order_they_were_made():
+    grc = grace_from_params(TOPK)
+    graph = tf.function(lambda a, b: [grc.step(a, "first"), grc.step(b, "second")]).get_concrete_function(
+        tf.TensorSpec([10]), tf.TensorSpec([10])).graph
+    crossings = [op for op in graph.get_operations() if op.type in ("PyFunc", "EagerPyFunc")]
+    assert len(crossings) == 2
+    second_waits_for = {op.name for op in crossings[1].control_inputs}
+    assert crossings[0].name in second_waits_for
+
+
+def test_dtypes_other_than_float32_come_back_in_their_own_and_integers_are_refused():
+    grc = grace_from_params(QSGD)
+    for dtype in (tf.float16, tf.bfloat16, tf.float64):
+        out = grc.step(tf.cast(tf.constant(gradients(1)[1]), dtype), "b")
+        assert out.dtype == dtype and out.shape == (50,)
+    with pytest.raises(TypeError, match="floating-point"):
+        grc.step(tf.constant([1, 2, 3]), "ints")
+
+
+def test_graces_tensorflow_keys_names_and_defaults():
+    assert tf_grace_from_params({"compressor": "sketch"}).compressor.bins == 64
+    assert tf_grace_from_params({"compressor": "sketch", "quantiles": 16}).compressor.bins == 16
+    assert tf_grace_from_params({"compressor": "inceptionn"}).compressor.bound_bits == 10
+    assert tf_grace_from_params({"compressor": "inceptionn", "error_bound": 2e-6}).compressor.bound_bits == 6
+    with pytest.raises(ValueError, match="error_bound"):
+        tf_grace_from_params({"compressor": "inceptionn", "error_bound": -1.0})
+    assert type(tf_grace_from_params({"compressor": "u8bit"}).compressor).__name__ == "EightBitCompressor"
+    from grace_dl.tensorflow.communicator.allgather import Allgather
+    from grace_dl.tensorflow.compressor.inceptionn import INCEPTIONNCompressor
+    from grace_dl.tensorflow.compressor.topk import TopKCompressor
+    from grace_dl.tensorflow.compressor.u8bit import U8bitCompressor
+    from grace_dl.tensorflow.memory.residual import ResidualMemory
+    assert INCEPTIONNCompressor(2e-10).bound_bits == 10
+    grc = Allgather(TopKCompressor(0.3), ResidualMemory(), 1)
+    assert grc.world_size == 1 and grc.step(tf.ones([4, 4]), "w").shape == (4, 4)
+    assert U8bitCompressor().compress(np.ones(8, np.float32), "x")[0][0].size > 0
+
+
+def test_distributed_gradient_tape_averages_through_grace(one_process_world):
+    model = tf.keras.Sequential([tf.keras.Input((6,)), tf.keras.layers.Dense(4), tf.keras.layers.Dense(2)])
+    x = tf.constant(np.random.default_rng(0).standard_normal((8, 6)), tf.float32)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x) ** 2)
+    plain = tape.gradient(loss, model.trainable_variables)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x) ** 2)
+    expected_grc = grace_from_params(TOPK)
+    names = hvd.variable_names(model.trainable_variables)
+    assert len(set(names)) == len(names)
+    expected = [expected_grc.step(g.numpy(), n) for g, n in zip(plain, names)]
+    got = hvd.DistributedGradientTape(tape, grace=grace_from_params(TOPK)).gradient(loss, model.trainable_variables)
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g.numpy(), e)
+    with pytest.raises(ValueError, match="Compression"):
+        hvd.DistributedGradientTape(tape, compression=object())
+
+
+def test_keras_distributed_optimizer_trains_and_refuses_xla(one_process_world):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 6)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+
+    def build(jit_compile):
+        model = tf.keras.Sequential([tf.keras.Input((6,)), tf.keras.layers.Dense(2, activation="softmax")])
+        opt = hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.5), grace=grace_from_params(TOPK))
+        assert isinstance(opt, tf.keras.optimizers.SGD) and type(opt).__name__ == "SGD"
+        model.compile(loss="sparse_categorical_crossentropy", optimizer=opt, jit_compile=jit_compile)
+        return model
+
+    history = build(False).fit(x, y, batch_size=16, epochs=3, verbose=0).history["loss"]
+    assert history[-1] < history[0]
+    with pytest.raises(Exception, match="jit_compile=False"):
+        build(True).fit(x, y, batch_size=16, epochs=1, verbose=0)
+
+
+def test_the_call_shapes_need_init_first():
+    world.shutdown()
+    with pytest.raises(ValueError, match="hvd.init"):
+        hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))
+    with pytest.raises(ValueError, match="hvd.init"):
+        hvd.size()
+
+
+def _mixed_kinds(rank, world_size, methods, steps):
+    """Rank 0 steps TensorFlow tensors through grace_dl.tensorflow, rank 1 torch tensors
+    through grace_dl.torch: each decodes the other's frames in the allgather."""
+    import torch
+    if rank == 0:
+        from grace_dl.tensorflow.helper import grace_from_params as factory
+    else:
+        from grace_dl.torch.helper import grace_from_params as factory
+    out = {}
+    for method in methods:
+        grc = factory({"compressor": method, "memory": "none", "communicator": "allgather",
+                       "compress_ratio": 0.05, "quantiles": 64, "quantum_num": 64})
+        fresh = copy.deepcopy(grc.compressor)  # the same state, to encode the first step again with torch
+        sent = []
+        compress = grc.compressor.compress
+
+        def recording(tensor, name, compress=compress, sent=sent):
+            payload, ctx = compress(tensor, name)
+            sent.append(edge.as_numpy(payload[0]).tobytes())
+            return payload, ctx
+
+        grc.compressor.compress = recording
+        results = []
+        for step in range(steps):
+            g = gradients(100 * rank + step, shapes=((40, 25),))[0]
+            kind = tf.constant(g) if rank == 0 else torch.from_numpy(g)
+            result = grc.step(kind, "layer.weight")
+            results.append(result.numpy())
+            if step == 0 and rank == 0:  # the frame TF sent is the frame torch would send
+                torch_frame = edge.as_numpy(fresh.compress(torch.from_numpy(g), "layer.weight")[0][0]).tobytes()
+                assert torch_frame == sent[0], f"{method}: TF and torch frames differ"
+        out[method] = (results, sent)
+    return out
+
+
+@pytest.mark.slow
+def test_a_tf_rank_and_a_torch_rank_decode_each_others_frames():
+    steps = 2
+    ranks = run(_mixed_kinds, 2, TF_ONLY, steps, timeout=240)
+    for method in TF_ONLY:
+        (tf_results, tf_sent), (torch_results, torch_sent) = ranks[0][method], ranks[1][method]
+        decoder = tf_grace_from_params({"compressor": method, "quantiles": 64}).compressor
+        _, ctx = decoder.compress(np.zeros((40, 25), np.float32), "probe")
+        for step in range(steps):
+            np.testing.assert_array_equal(tf_results[step], torch_results[step])  # bit-identical ranks
+            both = [decoder.decompress([np.frombuffer(frames[step], np.uint8)], ctx)
+                    for frames in (tf_sent, torch_sent)]
+            np.testing.assert_allclose(tf_results[step], (both[0] + both[1]) / 2, rtol=1e-6, atol=1e-9)
+            assert np.isfinite(tf_results[step]).all() and np.abs(tf_results[step]).max() > 0
+
+
+def _tf_collectives(rank, world_size):
+    hvd.init()  # binds the gloo group the pool started
+    try:
+        mean = hvd.allreduce(tf.constant([float(rank), 2.0]), name="metric")
+        total = hvd.allreduce(tf.constant([rank + 1]), op=hvd.Sum)
+        gathered = tf.function(lambda t: hvd.allgather(t))(tf.fill([rank + 1, 2], float(rank)))
+        root_value = hvd.broadcast(tf.constant([rank * 10.0]), root_rank=1)
+        variables = [tf.Variable(tf.fill([3], float(rank))), tf.Variable(rank, dtype=tf.int64)]
+
+        @tf.function
+        def broadcast_in_a_graph():
+            hvd.broadcast_variables(variables, root_rank=0)
+
+        broadcast_in_a_graph()
+        return (mean.numpy().tolist(), total.numpy().tolist(), gathered.numpy().tolist(), root_value.numpy().tolist(),
+                variables[0].numpy().tolist(), int(variables[1].numpy()), hvd.size())
+    finally:
+        world.shutdown()
+
+
+@pytest.mark.slow
+def test_tensorflow_collectives_over_gloo():
+    for mean, total, gathered, root_value, weights, step, size in run(_tf_collectives, 2, timeout=240):
+        assert mean == [0.5, 2.0] and total == [3] and size == 2
+        assert gathered == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
+        assert root_value == [10.0] and weights == [0.0, 0.0, 0.0] and step == 0
