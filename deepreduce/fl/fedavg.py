@@ -1,0 +1,272 @@
+"""FedAvg with two-way compression: the DeepReduce paper's Algorithm 2.
+
+Every round the server samples ``per_round`` of the ``clients``; each sampled client
+receives the server's update (server-to-client, S2C), applies it to its copy of the model,
+trains ``local_epochs`` epochs on its own data, and sends its model change back
+(client-to-server, C2S); the server averages the decoded changes (weighted by the
+clients' example counts, or uniformly as Algorithm 2 writes it) and adds them, times
+``server_lr``, to the global model.
+
+Which update the server sends (``s2c_update``), the two readings of Algorithm 2's
+``DR(x_t - x_0)``:
+
+- ``'client'``: the change of the global model since what *this client* holds (x_0 for a
+  client's first round): one message per sampled client, and the server's error feedback
+  keeps one residual per client, so client copy + residual = the global model at the
+  client's last round.
+- ``'round'``: the change of the global model over the previous round, encoded once per
+  round and sent to every sampled client; a client that missed rounds receives every
+  message it missed (each counted in the S2C bytes). One server residual for all.
+
+Clients and the server are objects; ``simulate`` runs all of them in this process, one
+client after the other (many clients multiplexed per process), and ``deepreduce.fl.procs``
+runs the same objects in gloo processes.
+"""
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from . import wire
+from .direction import Direction
+from .tasks import build_task
+
+DENSE = {"compressor": "none", "memory": "none"}
+S2C_READINGS = ("client", "round")
+WEIGHTINGS = ("samples", "uniform")
+
+
+@dataclass
+class Settings:
+    """One federated run. ``c2s`` and ``s2c`` are GRACE/DeepReduce params dicts; the ``*_ef``
+    switches turn error feedback on or off (None: the params dict's ``memory`` decides)."""
+    model: str = "mobilenet"
+    clients: int = 10
+    per_round: int = None           # clients sampled per round; None: all of them
+    rounds: int = 20
+    local_epochs: int = 1
+    batch_size: int = 32
+    lr: float = 0.05
+    optimizer: str = "sgd"
+    alpha: float = 0.5              # Dirichlet concentration; None: IID
+    c2s: dict = field(default_factory=lambda: dict(DENSE))
+    s2c: dict = field(default_factory=lambda: dict(DENSE))
+    c2s_ef: bool = None
+    s2c_ef: bool = None
+    s2c_update: str = "client"
+    weighting: str = "samples"
+    server_lr: float = 1.0
+    compress_1d: bool = False
+    seed: int = 0
+    eval_every: int = 1
+    sentences: int = 64             # text model: training sentences per client
+
+    def check(self):
+        for key in ("clients", "rounds", "local_epochs", "batch_size", "eval_every", "sentences"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{key}={value!r} must be a positive integer")
+        if self.per_round is not None and not 1 <= self.per_round <= self.clients:
+            raise ValueError(f"per_round={self.per_round} must be between 1 and clients={self.clients}")
+        if self.s2c_update not in S2C_READINGS:
+            raise ValueError(f"s2c_update={self.s2c_update!r}; valid: {', '.join(S2C_READINGS)} "
+                             "(the change since the client's last round, or since the previous round)")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting={self.weighting!r}; valid: {', '.join(WEIGHTINGS)}")
+        if self.alpha is not None and not self.alpha > 0:
+            raise ValueError(f"alpha={self.alpha} must be > 0, or None for an IID split")
+        if not (self.lr > 0 and self.server_lr > 0):
+            raise ValueError(f"lr={self.lr} and server_lr={self.server_lr} must be > 0")
+        return self
+
+    @property
+    def sampled(self):
+        return self.clients if self.per_round is None else self.per_round
+
+
+def model_state(model):
+    """The floating-point state a round communicates (parameters and norm statistics), by
+    name, as detached copies."""
+    return {name: t.detach().clone() for name, t in model.state_dict().items() if t.is_floating_point()}
+
+
+def sample_clients(settings, round_):
+    """The sorted client ids of ``round_``: the same in every process (seeded by round)."""
+    rng = np.random.default_rng([settings.seed, round_, 7])
+    return sorted(int(k) for k in rng.choice(settings.clients, size=settings.sampled, replace=False))
+
+
+class Client:
+    """One client: its data, the copy of the model it holds (built from what the server
+    sent), and, in its C2S direction, its error-feedback residuals."""
+
+    def __init__(self, cid, data, start, task, settings, c2s, s2c):
+        self.cid = cid
+        self.data = data
+        self.copy = {name: t.clone() for name, t in start.items()}
+        self.task, self.settings, self.c2s, self.s2c = task, settings, c2s, s2c
+        self.shapes = {name: t.shape for name, t in start.items()}
+
+    @property
+    def examples(self):
+        return len(self.data[0])
+
+    def receive(self, messages):
+        """Apply the server's messages [(round, message)]; returns decode seconds."""
+        seconds = 0.0
+        for round_, message in messages:
+            sender, update, spent = self.s2c.decode(message, self.shapes, wire.S2C, round_)
+            if sender != wire.SERVER:
+                raise ValueError(f"client {self.cid}: a server-to-client message from sender {sender}")
+            for name, delta in update.items():
+                self.copy[name] += delta
+            seconds += spent
+        return seconds
+
+    def train(self, model, round_):
+        """Local epochs from the copy; returns (message, encode seconds, train seconds)."""
+        start = time.perf_counter()
+        model.load_state_dict(self.copy, strict=False)
+        trained = self.task.train(model, self.data, self.settings, round_, self.cid)
+        update = {name: trained[name] - self.copy[name] for name in self.copy}
+        train_seconds = time.perf_counter() - start
+        message, encode_seconds = self.c2s.encode(update, f"client{self.cid}", wire.C2S, round_, self.cid)
+        return message, encode_seconds, train_seconds
+
+
+class Server:
+    """The global model, what each client holds (or the log of round messages), the S2C
+    error feedback, and the running weighted sum of the round's decoded client updates."""
+
+    def __init__(self, start, settings, s2c, c2s):
+        self.model = {name: t.clone() for name, t in start.items()}
+        self.shapes = {name: t.shape for name, t in start.items()}
+        self.settings, self.s2c, self.c2s = settings, s2c, c2s
+        # 'client' reading: the global model at each client's last round (x_0 at first).
+        self.start = {name: t.clone() for name, t in start.items()}
+        self.synced = {}
+        # 'round' reading: the messages of past rounds, and how many each client applied.
+        self.log, self.applied = [], {}
+        self._sum, self._weight = None, 0.0
+
+    def messages_for(self, cid, round_):
+        """[(round, message)] client ``cid`` needs at ``round_``, and the encode seconds
+        spent on them here."""
+        if self.settings.s2c_update == "round":
+            start = self.applied.get(cid, 0)
+            self.applied[cid] = len(self.log)
+            return self.log[start:], 0.0
+        reference = self.synced.get(cid, self.start)
+        update = {name: self.model[name] - reference[name] for name in self.model}
+        self.synced[cid] = {name: t.clone() for name, t in self.model.items()}
+        message, seconds = self.s2c.encode(update, f"to{cid}", wire.S2C, round_, wire.SERVER)
+        return [(round_, message)], seconds
+
+    def receive(self, cid, message, round_, examples):
+        """Decode one client's update and add it to the round's weighted sum; seconds."""
+        sender, update, seconds = self.c2s.decode(message, self.shapes, wire.C2S, round_)
+        if sender != cid:
+            raise ValueError(f"server: client {cid}'s message of round {round_} says sender {sender}")
+        weight = float(examples) if self.settings.weighting == "samples" else 1.0
+        if self._sum is None:
+            self._sum = {name: torch.zeros_like(t) for name, t in self.model.items()}
+        for name, delta in update.items():
+            self._sum[name].add_(delta, alpha=weight)
+        self._weight += weight
+        return seconds
+
+    def finish(self, round_):
+        """Apply the round's average; under the 'round' reading encode the change once for
+        the next round's clients. Returns the encode seconds spent."""
+        before = {name: t.clone() for name, t in self.model.items()} if self.settings.s2c_update == "round" else None
+        scale = self.settings.server_lr / self._weight
+        for name, total in self._sum.items():
+            self.model[name].add_(total, alpha=scale)
+        self._sum, self._weight = None, 0.0
+        if before is None:
+            return 0.0
+        update = {name: self.model[name] - before[name] for name in self.model}
+        message, seconds = self.s2c.encode(update, "all", wire.S2C, round_ + 1, wire.SERVER)
+        self.log.append((round_ + 1, message))
+        return seconds
+
+
+@dataclass
+class RoundRecord:
+    """What one round cost and reached. Times are seconds on this machine; bytes are the
+    messages' (envelope and frames). Lists hold one entry per sampled client or message."""
+    round: int
+    clients: list
+    client_decode: list
+    client_encode: list
+    server_decode: list
+    server_encode: list
+    s2c_bytes: list
+    c2s_bytes: list
+    train_seconds: list
+    wall_seconds: float
+    metric: float = None
+    test_loss: float = None
+
+
+@dataclass
+class FLRun:
+    """A finished run: its settings, the dense size of one model update, and its rounds."""
+    label: str
+    settings: Settings
+    dense_bytes: int
+    rounds: list
+    metric_name: str
+    mode: str = "simulated"
+
+    @property
+    def final_metric(self):
+        return next(r.metric for r in reversed(self.rounds) if r.metric is not None)
+
+
+def build_parties(settings, task):
+    """(server, clients, model, start state) for a run, in one process."""
+    model = task.model()
+    start = model_state(model)
+    server = Server(start, settings, Direction(settings.s2c, settings.s2c_ef, settings.compress_1d, "s2c"),
+                    Direction(settings.c2s, False, settings.compress_1d, "c2s"))
+    c2s = Direction(settings.c2s, settings.c2s_ef, settings.compress_1d, "c2s")
+    s2c = Direction(settings.s2c, False, settings.compress_1d, "s2c")
+    clients = [Client(k, shard, start, task, settings, c2s, s2c) for k, shard in enumerate(task.shards)]
+    return server, clients, model, start
+
+
+def simulate(settings, label="run", progress=None):
+    """Run every client in this process; returns an FLRun. ``progress(record)`` is called
+    after each round."""
+    settings.check()
+    task = build_task(settings)
+    server, clients, model, start = build_parties(settings, task)
+    dense_bytes = 4 * sum(t.numel() for t in start.values())
+    records = []
+    for round_ in range(1, settings.rounds + 1):
+        began = time.perf_counter()
+        sampled = sample_clients(settings, round_)
+        rec = RoundRecord(round_, sampled, [], [], [], [], [], [], [], 0.0)
+        for cid in sampled:
+            messages, seconds = server.messages_for(cid, round_)
+            if messages and settings.s2c_update == "client":
+                rec.server_encode.append(seconds)
+            rec.s2c_bytes.append(sum(m.nbytes for _, m in messages))
+            rec.client_decode.append(clients[cid].receive(messages))
+            message, encode_seconds, train_seconds = clients[cid].train(model, round_)
+            rec.client_encode.append(encode_seconds)
+            rec.train_seconds.append(train_seconds)
+            rec.c2s_bytes.append(message.nbytes)
+            rec.server_decode.append(server.receive(cid, message, round_, clients[cid].examples))
+        seconds = server.finish(round_)
+        if settings.s2c_update == "round":
+            rec.server_encode.append(seconds)
+        rec.wall_seconds = time.perf_counter() - began
+        if round_ % settings.eval_every == 0 or round_ == settings.rounds:
+            rec.metric, rec.test_loss = task.evaluate(model, server.model)
+        records.append(rec)
+        if progress is not None:
+            progress(rec)
+    return FLRun(label, settings, dense_bytes, records, task.metric_name)
