@@ -41,6 +41,8 @@ class Direction:
         self.error_feedback = not isinstance(self.memory, NoneMemory)
         self.compress_1d = bool(compress_1d)
         self._contexts = {}  # tensor name -> the decompress ctx of its shape
+        if not self.dense:  # refuse a compressor whose payload cannot travel alone, before any round
+            self._one_frame(self.compressor.compress(np.zeros((2, 1024), dtype=np.float32), "probe/format")[0])
 
     def __repr__(self):
         return f"Direction({self.label}: {self.params}, error feedback {'on' if self.error_feedback else 'off'})"

@@ -225,15 +225,17 @@ class FLRun:
         return next(r.metric for r in reversed(self.rounds) if r.metric is not None)
 
 
-def build_parties(settings, task):
-    """(server, clients, model, start state) for a run, in one process."""
+def build_parties(settings, task, hosted=None):
+    """(server, clients, model, start state) for a run; ``hosted``: the client ids this
+    process holds (None: all of them; the others are left None)."""
     model = task.model()
     start = model_state(model)
     server = Server(start, settings, Direction(settings.s2c, settings.s2c_ef, settings.compress_1d, "s2c"),
                     Direction(settings.c2s, False, settings.compress_1d, "c2s"))
     c2s = Direction(settings.c2s, settings.c2s_ef, settings.compress_1d, "c2s")
     s2c = Direction(settings.s2c, False, settings.compress_1d, "s2c")
-    clients = [Client(k, shard, start, task, settings, c2s, s2c) for k, shard in enumerate(task.shards)]
+    clients = [Client(k, shard, start, task, settings, c2s, s2c) if hosted is None or k in hosted else None
+               for k, shard in enumerate(task.shards)]
     return server, clients, model, start
 
 

@@ -1,0 +1,105 @@
+"""Federated runs from Python:
+
+    import deepreduce.fl
+    results = deepreduce.fl.run(deepreduce.fl.PAPER_ROWS, rounds=20, clients=10)
+    print(results.table())      # the paper's columns and the time model
+    results.plot("fl.png")      # accuracy per round, volume each way
+
+Each params dict of ``runs`` drives both directions unless it is a pair
+``{"c2s": {...}, "s2c": {...}}``. Settings (``model``, ``clients``, ``per_round``,
+``rounds``, ``local_epochs``, ``batch_size``, ``lr``, ``optimizer``, ``alpha``,
+``c2s_ef``, ``s2c_ef``, ``s2c_update``, ``weighting``, ``server_lr``, ``compress_1d``,
+``seed``, ``eval_every``, ``sentences``) are ``deepreduce.fl.Settings``'s and apply to
+every run. ``processes=0`` multiplexes every client in this process; ``processes=P`` >= 2
+runs a server and P-1 client hosts over gloo.
+"""
+import dataclasses
+import json
+from pathlib import Path
+
+import torch
+
+from .fedavg import DENSE, Settings, simulate
+from .table import RATES, format_table, row_from_run
+
+
+class Results(list):
+    """The FLRuns of one ``run`` call, in order."""
+
+    def rows(self):
+        return [row_from_run(r) for r in self]
+
+    def table(self, rates=RATES, title=None, paper=None):
+        return format_table(self.rows(), rates, title, paper)
+
+    def to_json(self):
+        return [{"label": r.label, "mode": r.mode, "metric_name": r.metric_name, "dense_bytes": r.dense_bytes,
+                 "settings": dataclasses.asdict(r.settings),
+                 "rounds": [dataclasses.asdict(x) for x in r.rounds]} for r in self]
+
+    def plot(self, path=None, title=None):
+        """Accuracy per round (left) and relative volume each way (right); saved to
+        ``path`` when given. Returns the figure."""
+        import matplotlib
+        if path is not None:
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, (acc, vol) = plt.subplots(1, 2, figsize=(11, 4))
+        for r in self:
+            points = [(x.round, x.metric) for x in r.rounds if x.metric is not None]
+            acc.plot(*zip(*points), marker=".", label=r.label)
+        acc.set(xlabel="round", ylabel=f"test {self[0].metric_name}", title=title or "FedAvg, two-way compression")
+        acc.grid(alpha=0.3)
+        acc.legend(fontsize="small")
+        rows = self.rows()
+        xs = range(len(rows))
+        vol.bar([x - 0.2 for x in xs], [row.s2c_volume for row in rows], 0.4, label="S2C")
+        vol.bar([x + 0.2 for x in xs], [row.c2s_volume for row in rows], 0.4, label="C2S")
+        vol.set_xticks(list(xs), [row.label for row in rows], rotation=30, ha="right", fontsize="small")
+        vol.set(ylabel="volume relative to dense", yscale="log", title="data volume per message")
+        vol.grid(alpha=0.3, axis="y")
+        vol.legend(fontsize="small")
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=110)
+        return fig
+
+
+def _directions(params):
+    if set(params) == {"c2s", "s2c"}:
+        return dict(params["c2s"]), dict(params["s2c"])
+    return dict(params), dict(params)
+
+
+def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None, **settings):
+    """Run each params dict of ``runs`` (label -> params, or one params dict labelled
+    'compressed'), plus uncompressed FedAvg labelled 'baseline' unless ``baseline`` is False
+    or a run has that label. ``threads`` sets torch's intra-op threads of this process (one
+    per core is far faster than oversubscribing when clients run one after the other).
+    ``out``: a folder for log.json and plot.png. Returns ``Results``."""
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a dict: {label: params dict}, or one params dict")
+    if not all(isinstance(p, dict) for p in runs.values()):
+        runs = {"compressed": runs}
+    pairs = [(str(label), _directions(params)) for label, params in runs.items()]
+    if baseline and "baseline" not in runs:
+        pairs.insert(0, ("baseline", (dict(DENSE), dict(DENSE))))
+    unknown = set(settings) - {f.name for f in dataclasses.fields(Settings)} | ({"c2s", "s2c"} & set(settings))
+    if unknown:
+        raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}; see deepreduce.fl.Settings")
+    configs = [(label, Settings(c2s=c2s, s2c=s2c, **settings).check()) for label, (c2s, s2c) in pairs]
+    if threads:
+        torch.set_num_threads(int(threads))
+    results = Results()
+    for label, config in configs:
+        if processes:
+            from .procs import run_processes
+            results.append(run_processes(config, processes, label))
+        else:
+            results.append(simulate(config, label, progress))
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "log.json").write_text(json.dumps(results.to_json(), indent=1))
+        results.plot(out / "plot.png")
+    return results
