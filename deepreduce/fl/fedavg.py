@@ -47,7 +47,7 @@ class Settings:
     rounds: int = 20
     local_epochs: int = 1
     batch_size: int = 32
-    lr: float = 0.05
+    lr: float = 0.2
     optimizer: str = "sgd"
     alpha: float = 0.5              # Dirichlet concentration; None: IID
     c2s: dict = field(default_factory=lambda: dict(DENSE))
@@ -78,6 +78,8 @@ class Settings:
             raise ValueError(f"alpha={self.alpha} must be > 0, or None for an IID split")
         if not (self.lr > 0 and self.server_lr > 0):
             raise ValueError(f"lr={self.lr} and server_lr={self.server_lr} must be > 0")
+        Direction(self.c2s, self.c2s_ef, self.compress_1d, "c2s")  # a bad params dict fails here
+        Direction(self.s2c, self.s2c_ef, self.compress_1d, "s2c")
         return self
 
     @property
