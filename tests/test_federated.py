@@ -149,11 +149,14 @@ def test_eight_clients_reach_fedavg_accuracy_with_two_way_compression():
 @pytest.mark.slow
 def test_gloo_processes_train_exactly_as_the_simulation(tmp_path):
     """A server and two client hosts over gloo give the simulation's bytes and accuracy,
-    under both readings of the server's update and with client sampling."""
+    under both readings of the server's update and with client sampling. (The codecs are
+    deterministic here: QSGD's stochastic rounding draws a stream per rank, so a client
+    rounds differently on rank 1 than in the simulation's rank 0.)"""
+    rice = dict(TOPR, deepreduce="index", index="rice")
     for reading in ("client", "round"):
         kwargs = dict(model="cnn", clients=8, per_round=5, rounds=3, s2c_update=reading, c2s_ef=True, s2c_ef=True)
-        simulated, = fl.run({"dr": OURS}, baseline=False, **kwargs)
-        spawned, = fl.run({"dr": OURS}, baseline=False, processes=3, **kwargs)
+        simulated, = fl.run({"dr": rice}, baseline=False, **kwargs)
+        spawned, = fl.run({"dr": rice}, baseline=False, processes=3, **kwargs)
         assert spawned.mode == "3 gloo processes"
         for a, b in zip(simulated.rounds, spawned.rounds):
             assert (a.clients, a.s2c_bytes, a.c2s_bytes) == (b.clients, b.s2c_bytes, b.c2s_bytes)
