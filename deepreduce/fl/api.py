@@ -37,21 +37,28 @@ class Results(list):
                  "settings": dataclasses.asdict(r.settings),
                  "rounds": [dataclasses.asdict(x) for x in r.rounds]} for r in self]
 
-    def plot(self, path=None, title=None):
-        """Accuracy per round (left) and relative volume each way (right); saved to
-        ``path`` when given. Returns the figure."""
+    def plot(self, path=None, title=None, rate=100e6):
+        """Three panels: accuracy per round (the paper's Figs. 6 and 18), accuracy against
+        the time model's clock at ``rate`` bits/s, local training included (Fig. 20), and
+        the relative volume each way (Tables 2 and 5). Saved to ``path`` when given."""
         import matplotlib
         if path is not None:
             matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        fig, (acc, vol) = plt.subplots(1, 2, figsize=(11, 4))
-        for r in self:
-            points = [(x.round, x.metric) for x in r.rounds if x.metric is not None]
-            acc.plot(*zip(*points), marker=".", label=r.label)
-        acc.set(xlabel="round", ylabel=f"test {self[0].metric_name}", title=title or "FedAvg, two-way compression")
-        acc.grid(alpha=0.3)
-        acc.legend(fontsize="small")
+        fig, (by_round, by_time, vol) = plt.subplots(1, 3, figsize=(15, 4.2))
         rows = self.rows()
+        for r, row in zip(self, rows):
+            per_round = row.round_seconds(rate) + row.train_seconds
+            points = [(x.round, x.metric) for x in r.rounds if x.metric is not None]
+            by_round.plot(*zip(*points), marker=".", label=r.label)
+            by_time.plot([n * per_round for n, _ in points], [m for _, m in points], marker=".", label=r.label)
+        metric = f"test {self[0].metric_name}"
+        by_round.set(xlabel="round", ylabel=metric, title=title or "FedAvg, two-way compression")
+        by_time.set(xlabel=f"modelled time at {rate / 1e6:g} Mbit/s, s (codecs + link + local training)",
+                    ylabel=metric, title="accuracy against time")
+        for ax in (by_round, by_time):
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="small")
         xs = range(len(rows))
         vol.bar([x - 0.2 for x in xs], [row.s2c_volume for row in rows], 0.4, label="S2C")
         vol.bar([x + 0.2 for x in xs], [row.c2s_volume for row in rows], 0.4, label="C2S")
@@ -61,7 +68,7 @@ class Results(list):
         vol.legend(fontsize="small")
         fig.tight_layout()
         if path is not None:
-            fig.savefig(path, dpi=110)
+            fig.savefig(path, dpi=100)
         return fig
 
 
