@@ -16,9 +16,9 @@ from .models import BOS, EOS, SPECIAL_TOKENS, WORDS
 
 SEQUENCE = 20        # tokens per training example (FedML truncates sentences to 20)
 TOPICS = 10
-SUCCESSORS = 4       # likely next words per word and topic
-FOLLOW = 0.8         # probability that the next word is one of the likely successors
-ZIPF_EXPONENT = 1.1
+SUCCESSORS = 2       # likely next words per word and topic
+FOLLOW = 0.9         # probability that the next word is one of the likely successors
+ZIPF_EXPONENT = 1.3
 
 
 class Language:
