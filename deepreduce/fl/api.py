@@ -72,10 +72,11 @@ class Results(list):
         return fig
 
 
-def _directions(params):
-    if set(params) == {"c2s", "s2c"}:
-        return dict(params["c2s"]), dict(params["s2c"])
-    return dict(params), dict(params)
+def _directions(run):
+    """(c2s, s2c) params dicts of one run: a pair {'c2s': ..., 's2c': ...}, or one dict for both."""
+    if set(run) == {"c2s", "s2c"}:
+        return dict(run["c2s"]), dict(run["s2c"])
+    return dict(run), dict(run)
 
 
 def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None, **settings):
