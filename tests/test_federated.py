@@ -8,10 +8,11 @@ from deepreduce.cli import build_parser, main
 from deepreduce.errors import FrameError
 from deepreduce.fl import wire
 from deepreduce.fl.direction import Direction
-from deepreduce.fl.fedavg import Settings, simulate
+from deepreduce.fl.fedavg import Settings, build_parties, sample_clients, simulate
 from deepreduce.fl.models import PAPER_LSTM_PARAMETERS, MobileNetSmall, NextWordLSTM
 from deepreduce.fl.partition import dirichlet_partition, iid_partition
 from deepreduce.fl.table import PAPER_ROWS, PAPER_VOLUMES
+from deepreduce.fl.tasks import build_task
 
 TOPR = PAPER_ROWS["top-r 10%"]
 DR_QSGD_BF = PAPER_ROWS["DR(QSGD, BF-P0)"]
@@ -147,7 +148,7 @@ def test_eight_clients_reach_fedavg_accuracy_with_two_way_compression():
 
 
 @pytest.mark.slow
-def test_gloo_processes_train_exactly_as_the_simulation(tmp_path):
+def test_gloo_processes_train_exactly_as_the_simulation():
     """A server and two client hosts over gloo give the simulation's bytes and accuracy,
     under both readings of the server's update and with client sampling. (The codecs are
     deterministic here: QSGD's stochastic rounding draws a stream per rank, so a client
@@ -200,3 +201,35 @@ def test_the_command_prints_the_table(tmp_path, capsys):
     for text in ("CLI dec", "S2C vol", "100 Mbit/s", "1 Gbit/s", "baseline", "compressed", "time model"):
         assert text in out
     assert (tmp_path / "log.json").is_file() and (tmp_path / "plot.png").is_file()
+
+
+def test_the_round_reading_forgets_what_every_client_applied():
+    settings = Settings(model="cnn", clients=3, rounds=4, s2c_update="round", c2s=TOPR, s2c=TOPR, s2c_ef=True)
+    task = build_task(settings)
+    server, clients, model, _ = build_parties(settings, task)
+    for round_ in range(1, 5):
+        for cid in sample_clients(settings, round_):
+            clients[cid].receive(server.messages_for(cid, round_)[0])
+            message = clients[cid].train(model, round_)[0]
+            server.receive(cid, message, round_, clients[cid].examples)
+        # Every client has applied every message: they hold one model, and the server keeps
+        # no message but the one it just made for the next round.
+        assert all(torch.equal(clients[0].copy[k], c.copy[k]) for c in clients[1:] for k in c.copy)
+        server.finish(round_)
+        assert len(server.log) == 1
+
+
+def test_the_client_reading_keeps_copy_plus_residual_equal_to_the_model():
+    settings = Settings(model="cnn", clients=4, per_round=2, rounds=3, c2s=TOPR, s2c=OURS, s2c_ef=True)
+    task = build_task(settings)
+    server, clients, model, _ = build_parties(settings, task)
+    residuals = server.s2c.memory.residuals
+    for round_ in range(1, 4):
+        for cid in sample_clients(settings, round_):
+            clients[cid].receive(server.messages_for(cid, round_)[0])
+            for name, held in clients[cid].copy.items():
+                key = f"to{cid}/{name}"
+                rebuilt = held + residuals[key] if key in residuals else held  # 1-D tensors travel exact
+                assert torch.allclose(rebuilt, server.model[name], atol=1e-6), (round_, cid, name)
+            server.receive(cid, clients[cid].train(model, round_)[0], round_, clients[cid].examples)
+        server.finish(round_)

@@ -148,22 +148,31 @@ class Server:
         # 'client' reading: the global model at each client's last round (x_0 at first).
         self.start = {name: t.clone() for name, t in start.items()}
         self.synced = {}
-        # 'round' reading: the messages of past rounds, and how many each client applied.
-        self.log, self.applied = [], {}
+        # 'round' reading: the messages no client has applied yet (log[i] is message
+        # number dropped + i), and how many messages each client has applied.
+        self.log, self.dropped, self.applied = [], 0, {}
         self._sum, self._weight = None, 0.0
 
     def messages_for(self, cid, round_):
         """[(round, message)] client ``cid`` needs at ``round_``, and the encode seconds
         spent on them here."""
         if self.settings.s2c_update == "round":
-            start = self.applied.get(cid, 0)
-            self.applied[cid] = len(self.log)
-            return self.log[start:], 0.0
+            missed = self.log[self.applied.get(cid, 0) - self.dropped:]
+            self.applied[cid] = self.dropped + len(self.log)
+            self._drop_applied()
+            return missed, 0.0
         reference = self.synced.get(cid, self.start)
         update = {name: self.model[name] - reference[name] for name in self.model}
         self.synced[cid] = {name: t.clone() for name, t in self.model.items()}
         message, seconds = self.s2c.encode(update, f"to{cid}", wire.S2C, round_, wire.SERVER)
         return [(round_, message)], seconds
+
+    def _drop_applied(self):
+        """Forget the messages every client has applied (a client never sampled has
+        applied none, so nothing is dropped before each one has had a round)."""
+        oldest = min(self.applied.get(k, 0) for k in range(self.settings.clients))
+        del self.log[:oldest - self.dropped]
+        self.dropped = max(self.dropped, oldest)
 
     def receive(self, cid, message, round_, examples):
         """Decode one client's update and add it to the round's weighted sum; seconds."""

@@ -84,7 +84,7 @@ def row_from_run(run, label=None):
                cli_decode=mean(s for r in rounds for s, b in zip(r.client_decode, r.s2c_bytes) if b),
                cli_encode=mean(s for r in rounds for s in r.client_encode),
                ser_decode=mean(s for r in rounds for s in r.server_decode),
-               ser_encode=mean(s for r in rounds for s in r.server_encode if s),
+               ser_encode=mean(s for r in rounds for s in r.server_encode),
                s2c_bytes=mean(b for r in rounds for b in r.s2c_bytes if b),
                c2s_bytes=mean(b for r in rounds for b in r.c2s_bytes),
                dense_bytes=run.dense_bytes, metric=run.final_metric,

@@ -47,7 +47,7 @@ class Task:
             order = torch.randperm(len(inputs), generator=generator(settings.seed, round_, cid, epoch))
             for batch in order.split(settings.batch_size):
                 if len(batch) < 2 and len(order) > 1:
-                    continue  # batch norm needs two examples; the last one joins next epoch's shuffle
+                    continue  # batch norm needs two examples: a lone last example waits for the next epoch
                 optimizer.zero_grad(set_to_none=True)
                 self.loss(model, inputs[batch], targets[batch]).backward()
                 optimizer.step()

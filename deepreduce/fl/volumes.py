@@ -31,7 +31,7 @@ def message_costs(params, update, compress_1d=False):
     shapes = {name: t.shape for name, t in update.items()}
     receiver.decode(sender.encode(update, "probe", wire.C2S, 0, 0)[0], shapes, wire.C2S, 0)  # ctx, warm-up
     message, encode_seconds = sender.encode(update, "client0", wire.C2S, 1, 0)
-    _, decoded, decode_seconds = receiver.decode(message, shapes, wire.C2S, 1)
+    decode_seconds = receiver.decode(message, shapes, wire.C2S, 1)[2]
     return message.nbytes, encode_seconds, decode_seconds
 
 
