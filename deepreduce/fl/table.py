@@ -112,9 +112,13 @@ def format_table(rows, rates=RATES, title=None, paper=None):
 
 def format_speedups(rows, rates=RATES, paper=None):
     """Round seconds of the time model per rate, and each row's speedup over top-r and
-    the baseline (the paper's "2.2x faster than top-r, 7.8x faster than the baseline")."""
+    the baseline (the paper's "2.2x faster than top-r, 7.8x faster than the baseline");
+    beside them the measured round (wall seconds on this machine: every sampled client in
+    turn when simulated, the server's round over the processes otherwise) and one client's
+    local training seconds."""
     by = {row.label: row for row in rows}
     lines = [f"{'time model, s/round':<22} " + " ".join(f"{name:>12} {'vs top-r':>8} {'vs base':>8}" for name in rates)
+             + f" | {'measured':>8} {'training':>8}"
              + (f" | {'paper 100M':>10} {'vs top-r':>8} {'vs base':>8}" if paper else "")]
     for row in rows:
         cells = []
@@ -123,7 +127,7 @@ def format_speedups(rows, rates=RATES, paper=None):
             top = by.get("top-r 10%")
             base = by.get("baseline")
             cells.append(f"{t:12.4f} {_ratio(top and top.round_seconds(rate), t)} {_ratio(base and base.round_seconds(rate), t)}")
-        line = f"{row.label:<22} " + " ".join(cells)
+        line = f"{row.label:<22} " + " ".join(cells) + f" | {row.measured_round:8.3f} {row.train_seconds:8.3f}"
         if paper:
             t = paper.get(row.label)
             line += (f" | {t:10.4f} {_ratio(paper['top-r 10%'], t)} {_ratio(paper['baseline'], t)}" if t
