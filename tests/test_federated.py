@@ -233,3 +233,12 @@ def test_the_client_reading_keeps_copy_plus_residual_equal_to_the_model():
                 assert torch.allclose(rebuilt, server.model[name], atol=1e-6), (round_, cid, name)
             server.receive(cid, clients[cid].train(model, round_)[0], round_, clients[cid].examples)
         server.finish(round_)
+
+
+def test_a_message_from_another_sender_is_refused():
+    settings = Settings(model="cnn", clients=2, rounds=1, c2s=TOPR, s2c=TOPR)
+    task = build_task(settings)
+    server, clients, model, _ = build_parties(settings, task)
+    message = clients[0].train(model, 1)[0]
+    with pytest.raises(FrameError, match="client 1's message of round 1 says sender 0"):
+        server.receive(1, message, 1, clients[1].examples)

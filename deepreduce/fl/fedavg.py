@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..errors import FrameError
 from . import wire
 from .direction import Direction
 from .tasks import build_task
@@ -120,7 +121,7 @@ class Client:
         for round_, message in messages:
             sender, update, spent = self.s2c.decode(message, self.shapes, wire.S2C, round_)
             if sender != wire.SERVER:
-                raise ValueError(f"client {self.cid}: a server-to-client message from sender {sender}")
+                raise FrameError(f"client {self.cid}: a server-to-client message from sender {sender}")
             for name, delta in update.items():
                 self.copy[name] += delta
             seconds += spent
@@ -178,7 +179,7 @@ class Server:
         """Decode one client's update and add it to the round's weighted sum; seconds."""
         sender, update, seconds = self.c2s.decode(message, self.shapes, wire.C2S, round_)
         if sender != cid:
-            raise ValueError(f"server: client {cid}'s message of round {round_} says sender {sender}")
+            raise FrameError(f"server: client {cid}'s message of round {round_} says sender {sender}")
         weight = float(examples) if self.settings.weighting == "samples" else 1.0
         if self._sum is None:
             self._sum = {name: torch.zeros_like(t) for name, t in self.model.items()}
