@@ -8,9 +8,10 @@ from deepreduce.cli import build_parser, main
 from deepreduce.errors import FrameError
 from deepreduce.fl import wire
 from deepreduce.fl.direction import Direction
-from deepreduce.fl.fedavg import Settings, build_parties, sample_clients, simulate
+from deepreduce.fl.fedavg import build_parties, sample_clients, simulate
 from deepreduce.fl.models import PAPER_LSTM_PARAMETERS, MobileNetSmall, NextWordLSTM
 from deepreduce.fl.partition import dirichlet_partition, iid_partition
+from deepreduce.fl.settings import Settings
 from deepreduce.fl.table import PAPER_ROWS, PAPER_VOLUMES
 from deepreduce.fl.tasks import build_task
 

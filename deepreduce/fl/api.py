@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from .fedavg import DENSE, Settings, simulate
+from .fedavg import simulate
+from .settings import DENSE, Settings
 from .table import RATES, format_table, row_from_run
 
 

@@ -2,9 +2,8 @@
 import argparse
 import json
 
-from .fedavg import S2C_READINGS, WEIGHTINGS, Settings
+from .settings import MODELS, OPTIMIZERS, S2C_READINGS, WEIGHTINGS, Settings
 from .table import PAPER_ROWS, PAPER_TABLE4_SECONDS
-from .tasks import MODELS, OPTIMIZERS
 
 DESCRIPTION = """\
 Federated learning with compression both ways (FedAvg, DeepReduce's Algorithm 2): a server

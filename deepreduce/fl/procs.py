@@ -14,7 +14,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from .fedavg import FLRun, RoundRecord, Settings, build_parties, sample_clients
+from .fedavg import FLRun, RoundRecord, build_parties, sample_clients
+from .settings import Settings
 from .tasks import build_task
 
 

@@ -13,7 +13,7 @@ Local training is left out, as in the paper's comparison; it is reported apart.
 """
 from dataclasses import dataclass
 
-from .fedavg import DENSE
+from .settings import DENSE
 
 RATES = {"100 Mbit/s": 100e6, "1 Gbit/s": 1e9}
 

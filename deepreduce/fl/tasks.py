@@ -13,9 +13,6 @@ from ..train.data.shard import generator
 from .models import PAD, MobileNetSmall, NextWordLSTM
 from .partition import dirichlet_partition, iid_partition
 
-MODELS = ("mobilenet", "cnn", "lstm")
-OPTIMIZERS = ("sgd", "adam")
-
 
 class Task:
     """Shards (one (inputs, targets) pair per client), the test pair, and how to train and
@@ -73,10 +70,7 @@ class Task:
 
 
 def build_task(settings):
-    if settings.model not in MODELS:
-        raise ValueError(f"model={settings.model!r} is unknown; valid: {', '.join(MODELS)}")
-    if settings.optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer={settings.optimizer!r} is unknown; valid: {', '.join(OPTIMIZERS)}")
+    """The Task of ``settings`` (checked by ``Settings.check``)."""
     seed = settings.seed
     if settings.model == "lstm":
         from .text import client_corpora

@@ -10,7 +10,7 @@ import torch
 
 from . import wire
 from .direction import Direction
-from .fedavg import Settings
+from .settings import Settings
 from .tasks import build_task
 
 
