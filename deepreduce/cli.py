@@ -1,4 +1,5 @@
-"""The ``deepreduce`` command: ``deepreduce train ...`` (also ``python -m deepreduce train``)."""
+"""The ``deepreduce`` command: ``deepreduce train ...`` and ``deepreduce fl ...`` (also
+``python -m deepreduce ...``)."""
 import argparse
 import sys
 
@@ -17,7 +18,13 @@ def _train(args):
         leave()  # this process is a worker: leave as a spawned one does
 
 
+def _fl(args):
+    from .fl.cli import command
+    command(args)
+
+
 def build_parser():
+    from .fl import cli as fl_cli
     from .train.options import add_arguments
 
     parser = argparse.ArgumentParser(prog="deepreduce",
@@ -31,6 +38,11 @@ def build_parser():
                     "wall time. Writes log.json, epochs.csv, steps.csv and plot.png.")
     add_arguments(train)
     train.set_defaults(func=_train)
+    fl = sub.add_parser("fl", help="federated learning (FedAvg) with two-way compression",
+                        description=fl_cli.DESCRIPTION, epilog=fl_cli.EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    fl_cli.add_arguments(fl)
+    fl.set_defaults(func=_fl)
     return parser
 
 

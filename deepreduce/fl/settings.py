@@ -1,0 +1,66 @@
+"""The settings of a federated run (no torch import here, so the ``deepreduce`` command's
+parser stays light)."""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+MODELS = ("mobilenet", "cnn", "lstm")
+OPTIMIZERS = ("sgd", "adam")
+DENSE = {"compressor": "none", "memory": "none"}
+S2C_READINGS = ("client", "round")
+WEIGHTINGS = ("samples", "uniform")
+
+
+@dataclass
+class Settings:
+    """One federated run. ``c2s`` and ``s2c`` are GRACE/DeepReduce params dicts; the ``*_ef``
+    switches turn error feedback on or off (None: the params dict's ``memory`` decides)."""
+    model: str = "mobilenet"
+    clients: int = 10
+    per_round: int = None           # clients sampled per round; None: all of them
+    rounds: int = 20
+    local_epochs: int = 1
+    batch_size: int = 32
+    lr: float = 0.2
+    optimizer: str = "sgd"
+    alpha: float = 0.5              # Dirichlet concentration; None: IID
+    c2s: dict = field(default_factory=lambda: dict(DENSE))
+    s2c: dict = field(default_factory=lambda: dict(DENSE))
+    c2s_ef: bool = None
+    s2c_ef: bool = None
+    s2c_update: str = "client"
+    weighting: str = "samples"
+    server_lr: float = 1.0
+    compress_1d: bool = False
+    seed: int = 0
+    eval_every: int = 1
+    sentences: int = 64             # text model: training sentences per client
+
+    def check(self):
+        if self.model not in MODELS:
+            raise ValueError(f"model={self.model!r} is unknown; valid: {', '.join(MODELS)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer={self.optimizer!r} is unknown; valid: {', '.join(OPTIMIZERS)}")
+        for key in ("clients", "rounds", "local_epochs", "batch_size", "eval_every", "sentences"):
+            value = getattr(self, key)
+            if not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{key}={value!r} must be a positive integer")
+        if self.per_round is not None and not 1 <= self.per_round <= self.clients:
+            raise ValueError(f"per_round={self.per_round} must be between 1 and clients={self.clients}")
+        if self.s2c_update not in S2C_READINGS:
+            raise ValueError(f"s2c_update={self.s2c_update!r}; valid: {', '.join(S2C_READINGS)} "
+                             "(the change since the client's last round, or since the previous round)")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting={self.weighting!r}; valid: {', '.join(WEIGHTINGS)}")
+        if self.alpha is not None and not self.alpha > 0:
+            raise ValueError(f"alpha={self.alpha} must be > 0, or None for an IID split")
+        if not (self.lr > 0 and self.server_lr > 0):
+            raise ValueError(f"lr={self.lr} and server_lr={self.server_lr} must be > 0")
+        from .direction import Direction  # torch is imported only when a run is set up
+        Direction(self.c2s, self.c2s_ef, self.compress_1d, "c2s")  # a bad params dict fails here
+        Direction(self.s2c, self.s2c_ef, self.compress_1d, "s2c")
+        return self
+
+    @property
+    def sampled(self):
+        return self.clients if self.per_round is None else self.per_round
