@@ -85,7 +85,7 @@ KEYS = {
     "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, raw"),
     "value": ("'polyfit'", "DeepReduce wrappers", "value codec: polyfit, dexp, deflate, qsgd, fp16, bf16, raw"),
     "fpr": ("0.1·r/d", "bloom index codec", "the Bloom filter's false-positive rate"),
-    "policy": ("'leftmost'", "bloom index codec", "leftmost, random (P1), p0, conflict_sets (P2)"),
+    "policy": ("'leftmost'", "bloom index codec", "leftmost, random (P1), p0, conflict_sets (P2), naive (BF-Naive)"),
     "poly_degree": ("5", "polyfit value codec", "degree of each segment's polynomial"),
     "deflate_level": ("6", "deflate value codec", "zlib level"),
     "sort": ("False", "DeepReduce wrappers", "accepted for DeepReduce scripts; polyfit always sorts"),

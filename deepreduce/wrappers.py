@@ -12,7 +12,7 @@ or in one call, ``grc = deepreduce_from_params(params)``.
 
 Keys (defaults): ``value`` ('polyfit'; also dexp, deflate/gzip, qsgd, fp16, bf16,
 none/raw), ``index`` ('bloom'; also rle, huffman, ef, rice, varint, none/raw), ``fpr``
-(0.1 r/d), ``policy`` ('leftmost', 'random' = P1, 'p0', 'conflict_sets' = P2),
+(0.1 r/d), ``policy`` ('leftmost', 'random' = P1, 'p0', 'conflict_sets' = P2, 'naive'),
 ``poly_degree`` (5), ``sort`` (False), ``quantum_num`` (127), ``bucket_size`` (512),
 ``deflate_level`` (6), ``micro-benchmark`` (False), ``min_numel`` (1000).
 
@@ -54,6 +54,7 @@ from ._native import (all_finite, as_frame_bytes, check, check_frame, decoded_ma
                       nonfinite_frame, parse_frame, u8, u32)
 from .base import Compressor
 from .codecs import Workspace, index_codec, value_codec
+from .codecs.index import SIGN_BIT
 from .codecs.value import RawValues
 from .compressors._sparse import SparseCtx, selected_values
 from .errors import FrameError, UnknownNameError
@@ -153,8 +154,12 @@ class _Wrapper(Compressor):
         plan = index_codec.plan(support, d, self.work)
         indices = plan.indices
         r = indices.size
-        values = selected_values(source, indices)
-        perm_bits = lib.dr_bits_for(max(r, 1) - 1)
+        values = selected_values(source, plan.sources)
+        signed = value_codec.signs_in_index
+        if signed and not sends_perm and d > SIGN_BIT:
+            raise ValueError(f"tensor {name!r} has {d} elements: value codec {value_codec.name} with raw indices "
+                             f"carries signs in bit 31, so d must be at most 2^31; use a set index codec")
+        perm_bits = _perm_bits(r, signed)
         perm_bound = lib.dr_bitpack_size(r, perm_bits) if sends_perm else 0
         nsections = 3 if sends_perm else 2
         header = lib.dr_frame_header_size(nsections)
@@ -165,13 +170,20 @@ class _Wrapper(Compressor):
         off = header + index_len
         value_len, perm = value_codec.encode(values, base + off, cap - off, name, self.work)
         off += value_len
+        # The sign of the j-th value in codec order, where the value section has none.
+        signs = np.signbit(values)[perm].astype(np.uint32) if signed else None
         perm_len = 0
         if perm is not None and sends_perm:
+            entries = perm if signs is None else (perm << 1) | signs
             written = ffi.new("size_t *")
-            check(lib.dr_bitpack(u32(perm), r, perm_bits, base + off, cap - off, written), f"permutation of {name!r}")
+            check(lib.dr_bitpack(u32(entries), r, perm_bits, base + off, cap - off, written),
+                  f"permutation of {name!r}")
             perm_len = written[0]
         elif perm is not None:  # raw indices: rewrite them in value order instead
-            np.take(indices, perm, out=frame[header:header + index_len].view(np.uint32))
+            raw = frame[header:header + index_len].view(np.uint32)
+            np.take(indices, perm, out=raw)
+            if signs is not None:
+                raw |= signs << 31
         f = ffi.new("dr_frame *")
         f.kind, f.index_codec, f.value_codec = self.kind, index_codec.codec_id, value_codec.codec_id
         f.dtype, f.nsections, f.numel, f.count = lib.DR_DTYPE_FLOAT32, nsections, d, r
@@ -179,7 +191,7 @@ class _Wrapper(Compressor):
         f.section_len[0:nsections] = (index_len, value_len, perm_len)[:nsections]
         total = ffi.new("size_t *")
         check(lib.dr_frame_seal(f, base, cap, total), f"frame of {name!r}")
-        return frame[:total[0]], indices
+        return frame[:total[0]], plan.sources
 
     # -- decompress -----------------------------------------------------------------
     def decompress(self, tensors, ctx):
@@ -200,31 +212,43 @@ class _Wrapper(Compressor):
             raise FrameError(f"{what}: the frame is for a tensor of {f.numel} elements, this one has {ctx.numel}")
         out = edge.zeros(ctx.numel)
         count = f.count
-        indices = index_codec.decode(buf, f.section_off[0], f.section_len[0], ctx.numel, count,
-                                     tuple(f.params[0:2]), self.work, ordered=not value_codec.reorders)
+        signed = value_codec.signs_in_index
+        index_args = (buf, f.section_off[0], f.section_len[0], ctx.numel, count, tuple(f.params[0:2]), self.work)
+        if signed and not sends_perm:  # raw indices in value order, signs in bit 31
+            indices, signs = index_codec.decode(*index_args, ordered=False, signed=True)
+        else:
+            indices = index_codec.decode(*index_args, ordered=not value_codec.reorders)
         values = value_codec.decode(buf, f.section_off[1], f.section_len[1], count, tuple(f.params[2:4]),
                                     self.work)
         if sends_perm:
-            indices = np.take(indices, self._permutation(buf, f, count, what))
+            perm, signs = self._permutation(buf, f, count, signed, what)
+            indices = np.take(indices, perm)
+        if signed:
+            np.negative(values, out=values, where=signs)
         check_frame(lib.dr_scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
         return ctx.restore(out)
 
-    def _permutation(self, buf, f, count, what):
+    def _permutation(self, buf, f, count, signed, what):
         """The permutation section, checked to be one: count entries, each < count, all
-        different."""
-        bits = lib.dr_bits_for(max(count, 1) - 1)
+        different; and with ``signed``, each entry's low bit, the sign of its value
+        (else None)."""
+        bits = _perm_bits(count, signed)
         if f.section_len[2] != lib.dr_bitpack_size(count, bits):
             raise FrameError(f"{what}: permutation section of {f.section_len[2]} bytes, expected "
                              f"{lib.dr_bitpack_size(count, bits)} for {count} entries of {bits} bits")
         perm = self.work.array("perm", count, np.uint32)
         check_frame(lib.dr_bitunpack(u8(buf) + f.section_off[2], f.section_len[2], count, bits, u32(perm)), what)
+        signs = None
+        if signed:
+            signs = (perm & 1).astype(bool)
+            perm >>= 1
         if count and perm.max() >= count:
             raise FrameError(f"{what}: permutation entry {int(perm.max())} out of range for {count} entries")
         seen = np.zeros(count, dtype=bool)
         seen[perm] = True
         if not seen.all():
             raise FrameError(f"{what}: permutation repeats an entry")
-        return perm
+        return perm, signs
 
     def aggregate(self, tensors):
         return self.sparsifier.aggregate(tensors)
@@ -254,6 +278,12 @@ def section_bytes(payload):
     lengths = [int(f.section_len[i]) for i in range(f.nsections)]
     lengths += [0] * (3 - len(lengths))
     return (*lengths, buf.nbytes - sum(lengths))
+
+
+def _perm_bits(r, signed):
+    """Bits of a permutation entry for r values: ceil(log2 r), plus the value's sign in
+    the low bit when the value codec leaves the signs to the index side."""
+    return lib.dr_bits_for(max(r, 1) - 1) + int(signed)
 
 
 def _describe(fields):

@@ -44,7 +44,7 @@ static void fuzz_bloom(const uint8_t *filter, size_t len, uint32_t m_bits, uint3
     void *work;
     if (dr_bloom_positives_limit(filter, len, m_bits, k_hash, d, r, &limit) != DR_OK)
         return;
-    cap = policy == DR_BLOOM_LEFTMOST ? r : (limit + 1 < d ? limit + 1 : d);
+    cap = policy == DR_BLOOM_LEFTMOST || policy == DR_BLOOM_NAIVE ? r : (limit + 1 < d ? limit + 1 : d);
     if (dr_bloom_positives(filter, len, m_bits, k_hash, d, pos, cap, &npos) != DR_OK ||
         npos < r || npos > limit)
         return;

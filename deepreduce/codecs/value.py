@@ -19,11 +19,14 @@ def _written():
 
 
 class ValueCodec:
-    """Shared shape. ``fixed_size``: the section size is a function of r alone."""
+    """Shared shape. ``fixed_size``: the section size is a function of r alone.
+    ``signs_in_index``: the section holds magnitudes, and the sign of the j-th value in
+    codec order travels on the index side (the wrappers put it there)."""
 
     name = None
     codec_id = None
     reorders = False
+    signs_in_index = False
     fixed_size = True
     params = (0, 0)
 
@@ -129,12 +132,14 @@ class PolyfitValues(ValueCodec):
 
 
 class DexpValues(ValueCodec):
-    """Double-exponential fit of the magnitudes sorted ascending, sign bits beside:
-    32 + ceil(r/8) bytes, fixed for r."""
+    """Double-exponential fit of the magnitudes sorted ascending: four float64
+    coefficients, 32 bytes for any r. The signs travel on the index side, as in
+    DeepReduce's reference."""
 
     name = "dexp"
     codec_id = lib.DR_VALUE_DEXP
     reorders = True
+    signs_in_index = True
 
     def bound(self, r):
         return lib.dr_value_dexp_bound(r)

@@ -464,12 +464,12 @@ static size_t overlap(const uint32_t *a, size_t na, const uint32_t *b, size_t nb
 static void test_bloom_positives_and_policies(void)
 {
     static const double fprs[] = {1e-3, 0.01, 0.1, 0.5};
-    static const char *names[] = {"leftmost", "random", "p0", "conflict_sets"};
+    static const char *names[] = {"leftmost", "random", "p0", "conflict_sets", "naive"};
     const size_t d = 36864, r = 368;
     size_t f, p2_hits = 0, p1_hits = 0;
     printf("bloom, d=36864 r=368: share of true indices among those picked\n");
     for (f = 0; f < sizeof fprs / sizeof fprs[0]; f++) {
-        size_t hits[4] = {0, 0, 0, 0}, picked[4] = {0, 0, 0, 0};
+        size_t hits[DR_BLOOM_POLICY_COUNT_] = {0}, picked[DR_BLOOM_POLICY_COUNT_] = {0};
         uint32_t *truth = random_set(31 + f, d, r), k, m;
         uint32_t *pos, *out, *again;
         uint8_t *filter;
@@ -506,7 +506,7 @@ static void test_bloom_positives_and_policies(void)
             CHECK(got == want && valid_set(out, got, d) && is_subset(out, got, pos, npos));
             CHECK_OK(dr_bloom_select(policy, pos, npos, r, m, k, 99, again, &got2, work));
             CHECK(got2 == got && memcmp(out, again, got * sizeof *out) == 0);
-            if (policy == DR_BLOOM_LEFTMOST)
+            if (policy == DR_BLOOM_LEFTMOST || policy == DR_BLOOM_NAIVE)
                 CHECK(memcmp(out, pos, r * sizeof *out) == 0);
             if (policy == DR_BLOOM_P0)
                 CHECK(memcmp(out, pos, npos * sizeof *out) == 0);

@@ -148,7 +148,8 @@ enum dr_bloom_policy {
     DR_BLOOM_RANDOM = 1,        /* P1: r of P drawn by the keyed generator       */
     DR_BLOOM_P0 = 2,            /* all of P                                      */
     DR_BLOOM_CONFLICT_SETS = 3, /* P2: one member per conflict set, in rounds    */
-    DR_BLOOM_POLICY_COUNT_ = 4
+    DR_BLOOM_NAIVE = 4,         /* BF-Naive: leftmost's set, the values unmoved  */
+    DR_BLOOM_POLICY_COUNT_ = 5
 };
 
 /* MurmurHash3 x86_32 of key[0..len) (reads the key as little-endian 32-bit blocks, as
@@ -205,8 +206,8 @@ int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint3
 int dr_bloom_positives_limit(const uint8_t *filter, size_t len, uint32_t m_bits,
                              uint32_t k_hash, size_t d, size_t r, size_t *limit);
 
-/* Scratch bytes dr_bloom_select needs for this policy and |P| = npos (0 for leftmost
- * and p0). The workspace must be aligned as malloc aligns. Bound: random takes
+/* Scratch bytes dr_bloom_select needs for this policy and |P| = npos (0 for leftmost,
+ * naive and p0). The workspace must be aligned as malloc aligns. Bound: random takes
  * dr_randomk_workspace_size(npos); conflict_sets 8 k_hash + 5 bytes per positive
  * (at most 517 with k_hash <= 64) plus 13 bytes per filter bit, plus 12. A receiver
  * bounds npos by dr_bloom_positives_limit first, so a forged filter cannot make it
@@ -222,6 +223,11 @@ size_t dr_bloom_select_workspace_size(int policy, size_t npos, uint32_t m_bits,
  * receiver will rebuild. `key` (see dr_rng_key) is only read by random and
  * conflict_sets.
  *   leftmost:      positives[0..r).
+ *   naive:         positives[0..r), as leftmost. The paper's naive scheme (DeepReduce
+ *     §4, Fig. 11) differs on the sender only: it sends the sparsifier's own values in
+ *     ascending order of the true set instead of gathering them at this rebuilt set,
+ *     so after the first false positive every later value lands on the wrong index.
+ *     The policy exists so a frame says which scheme made it.
  *   random (P1):   dr_randomk(key, npos, r) chooses which positions of P to keep.
  *   p0:            all of P.
  *   conflict_sets (P2): H(p) is the set of distinct filter bits of positive p, and the

@@ -105,15 +105,17 @@ int dr_value_polyfit_decode(const uint8_t *in, size_t len, size_t r, uint32_t de
  * exp() at every 64th x_j and steps by the constant factors e^{p/(r-1)}, e^{q/(r-1)} in
  * between; decoded magnitudes below 0 are clamped to 0.
  *
- * Signs: SPEC §4 folds them into the index as (idx+1)*sign; our index codecs code
- * unsigned sets, so the signs ride in this section as bits instead.
+ * Signs: not in this section. As in the reference (which sends (idx + 1) * sign), they
+ * travel on the index side: the caller takes the sign bit of val[perm_out[j]] for the
+ * j-th value and sends it with that value's index (docs/deepreduce.md: beside raw
+ * indices in value order, or beside each permutation entry); the decoder gives
+ * magnitudes, and the caller applies the signs.
  *
- * Section: a, b, p, q as float64 (32 bytes), then ceil(r/8) sign bytes: bit j (byte j/8,
- * mask 1 << (j%8)) is the sign bit of the j-th value in codec order (1 = negative, -0.0
- * included); padding bits are 0. Total 32 + ceil(r/8) bytes (78 for r = 368).
+ * Section: a, b, p, q as float64, 32 bytes for every r (DeepReduce's four coefficients;
+ * Fig. 8 reads 20-32 bytes).
  */
 
-/* Section size for r values (exact). */
+/* Section size for r values (exact): 32, or 0 if r >= 2^32. */
 size_t dr_value_dexp_bound(size_t r);
 
 /* Scratch bytes dexp encode needs for r values (12 r). */
@@ -124,7 +126,7 @@ size_t dr_value_dexp_workspace_size(size_t r);
 int dr_value_dexp_encode(const float *val, size_t r, uint32_t *perm_out, uint8_t *out,
                          size_t cap, size_t *written, void *work);
 
-/* Evaluate a dexp section back to r signed values in codec order. */
+/* Evaluate a dexp section back to r magnitudes (each >= 0) in codec order. */
 int dr_value_dexp_decode(const uint8_t *in, size_t len, size_t r, float *val_out);
 
 /* ---------------------------------------------------------------------------- deflate */
