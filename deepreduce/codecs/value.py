@@ -100,33 +100,41 @@ class CastValues(ValueCodec):
 
 
 class PolyfitValues(ValueCodec):
-    """Piecewise polynomial fit of the values sorted descending; float64 coefficients.
-    params[2] = degree | flags << 8. The section size follows npos: not fixed."""
+    """Piecewise polynomial fit of the values sorted descending, with free knots (the
+    section lists its pieces, so it is not fixed-size). ``reference=False``: the
+    paper's knots (§5: ceil(sqrt(2M)) per sign side, each at the point farthest from its
+    piece's chord) and float32 coefficients; ``reference=True``: DeepReduce's reference
+    polyfit_cpu (its find_breaks knots, float64 coefficients).
+    params[2] = degree | flags << 8."""
 
     name = "polyfit"
     codec_id = lib.DR_VALUE_POLYFIT
     reorders = True
     fixed_size = False
 
-    def __init__(self, degree=lib.DR_POLYFIT_DEFAULT_DEGREE):
+    def __init__(self, degree=lib.DR_POLYFIT_DEFAULT_DEGREE, reference=False):
         self.degree = integer(degree, "poly_degree", 0, lib.DR_POLYFIT_MAX_DEGREE)
-        self.params = (self.degree, 0)
+        self.flags = lib.DR_POLYFIT_KNOTS_REFERENCE if reference else lib.DR_POLYFIT_COEF_F32
+        if reference:
+            self.name = "polyfit_cpu"
+        self.params = (self.degree | self.flags << 8, 0)
 
     def bound(self, r):
-        return lib.dr_value_polyfit_bound(r, self.degree, 0)
+        return lib.dr_value_polyfit_bound(r, self.degree, self.flags)
 
     def _write(self, values, ptr, cap, name, work):
         perm = work.array("perm", values.size, np.uint32)
         scratch = work.array("polyfit", lib.dr_value_polyfit_workspace_size(values.size), np.uint8)
         written = _written()
-        check(lib.dr_value_polyfit_encode(f32(values), values.size, self.degree, 0, u32(perm), ptr, cap, written,
-                                          ffi.from_buffer(scratch)), f"polyfit of {name!r}")
+        check(lib.dr_value_polyfit_encode(f32(values), values.size, self.degree, self.flags, u32(perm), ptr, cap,
+                                          written, ffi.from_buffer(scratch)), f"{self.name} of {name!r}")
         return written[0], perm
 
     def _read(self, buf, off, length, r, params, work):
         packed, unused = params
         degree, flags = packed & 0xFF, packed >> 8
-        if unused or degree > lib.DR_POLYFIT_MAX_DEGREE or flags & ~lib.DR_POLYFIT_COEF_F32:
+        known = lib.DR_POLYFIT_COEF_F32 | lib.DR_POLYFIT_KNOTS_REFERENCE
+        if unused or degree > lib.DR_POLYFIT_MAX_DEGREE or flags & ~known:
             raise FrameError(f"polyfit value section: bad parameters {tuple(params)}")
         return self._decode_into(lib.dr_value_polyfit_decode, buf, off, length, r, work, degree, flags)
 
@@ -217,16 +225,16 @@ class QsgdValues(ValueCodec):
         return self._decode_into(lib.dr_value_qsgd_decode, buf, off, length, r, work, bucket, s)
 
 
-NAMES = ("polyfit", "dexp", "deflate", "qsgd", "fp16", "bf16", "raw")
-_ALIASES = {"gzip": "deflate", "none": "raw", "polyfit_cpu": "polyfit"}  # polyfit_cpu: the reference's name
+NAMES = ("polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "raw")
+_ALIASES = {"gzip": "deflate", "none": "raw"}
 
 
 def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib.DR_QSGD_DEFAULT_QUANTUM,
                 bucket_size=lib.DR_QSGD_DEFAULT_BUCKET, deflate_level=lib.DR_DEFLATE_DEFAULT_LEVEL):
     """The value codec called ``name``, configured by the keyword arguments it reads."""
     key = _ALIASES.get(name, name)
-    if key == "polyfit":
-        return PolyfitValues(poly_degree)
+    if key in ("polyfit", "polyfit_cpu"):  # polyfit_cpu: the reference's CPU codec
+        return PolyfitValues(poly_degree, reference=key == "polyfit_cpu")
     if key == "dexp":
         return DexpValues()
     if key == "deflate":

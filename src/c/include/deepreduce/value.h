@@ -29,63 +29,73 @@
 #define DEEPREDUCE_VALUE_H
 
 /* ---------------------------------------------------------------------------- polyfit */
-/* Piecewise polynomial fit of the values sorted in descending order (SPEC §4).
+/* Piecewise polynomial fit of the values sorted in descending order, with free knots
+ * (DeepReduce §5, "Fit-Poly").
  *
  * Order: a stable sort by value, largest first; zeros (either sign) come after every
- * positive value and count as non-positive. npos = number of values > 0, nneg = r - npos.
+ * positive value and count as non-positive. npos = number of values > 0; the two
+ * *sides*, the npos positives and the r - npos others, are cut into pieces apart (the
+ * sorted curve jumps where the sign changes).
  *
- * Segments (dr_value_polyfit_segments): for D in 5, 10, 30, 100, 300, 1000, 3000, 10000,
- * 30000, 100000 the list pos holds npos / D whenever that exceeds 30 (exact integer
- * division; the original's int(npos * (1/D)) agrees for every npos below 3e6, all we
- * checked); neg likewise from nneg. The segments, in order, are reversed(pos),
- * npos - sum(pos), nneg - sum(neg), neg: short segments at both extremes, where the
- * sorted curve bends most. There are always len(pos) + len(neg) + 2 segments;
- * the two middle ones may be empty.
+ * Knots (the encoder's choice; the section lists the pieces, so the decoder needs no
+ * rule). On a side y_0..y_{l-1}:
+ *   - default, the paper's rule: p = ceil(sqrt(2 M)) knots, M = |(y_0 - y_1) -
+ *     (y_{l-2} - y_{l-1})| (its heuristic from the bound 2M/p^2 of Lemma 2; M = 0 when
+ *     l < 2), at most DR_POLYFIT_MAX_PIECES - 1. Knots are placed one at a time: in the
+ *     piece whose point farthest from the chord through the piece's two ends is farthest
+ *     of all pieces, at that point (the first of equals), among the points that leave
+ *     both parts at least degree + 1 values; no such point ends the cutting early. M is
+ *     in the values' own units, so small gradients get one knot per side.
+ *   - DR_POLYFIT_KNOTS_REFERENCE, DeepReduce's reference polyfit_cpu (find_breaks with 5
+ *     breaks): on the side in ascending magnitude, up to 5 times, cut what follows the
+ *     last cut at its point farthest from its own chord, while at least 100 values
+ *     remain before and after the cut.
  *
- * Fit: over a segment of n values at positions i = 0..n-1, mapped to t_i = (2i-(n-1))/(n-1)
+ * Fit: over a piece of n values at positions i = 0..n-1, mapped to t_i = (2i-(n-1))/(n-1)
  * in [-1, 1], least squares on the Gram polynomials (the discrete Chebyshev polynomials,
  * orthogonal on exactly those n points): g_0 = 1, g_1 = t,
  *     g_{k+1}(t) = t*g_k(t) - k^2 (n^2 - k^2) / ((n-1)^2 (4k^2 - 1)) * g_{k-1}(t).
  * Orthogonality makes the fit a projection, c_k = <y, g_k> / <g_k, g_k>, computed in
- * double with no linear system to condition. A segment sends min(degree + 1, n)
- * coefficients: n > degree gives the degree-`degree` least-squares fit, a short segment
- * (n <= degree) the degree n-1 polynomial through its points, an empty one nothing.
+ * double with no linear system to condition. A piece sends min(degree + 1, n)
+ * coefficients: n > degree gives the degree-`degree` least-squares fit, a short piece
+ * (n <= degree) the degree n-1 polynomial through its points.
  *
  * Section (w = 8 bytes, or 4 with DR_POLYFIT_COEF_F32):
- *     npos          w bytes: uint64 (uint32 with DR_POLYFIT_COEF_F32)
- *     coefficients  w bytes each: float64 (float32), c_0..c_{m-1} of each segment in order
- * so a section takes w * (1 + sum over segments of min(degree + 1, n)) bytes.
- * Fig. 8 check: r = 368, npos = 184, degree 5: segments 36, 148, 148, 36, (4*6 + 1)*8 = 200
- * bytes (100 with DR_POLYFIT_COEF_F32). The decoder re-derives segments from (r, npos,
- * degree); values whose fit exceeds the float32 range are refused as DR_E_CORRUPT.
+ *     npos          uint32
+ *     kp, kn        uint8 each: pieces of the positive side (0 iff npos = 0) and of the
+ *                   other side (0 iff npos = r), each <= DR_POLYFIT_MAX_PIECES
+ *     lengths       uint32 each: the length (>= 1) of every piece but each side's last,
+ *                   positive side first; the last piece of a side takes the rest (>= 1)
+ *     coefficients  w bytes each: float64 (float32), c_0..c_{m-1} of each piece in order
+ * Fig. 8 check (d = 36,864, Laplace seed 0, r = 368, npos = 186, degree 5, float32): the
+ * paper's rule gives 3 + 1 knots, 6 pieces, 6 + 4 * 4 + 36 * 4 = 166 bytes at a lower
+ * error than the reference's fixed 4 segments (200 bytes in float64). Values whose fit
+ * exceeds the float32 range are refused as DR_E_CORRUPT.
  */
 #define DR_POLYFIT_DEFAULT_DEGREE 5
 #define DR_POLYFIT_MAX_DEGREE 15
-#define DR_POLYFIT_MAX_SEGMENTS 22 /* 10 positive + 10 negative + 2 middle */
-#define DR_POLYFIT_COEF_F32 1      /* flag: float32 coefficients and a uint32 npos */
+#define DR_POLYFIT_MAX_PIECES 16        /* per side */
+#define DR_POLYFIT_COEF_F32 1           /* flag: float32 coefficients */
+#define DR_POLYFIT_KNOTS_REFERENCE 2    /* flag: the reference polyfit_cpu's knots */
 
-/* Segment lengths for r values of which npos are positive, in section order, written to
- * len_out[0..*nseg) (len_out holds DR_POLYFIT_MAX_SEGMENTS). DR_E_ARG if npos > r or
- * r >= 2^32. */
-int dr_value_polyfit_segments(size_t r, size_t npos, uint32_t *len_out, size_t *nseg);
-
-/* Largest polyfit section for r values: at most 22 segments of degree+1 coefficients and
- * never more coefficients than values. 0 if degree > DR_POLYFIT_MAX_DEGREE or flags has
- * bits other than DR_POLYFIT_COEF_F32. */
+/* Largest polyfit section for r values: at most 2 DR_POLYFIT_MAX_PIECES pieces of
+ * degree+1 coefficients, never more coefficients than values. 0 if degree >
+ * DR_POLYFIT_MAX_DEGREE or flags has bits other than the two flags above. */
 size_t dr_value_polyfit_bound(size_t r, uint32_t degree, uint32_t flags);
 
 /* Scratch bytes polyfit encode needs for r values (the radix sort's buffers: 12 r). */
 size_t dr_value_polyfit_workspace_size(size_t r);
 
-/* Sort, fit and write the section for val[0..r); perm_out[0..r) receives the descending
- * order. DR_E_ARG for a bad degree/flags or a NULL buffer, DR_E_NUMERIC for a non-finite
- * value or a coefficient that overflows float32. */
+/* Sort, cut, fit and write the section for val[0..r); perm_out[0..r) receives the
+ * descending order. DR_E_ARG for a bad degree/flags or a NULL buffer, DR_E_NUMERIC for a
+ * non-finite value or a coefficient that overflows float32. O(r (degree + knots)). */
 int dr_value_polyfit_encode(const float *val, size_t r, uint32_t degree, uint32_t flags,
                             uint32_t *perm_out, uint8_t *out, size_t cap, size_t *written,
                             void *work);
 
 /* Evaluate a polyfit section back to r values in descending-sort order (val_out[0..r)).
- * DR_E_CORRUPT if npos > r or a coefficient is not finite. */
+ * The flags say the coefficient width (the knot flag is accepted and unused). DR_E_CORRUPT
+ * if npos > r, a piece count or length is out of range, or a coefficient is not finite. */
 int dr_value_polyfit_decode(const uint8_t *in, size_t len, size_t r, uint32_t degree,
                             uint32_t flags, float *val_out);
 
