@@ -68,6 +68,7 @@ static void fuzz_index_section(int codec, const uint8_t *in, size_t len, size_t 
     case DR_INDEX_EF: (void)dr_index_ef_decode(in, len, d, r, idx); break;
     case DR_INDEX_RICE: (void)dr_index_rice_decode(in, len, d, r, idx); break;
     case DR_INDEX_VARINT: (void)dr_index_varint_decode(in, len, d, r, idx); break;
+    case DR_INDEX_SKCOMPRESS: (void)dr_index_skcompress_decode(in, len, d, r, idx); break;
     default: break;
     }
 }

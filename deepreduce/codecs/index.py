@@ -84,7 +84,7 @@ class RawIndex:
 
 
 class LosslessIndex:
-    """A lossless set codec of the C core: rle, huffman, ef, rice, varint (see
+    """A lossless set codec of the C core: rle, huffman, ef, rice, varint, skcompress (see
     deepreduce/index.h). The set must ascend, so a reordering value codec sends a
     permutation beside it."""
 
@@ -274,7 +274,7 @@ def floor_bits(d, r):
     return (math.lgamma(d + 1) - math.lgamma(r + 1) - math.lgamma(d - r + 1)) / math.log(2) / r
 
 
-_LOSSLESS_NAMES = ("rle", "huffman", "ef", "rice", "varint")
+_LOSSLESS_NAMES = ("rle", "huffman", "ef", "rice", "varint", "skcompress")
 NAMES = ("bloom",) + _LOSSLESS_NAMES + ("raw",)
 _ALIASES = {"none": "raw", "bloom_cpu": "bloom"}  # bloom_cpu: DeepReduce's reference name
 

@@ -100,7 +100,8 @@ enum dr_index_codec {
     DR_INDEX_EF = 4,      /* Elias-Fano                                              */
     DR_INDEX_RICE = 5,    /* Golomb-Rice on gaps                                     */
     DR_INDEX_VARINT = 6,  /* delta + LEB128                                          */
-    DR_INDEX_COUNT_ = 7
+    DR_INDEX_SKCOMPRESS = 7, /* delta-binary keys, 2-bit byte-count prefixes (SketchML) */
+    DR_INDEX_COUNT_ = 8
 };
 
 /* How the values of a sparse frame are coded (frame field `value_codec`). */

@@ -1,6 +1,6 @@
 /*
  * deepreduce/index.h - DeepReduce index codecs: bit packing, and the codecs that replace
- * the index list of a sparse tensor (bloom, rle, huffman, ef, rice, varint).
+ * the index list of a sparse tensor (bloom, rle, huffman, ef, rice, varint, skcompress).
  *
  * Sections. Every codec here reads or writes one frame *section*. The frame header
  * already carries d (numel) and r (count), so a section never repeats them: encoders
@@ -132,6 +132,23 @@ int dr_index_varint_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out
 
 int dr_index_varint_decode(const uint8_t *in, size_t len, size_t d, size_t r,
                            uint32_t *idx_out);
+
+/* ----------------------------------------------------------------------- skcompress */
+/* Delta-binary keys (SketchML's key coding, kept by SKCompress). Increments are
+ * delta_0 = x_0 and delta_j = x_j - x_(j-1) (>= 1). Section: r 2-bit prefixes, LSB-first
+ * (prefix j = bits 2(j%4)..2(j%4)+1 of byte j/4, padding zero), giving n_j - 1 where n_j
+ * is the fewest bytes (1..4) that hold delta_j; then each delta_j in n_j little-endian
+ * bytes, in key order. Size ceil(r/4) + sum n_j: at density 1% (increments near 100)
+ * about 10 bits per index. The decoder refuses non-minimal byte counts, a zero
+ * increment after the first key, keys >= d and stray bytes. */
+
+size_t dr_index_skcompress_bound(size_t d, size_t r);
+
+int dr_index_skcompress_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out,
+                               size_t cap, size_t *written);
+
+int dr_index_skcompress_decode(const uint8_t *in, size_t len, size_t d, size_t r,
+                               uint32_t *idx_out);
 
 /* ---------------------------------------------------------------------------- bloom */
 /* A Bloom filter of the selected indices (lossy: the receiver learns a superset P of
