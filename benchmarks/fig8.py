@@ -5,7 +5,7 @@ overhead (header + CRC, which the paper's figures leave out), and encode / decod
 (encode includes the top-k selection; best of --repeat).
 
     python benchmarks/fig8.py               # Fig. 8 and the full codec grid
-    python benchmarks/fig8.py --fpr-sweep   # bloom policies across false-positive rates (Fig. 15)
+    python benchmarks/fig8.py --fpr-sweep   # bloom policies, BF-Naive included, across fpr (Figs. 4, 15, 17)
 """
 import argparse
 import time
@@ -17,9 +17,9 @@ from deepreduce.wrappers import section_bytes
 
 D = 36_864
 RATIO = 0.01
-INDEX = ["raw", "bloom", "rle", "huffman", "ef", "rice", "varint"]
-VALUE = ["raw", "polyfit", "dexp", "deflate", "qsgd", "fp16", "bf16"]
-POLICIES = ["leftmost", "random", "p0", "conflict_sets"]
+INDEX = ["raw", "bloom", "rle", "huffman", "ef", "rice", "varint", "skcompress"]
+VALUE = ["raw", "polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16"]
+POLICIES = ["naive", "leftmost", "random", "p0", "conflict_sets"]
 
 
 def gradient(seed=0):
@@ -56,14 +56,15 @@ def pct(nbytes):
 
 
 PAPER = {("raw", "raw"): "2.00%", ("bloom", "raw"): "idx 0.449% (662 B)", ("raw", "qsgd"): "val 0.252% (372 B)",
-         ("raw", "polyfit"): "val ~0.136% (200 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)"}
+         ("raw", "polyfit"): "val ~0.166% (~244 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)",
+         ("raw", "dexp"): "val 20-32 B", ("bloom", "dexp"): "+ perm with signs (460 B)"}
 
 
 def fig8(repeat):
     g = gradient()
     print(f"Fig. 8: d={D}, r={int(D * RATIO)} (top-1%), fpr=1e-3, bloom policy P2 (conflict sets); "
           f"% of dense float32 ({4 * D} B)")
-    head = f"{'index':>8} {'value':>8} | {'index B':>15} {'value B':>15} {'perm B':>6} | {'codec B':>15} " \
+    head = f"{'index':>10} {'value':>11} | {'index B':>15} {'value B':>15} {'perm B':>6} | {'codec B':>15} " \
            f"| {'frame+':>6} | {'enc us':>6} {'dec us':>6} | paper"
     print(head)
     print("-" * len(head))
@@ -71,20 +72,21 @@ def fig8(repeat):
         for value in VALUE:
             (ib, vb, pb, overhead), enc, dec = measure(wrapper(index, value), g, repeat)
             codec = ib + vb + pb
-            print(f"{index:>8} {value:>8} | {ib:5d} ({pct(ib):6.3f}%) {vb:5d} ({pct(vb):6.3f}%) {pb:6d} | "
+            print(f"{index:>10} {value:>11} | {ib:5d} ({pct(ib):6.3f}%) {vb:5d} ({pct(vb):6.3f}%) {pb:6d} | "
                   f"{codec:5d} ({pct(codec):6.3f}%) | {overhead:6d} | {1e6 * enc:6.0f} {1e6 * dec:6.0f} | "
                   f"{PAPER.get((index, value), '')}")
 
 
 def fpr_sweep(seeds=5):
-    """Bloom policies across fpr: filter bytes, entries rebuilt, false positives kept,
-    true indices missed, the energy sent relative to the exact top-r tensor's (false
-    positives carry their true values, so p0 exceeds 1), and the volume with raw and
-    with qsgd values; means over `seeds` gradients."""
+    """Bloom policies across fpr (Figs. 4, 15 and 17): filter bytes, entries rebuilt,
+    false positives kept, true indices missed, the energy sent relative to the exact
+    top-r tensor's (false positives carry their true values, so p0 exceeds 1), the
+    relative L2 error against that tensor (naive's shifted values show here), and the
+    volume with raw and with qsgd values; means over `seeds` gradients."""
     r = int(D * RATIO)
     print(f"Bloom filter index, d={D}, r={r}; means over {seeds} gradients")
-    head = f"{'fpr':>6} {'policy':>13} | {'filter B':>8} {'count':>6} {'FP kept':>7} {'missed':>6} {'energy':>7} | " \
-           f"{'idx+raw %':>9} {'idx+qsgd %':>10}"
+    head = f"{'fpr':>6} {'policy':>13} | {'filter B':>8} {'count':>6} {'FP kept':>7} {'missed':>6} {'energy':>7} " \
+           f"{'error':>6} | {'idx+raw %':>9} {'idx+qsgd %':>10}"
     print(head)
     print("-" * len(head))
     for fpr in (1e-3, 2e-3, 5e-3, 1e-2, 2e-2):
@@ -100,13 +102,16 @@ def fpr_sweep(seeds=5):
                 out = w.decompress(tensors, ctx)
                 ib, vb, _, _ = section_bytes(tensors[0])
                 both, _ = wrapper("bloom", "qsgd", fpr=fpr, policy=policy).compress(g, "conv")
-                kept = np.isin(ctx.indices, true)
-                rows.append((ib, ctx.indices.size, np.count_nonzero(~kept), r - np.count_nonzero(kept),
-                             float(out @ out) / float(exact @ exact), pct(ib + vb),
+                # The entries the receiver rebuilds (naive: leftmost's, not the ones whose values it sent).
+                rebuilt = np.flatnonzero(out)
+                kept = np.isin(rebuilt, true)
+                rows.append((ib, rebuilt.size, np.count_nonzero(~kept), r - np.count_nonzero(kept),
+                             float(out @ out) / float(exact @ exact),
+                             float(np.linalg.norm(out - exact) / np.linalg.norm(exact)), pct(ib + vb),
                              pct(sum(section_bytes(both[0])[:3]))))
-            ib, count, fp, missed, energy, raw_pct, qsgd_pct = np.mean(rows, axis=0)
-            print(f"{fpr:6.3f} {policy:>13} | {ib:8.0f} {count:6.1f} {fp:7.1f} {missed:6.1f} {energy:7.3f} | "
-                  f"{raw_pct:8.3f}% {qsgd_pct:9.3f}%")
+            ib, count, fp, missed, energy, error, raw_pct, qsgd_pct = np.mean(rows, axis=0)
+            print(f"{fpr:6.3f} {policy:>13} | {ib:8.0f} {count:6.1f} {fp:7.1f} {missed:6.1f} {energy:7.3f} "
+                  f"{error:6.3f} | {raw_pct:8.3f}% {qsgd_pct:9.3f}%")
 
 
 def main():
