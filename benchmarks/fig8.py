@@ -6,6 +6,7 @@ overhead (header + CRC, which the paper's figures leave out), and encode / decod
 
     python benchmarks/fig8.py               # Fig. 8 and the full codec grid
     python benchmarks/fig8.py --fpr-sweep   # bloom policies, BF-Naive included, across fpr (Figs. 4, 15, 17)
+    python benchmarks/fig8.py --value-fits  # Fit-Poly, polyfit_cpu, Fit-DExp: bytes and error, 5 gradients
 """
 import argparse
 import time
@@ -114,13 +115,39 @@ def fpr_sweep(seeds=5):
                   f"{error:6.3f} | {raw_pct:8.3f}% {qsgd_pct:9.3f}%")
 
 
+def value_fits(seeds=5):
+    """The fitting value codecs on the Fig. 8 layer for several gradients: value bytes
+    and the relative L2 error of the decoded top-r tensor (the index side is raw)."""
+    r = int(D * RATIO)
+    codecs = ("polyfit", "polyfit_cpu", "dexp")
+    print(f"Fitting value codecs, d={D}, r={r}: value bytes and relative L2 error against the top-r tensor")
+    head = f"{'seed':>4} | " + " | ".join(f"{name:>18}" for name in codecs)
+    print(head)
+    print("-" * len(head))
+    for seed in range(seeds):
+        g = gradient(seed)
+        exact = np.zeros_like(g)
+        true = np.argsort(-np.abs(g), kind="stable")[:r]
+        exact[true] = g[true]
+        cells = []
+        for name in codecs:
+            w = wrapper("raw", name)
+            tensors, ctx = w.compress(g, "conv")
+            err = np.linalg.norm(w.decompress(tensors, ctx) - exact) / np.linalg.norm(exact)
+            cells.append(f"{section_bytes(tensors[0])[1]:5d} B  err {err:.4f}")
+        print(f"{seed:>4} | " + " | ".join(f"{c:>18}" for c in cells))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fpr-sweep", action="store_true", help="bloom policies across fpr instead of Fig. 8")
+    parser.add_argument("--value-fits", action="store_true", help="Fit-Poly, polyfit_cpu and Fit-DExp bytes and error")
     parser.add_argument("--repeat", type=int, default=20, help="timing repeats (best is kept)")
     args = parser.parse_args()
     if args.fpr_sweep:
         fpr_sweep()
+    elif args.value_fits:
+        value_fits()
     else:
         fig8(args.repeat)
 
