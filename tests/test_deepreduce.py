@@ -533,6 +533,11 @@ TRAIN_CONFIGS = [
     {"deepreduce": "both", "index": "ef", "value": "qsgd"},
     {"deepreduce": "both", "index": "bloom", "policy": "conflict_sets", "value": "polyfit"},
     {"deepreduce": "value", "value": "dexp"},
+    # issue 13's names: BF-Naive, polyfit_cpu, dexp's signs beside a set codec, skcompress
+    {"deepreduce": "index", "index": "bloom", "policy": "naive"},
+    {"deepreduce": "value", "value": "polyfit_cpu"},
+    {"deepreduce": "both", "index": "rice", "value": "dexp"},
+    {"deepreduce": "both", "index": "skcompress", "value": "qsgd"},
 ]
 
 
@@ -550,7 +555,9 @@ def test_readme_configurations_train_over_two_gloo_ranks():
     rank0, rank1 = distributed.run(_train_all, 2, timeout=300)
     for extra, (p0, losses, _), (p1, _, _) in zip(TRAIN_CONFIGS, rank0, rank1):
         assert p0.tobytes() == p1.tobytes(), extra   # bit-identical ranks
-        assert losses[-1] < 0.7 * losses[0], (extra, losses[0], losses[-1])
+        assert np.isfinite(losses).all(), extra
+        if extra.get("policy") != "naive":  # BF-Naive's shifted values need not learn
+            assert losses[-1] < 0.7 * losses[0], (extra, losses[0], losses[-1])
 
 
 def run_benchmark(*args):
