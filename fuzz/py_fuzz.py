@@ -29,7 +29,8 @@ def configs():
                ("both", "bloom", "polyfit", "random"), ("both", "ef", "qsgd", "leftmost"),
                ("both", "rle", "dexp", "leftmost"), ("value", "raw", "deflate", "leftmost"),
                ("both", "huffman", "fp16", "leftmost"), ("both", "rice", "bf16", "leftmost"),
-               ("both", "varint", "raw", "leftmost")]
+               ("both", "varint", "raw", "leftmost"), ("index", "bloom", "raw", "naive"),
+               ("both", "skcompress", "polyfit_cpu", "leftmost")]
     for name in sorted(PAIRINGS):
         yield natural_params(name)
         if name != "powersgd":
