@@ -54,7 +54,7 @@ from . import edge
 from ._native import (all_finite, as_frame_bytes, check, check_frame, decoded_marker, f32, ffi, lib,
                       nonfinite_frame, parse_frame, u8, u32)
 from .base import Compressor
-from .codecs import Workspace, index_codec, value_codec
+from .codecs import Workspace, index_codec, permutation, value_codec
 from .codecs.index import SIGN_BIT
 from .codecs.value import RawValues
 from .compressors._sparse import SparseCtx, selected_values
@@ -160,8 +160,7 @@ class _Wrapper(Compressor):
         if signed and not sends_perm and d > SIGN_BIT:
             raise ValueError(f"tensor {name!r} has {d} elements: value codec {value_codec.name} with raw indices "
                              f"carries signs in bit 31, so d must be at most 2^31; use a set index codec")
-        perm_bits = _perm_bits(r, signed)
-        perm_bound = lib.dr_bitpack_size(r, perm_bits) if sends_perm else 0
+        perm_bound = permutation.packed_size(r, signed) if sends_perm else 0
         nsections = 3 if sends_perm else 2
         header = lib.dr_frame_header_size(nsections)
         cap = header + plan.bound + value_codec.bound(r) + perm_bound + lib.DR_FRAME_TRAILER
@@ -175,11 +174,7 @@ class _Wrapper(Compressor):
         signs = np.signbit(values)[perm].astype(np.uint32) if signed else None
         perm_len = 0
         if perm is not None and sends_perm:
-            entries = perm if signs is None else (perm << 1) | signs
-            written = ffi.new("size_t *")
-            check(lib.dr_bitpack(u32(entries), r, perm_bits, base + off, cap - off, written),
-                  f"permutation of {name!r}")
-            perm_len = written[0]
+            perm_len = permutation.pack(perm, base + off, cap - off, repr(name), signs)
         elif perm is not None:  # raw indices: rewrite them in value order instead
             raw = frame[header:header + index_len].view(np.uint32)
             np.take(indices, perm, out=raw)
@@ -222,34 +217,14 @@ class _Wrapper(Compressor):
         values = value_codec.decode(buf, f.section_off[1], f.section_len[1], count, tuple(f.params[2:4]),
                                     self.work)
         if sends_perm:
-            perm, signs = self._permutation(buf, f, count, signed, what)
+            signs = self.work.array("signs", count, bool) if signed else None
+            perm = permutation.unpack(buf, f.section_off[2], f.section_len[2], count,
+                                      self.work.array("perm", count, np.uint32), what, signs)
             indices = np.take(indices, perm)
         if signed:
             np.negative(values, out=values, where=signs)
         check_frame(lib.dr_scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
         return ctx.restore(out)
-
-    def _permutation(self, buf, f, count, signed, what):
-        """The permutation section, checked to be one: count entries, each < count, all
-        different; and with ``signed``, each entry's low bit, the sign of its value
-        (else None)."""
-        bits = _perm_bits(count, signed)
-        if f.section_len[2] != lib.dr_bitpack_size(count, bits):
-            raise FrameError(f"{what}: permutation section of {f.section_len[2]} bytes, expected "
-                             f"{lib.dr_bitpack_size(count, bits)} for {count} entries of {bits} bits")
-        perm = self.work.array("perm", count, np.uint32)
-        check_frame(lib.dr_bitunpack(u8(buf) + f.section_off[2], f.section_len[2], count, bits, u32(perm)), what)
-        signs = None
-        if signed:
-            signs = (perm & 1).astype(bool)
-            perm >>= 1
-        if count and perm.max() >= count:
-            raise FrameError(f"{what}: permutation entry {int(perm.max())} out of range for {count} entries")
-        seen = np.zeros(count, dtype=bool)
-        seen[perm] = True
-        if not seen.all():
-            raise FrameError(f"{what}: permutation repeats an entry")
-        return perm, signs
 
     def aggregate(self, tensors):
         return self.sparsifier.aggregate(tensors)
@@ -279,12 +254,6 @@ def section_bytes(payload):
     lengths = [int(f.section_len[i]) for i in range(f.nsections)]
     lengths += [0] * (3 - len(lengths))
     return (*lengths, buf.nbytes - sum(lengths))
-
-
-def _perm_bits(r, signed):
-    """Bits of a permutation entry for r values: ceil(log2 r), plus the value's sign in
-    the low bit when the value codec leaves the signs to the index side."""
-    return lib.dr_bits_for(max(r, 1) - 1) + int(signed)
 
 
 def _describe(fields):

@@ -74,3 +74,39 @@ def test_torchrun_reproduces_spawn(spawned, tmp_path):
     log, epochs = compressed_epochs(tmp_path)
     assert log["config"]["launcher"] == "torchrun" and log["world_size"] == 2
     assert epochs == compressed_epochs(spawned[0])[1]
+
+
+def test_fusion_packs_consecutive_gradients_and_leaves_dense_training_unchanged(tmp_path):
+    """--fusion: one grc.step per bucket of consecutive gradients. A dense run sums the
+    same numbers either way, so it must end exactly where the per-parameter run ends."""
+    import torch
+
+    from deepreduce.train.loop import GradientBuckets
+    from deepreduce.train.models import SmallCNN
+
+    model = SmallCNN()
+    sizes = {name: p.numel() * 4 for name, p in model.named_parameters()}
+    buckets = GradientBuckets(model, 20000)
+    groups = [[name for name, _ in group] for _, group, _ in buckets.buckets]
+    assert groups == [["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias"], ["fc1.weight"],
+                      ["fc1.bias", "fc2.weight", "fc2.bias"]]
+    assert all(sum(sizes[n] for n in g) <= 20000 or len(g) == 1 for g in groups)
+    assert [name for name, _, _ in buckets.buckets][1] == "fc1.weight"  # a lone tensor keeps its name
+
+    class Doubling:  # a stand-in communicator: the aggregate is twice the gradient
+        def step(self, tensor, name):
+            return tensor * 2
+
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    before = [p.grad.clone() for p in model.parameters()]
+    buckets.exchange(Doubling())
+    assert all(torch.equal(p.grad, 2 * b) for p, b in zip(model.parameters(), before))
+
+    dense = ["--compressor", "none", "--memory", "none", "--communicator", "allreduce", "--no-baseline"]
+    run([sys.executable, *TRAIN, *dense, "--out", str(tmp_path / "plain")])
+    run([sys.executable, *TRAIN, *dense, "--fusion", str(1 << 20), "--out", str(tmp_path / "fused")])
+    plain, fused = (json.loads((tmp_path / d / "log.json").read_text()) for d in ("plain", "fused"))
+    assert fused["config"]["fusion"] == 1 << 20
+    assert [{k: e[k] for k in SAME} for e in plain["runs"][0]["epochs"]] == \
+        [{k: e[k] for k in SAME} for e in fused["runs"][0]["epochs"]]

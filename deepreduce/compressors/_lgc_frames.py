@@ -10,36 +10,41 @@ indices. Types and their sections:
 
     SET          the leader's index set S                   [indices]
     VALUES       one worker's values on S (float32)         [values]
-    PS_LEAD      S, the latent of the leader's values, and
-                 their scale (float32)                       [indices, latent, scale]
-    RAR_LEAD     S and the scale                             [indices, scale]
+    PS_LEAD      S, the order of the leader's values on S
+                 (descending), the latent of those values in
+                 that order, and their scale (float32)       [indices, order, latent, scale]
+    RAR_LEAD     S, the order and the scale                  [indices, order, scale]
     INNOVATION   positions within S (numel = |S|), the
                  worker's values there (float32) and the
                  gain its decoded values are scaled by       [indices, values, gain]
+
+The order is a permutation of |S| entries (``codecs.permutation``: ceil(log2 |S|) bits
+each); the autoencoder codes values sorted by the leader's, a smooth curve.
 """
 import numpy as np
 
 from .._native import as_frame_bytes, check, ffi, is_nonfinite_frame, lib, nonfinite_frame, parse_frame, u8
-from ..codecs import Workspace
+from ..codecs import Workspace, permutation
 from ..errors import FrameError
 
 SET, VALUES, PS_LEAD, RAR_LEAD, INNOVATION = 1, 2, 3, 4, 5
 TYPE_NAMES = {SET: "index set", VALUES: "values", PS_LEAD: "ps leader", RAR_LEAD: "rar leader",
               INNOVATION: "innovation"}
-# Sections per frame type, after the index section (if any): (name, float32 count or None
-# for "count" entries).
-_LAYOUT = {SET: (True, ()), VALUES: (False, (("values", "count"),)),
-           PS_LEAD: (True, (("latent", "latent"), ("scale", 1))), RAR_LEAD: (True, (("scale", 1),)),
-           INNOVATION: (True, (("values", "count"), ("gain", 1)))}
+# Sections per frame type: (an index section, an order section after it, the float32
+# sections as (name, float count: a number, "count" entries or "latent" floats)).
+_LAYOUT = {SET: (True, False, ()), VALUES: (False, False, (("values", "count"),)),
+           PS_LEAD: (True, True, (("latent", "latent"), ("scale", 1))), RAR_LEAD: (True, True, (("scale", 1),)),
+           INNOVATION: (True, False, (("values", "count"), ("gain", 1)))}
 
 
 class Parsed:
     """A checked frame: ``nonfinite`` (the sender's gradient was not finite; nothing
-    else is set), ``indices`` (uint32, ascending) and the float32 sections by name."""
+    else is set), ``indices`` (uint32, ascending), ``order`` (a permutation of them, or
+    None) and the float32 sections by name."""
 
-    def __init__(self, nonfinite, indices=None, sections=None):
+    def __init__(self, nonfinite, indices=None, order=None, sections=None):
         self.nonfinite = nonfinite
-        self.indices = indices
+        self.indices, self.order = indices, order
         self.sections = sections or {}
 
 
@@ -57,11 +62,13 @@ class FrameCodec:
         ``numel`` entries."""
         return nonfinite_frame(lib.DR_KIND_LGC, numel)
 
-    def build(self, frame_type, numel, indices=None, **floats):
-        """A frame of ``frame_type`` over a vector of ``numel`` entries: ``indices`` (if
-        the type has an index section) and the float32 sections by name."""
-        has_index, layout = _LAYOUT[frame_type]
+    def build(self, frame_type, numel, indices=None, order=None, **floats):
+        """A frame of ``frame_type`` over a vector of ``numel`` entries: ``indices`` and
+        ``order`` (uint32) where the type has them, and the float32 sections by name."""
+        has_index, has_order, layout = _LAYOUT[frame_type]
         sections = [self._index_section(indices, numel)] if has_index else []
+        if has_order:
+            sections.append(permutation.packed(order, "LGC leader's order"))
         sections += [np.ascontiguousarray(floats[name], dtype=np.float32).view(np.uint8) for name, _ in layout]
         count = indices.size if has_index else floats["values"].size
         return self._seal(frame_type, numel, count, sections)
@@ -99,15 +106,16 @@ class FrameCodec:
                              f"type {f.params[0]}); a payload of another compressor or stage")
         if f.params[1] or f.params[2] or f.params[3]:
             raise FrameError(f"{what}: unknown parameters {tuple(f.params)}")
-        has_index, layout = _LAYOUT[frame_type]
+        has_index, has_order, layout = _LAYOUT[frame_type]
         if f.numel != numel:
             raise FrameError(f"{what}: frame over {f.numel} entries, expected {numel}")
         if count is not None and f.count != count:
             raise FrameError(f"{what}: {f.count} entries, expected {count}")
         if f.count > numel:
             raise FrameError(f"{what}: {f.count} entries out of {numel}")
-        if f.nsections != int(has_index) + len(layout):
-            raise FrameError(f"{what}: {f.nsections} sections, expected {int(has_index) + len(layout)}")
+        nsections = int(has_index) + int(has_order) + len(layout)
+        if f.nsections != nsections:
+            raise FrameError(f"{what}: {f.nsections} sections, expected {nsections}")
         expected = (f.index_codec, f.value_codec) == ((self.index.codec_id if has_index else lib.DR_INDEX_RAW),
                                                       lib.DR_VALUE_RAW)
         if not expected:
@@ -116,12 +124,16 @@ class FrameCodec:
         if has_index:
             indices = self.index.decode(buf, f.section_off[0], f.section_len[0], numel, f.count, (0, 0),
                                         self.work, ordered=True).copy()
+        order = None
+        if has_order:
+            order = permutation.unpack(buf, f.section_off[1], f.section_len[1], f.count,
+                                       np.empty(f.count, dtype=np.uint32), what)
         sizes = {"count": f.count, "latent": latent}
         sections = {}
-        for i, (name, size) in enumerate(layout, start=int(has_index)):
+        for i, (name, size) in enumerate(layout, start=int(has_index) + int(has_order)):
             n = sizes.get(size, size)
             length = int(f.section_len[i])
             if length % 4 or (n is not None and length != 4 * n):
                 raise FrameError(f"{what}: {name} section of {length} bytes, expected {4 * n if n else 'whole floats'}")
             sections[name] = np.frombuffer(buf, dtype=np.float32, count=length // 4, offset=f.section_off[i]).copy()
-        return Parsed(False, indices, sections)
+        return Parsed(False, indices, order, sections)

@@ -110,6 +110,13 @@ def scatter(indices, values, n):
     return out
 
 
+def value_order(values):
+    """The order that sorts ``values`` descending (stable, so the same on every rank): the
+    autoencoder codes the sorted values, a smooth curve it reconstructs far better than
+    values in index order, whose neighbours are unrelated."""
+    return np.argsort(-values, kind="stable").astype(np.uint32)
+
+
 def scale_of(values):
     """The leader's largest magnitude: every worker's values are divided by it before
     coding (1 where all are zero)."""
@@ -245,6 +252,10 @@ class LGCCompressor(Compressor):
         stage = self.stage(name)
         if stage == STAGE_DENSE or numel < self.min_numel:
             return "dense"
+        if self.dense_ends and len(self.order) < 3:
+            raise ValueError(f"lgc_dense_ends keeps the first and the last tensor of a step dense, and a step "
+                             f"here has {len(self.order)} tensor(s) (fused into one bucket?): every tensor "
+                             "would travel dense; set lgc_dense_ends=False")
         if self.dense_ends and name in (self.order[0], self.order[-1]):
             return "dense"
         return "lgc" if stage == STAGE_LGC and self.topk_count(numel) >= self.block else "topk"
@@ -320,7 +331,9 @@ class LGCCompressor(Compressor):
                                 latent=latent_size if lead_type == frames.PS_LEAD else None)
         if head.nonfinite:  # every rank learnt it from the same broadcast: all skip round 2
             return LGCCtx(sent, result=edge.nan_filled(n))
-        S = head.indices
+        # Stage 3 works on S in the order of the leader's values; everything after is
+        # order-free (gather, scatter and the residual take indices in any order).
+        S = head.indices if head.order is None else head.indices[head.order]
         mine = gather(x, S)
         if route == "topk":
             return self._topk_round(x, mine, S, finite, name, leader, sent)
@@ -336,11 +349,12 @@ class LGCCompressor(Compressor):
         if lead_type == frames.SET:
             return self.frames.build(frames.SET, x.size, S)
         values = gather(x, S)
+        order = value_order(values)
         scale = np.array([scale_of(values)], dtype=np.float32)
         if lead_type == frames.RAR_LEAD:
-            return self.frames.build(frames.RAR_LEAD, x.size, S, scale=scale)
-        latent = self.autoencoder.encode(values / scale[0])
-        return self.frames.build(frames.PS_LEAD, x.size, S, latent=latent, scale=scale)
+            return self.frames.build(frames.RAR_LEAD, x.size, S, order, scale=scale)
+        latent = self.autoencoder.encode(values[order] / scale[0])
+        return self.frames.build(frames.PS_LEAD, x.size, S, order, latent=latent, scale=scale)
 
     def _gather_frames(self, frame, frame_type, name, numel, count=None):
         """Allgather one frame per rank; the parsed frames, or None if any rank's
@@ -363,7 +377,7 @@ class LGCCompressor(Compressor):
         # Rank 0 trains in stage 2 on the tensors the autoencoder will code; its weights go
         # to everyone when stage 3 begins.
         if self.transport.rank == 0 and self.stage(name) == STAGE_TOPK and k >= self.block:
-            self.autoencoder.add_sample(rows / scale_of(rows[leader]), self.innovation_count(n, k))
+            self.autoencoder.add_sample(rows, self.innovation_count(n, k))
             self.autoencoder.train()
             self.timings.lap("train")
 

@@ -16,15 +16,21 @@ decoders that rebuild the values from it.
 - Ring-allreduce variant ('rar'): one encoder, one decoder, trained so that latents add
   up: the decoder of the sum of the workers' latents gives the sum of their values.
 
+Inputs are the workers' values on the leader's index set, in the order that sorts the
+leader's values descending and divided by the leader's largest magnitude (so one
+autoencoder serves tensors of any scale): a smooth curve for the leader, a noisy copy of
+it for the others, far easier to code than values in index order.
+
 Loss (equal weights): reconstruction (MSE) + similarity of the workers' latent codes (MSE
-between every pair). In 'ps' one worker's latent is picked per training step, by a
-generator seeded once and kept in the state, and every decoder reconstructs its worker
-from it, so every decoder learns to decode from any worker's latent.
+between every pair). One worker is picked per training step (by a generator seeded once
+and kept in the state) to play the leader: the sample is ordered and scaled by its values;
+in 'ps' every decoder reconstructs its worker from the picked worker's latent, so every
+decoder learns to decode from any worker's latent, as the rotating leader needs.
 
 Training data: a bounded buffer of recent samples; a sample is the (workers, k) matrix of
-the workers' values on one common index set, divided by the leader's largest magnitude
-(so one autoencoder serves tensors of any scale). Each ``train`` call takes ``iterations``
-Adam steps, each on the newest sample and ``replay`` samples drawn from the buffer.
+the workers' values on one common index set, in index order. Each ``train`` call takes
+``iterations`` Adam steps, each on the newest sample and ``replay`` samples drawn from the
+buffer.
 """
 import collections
 
@@ -168,16 +174,22 @@ class LGCAutoencoder:
         self.trained_steps += 1
         return total
 
+    def _as_led_by(self, rows, leader):
+        """``rows`` ordered by the ``leader`` row's values, descending, and divided by its
+        largest magnitude: what stage 3 codes when that worker leads."""
+        from ..compressors.lgc import scale_of, value_order
+        return rows[:, value_order(rows[leader])] / scale_of(rows[leader])
+
     def _loss(self, rows, innovation_count):
         k = rows.shape[1]
-        x = self._pad(rows)                      # (workers, 1, L)
+        leader = int(torch.randint(0, len(rows), (1,), generator=self.generator))
+        x = self._pad(self._as_led_by(rows, leader))  # (workers, 1, L)
         z = self.encoder(x)                      # (workers, C, l)
         similarity = x.new_zeros(())
         if len(rows) > 1:
             diffs = z.unsqueeze(0) - z.unsqueeze(1)
             similarity = diffs.pow(2).mean(dim=(2, 3)).sum() / (len(rows) * (len(rows) - 1))
         if self.variant == "ps":
-            leader = int(torch.randint(0, len(rows), (1,), generator=self.generator))
             innovation = x * innovation_mask(x, innovation_count)
             recon = sum(F.mse_loss(self.decoders[j](z[leader:leader + 1], innovation[j:j + 1])[..., :k],
                                    x[j:j + 1, :, :k]) for j in range(len(rows))) / len(rows)

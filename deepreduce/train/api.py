@@ -111,7 +111,7 @@ def run(runs, *, dataset="digits", workers=2, baseline=True, progress=True, out=
     labelled 'compressed') on ``workers`` spawned processes, plus a dense baseline run
     labelled 'dense' unless ``baseline`` is False or a run already has that label. Training
     settings (``epochs``, ``model``, ``batch_size``, ``lr``, ``optimizer``,
-    ``weight_decay``, ``lr_decay``, ``momentum``, ``seed``, ``data_dir``, ``hidden``)
+    ``weight_decay``, ``lr_decay``, ``momentum``, ``seed``, ``data_dir``, ``hidden``, ``fusion``)
     default per data set, as ``deepreduce train --help`` lists. Returns ``Results``."""
     if not isinstance(runs, dict) or not runs:
         raise TypeError("runs must be a dict: {label: params dict}, or one params dict")

@@ -47,6 +47,10 @@ class TrainConfig:
     data_dir: Optional[str] = None
     # The mlp's hidden layer widths; None keeps the model's own (128, 64).
     hidden: Optional[tuple] = None
+    # Tensor fusion: consecutive gradients are packed into flat buckets of at most this many
+    # bytes, one grc.step per bucket (as Horovod's fusion buffer and DDP's buckets do); 0
+    # keeps GRACE's one call per parameter.
+    fusion: int = 0
     # (label, params dict) per run, trained one after the other in the same workers.
     runs: list = field(default_factory=list)
     progress: bool = True
@@ -60,7 +64,8 @@ class TrainConfig:
 
 
 def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, prints=True,
-                data_dir=None, momentum=0.9, seed=0, hidden=None, spell=lambda key: key, **overrides):
+                data_dir=None, momentum=0.9, seed=0, hidden=None, fusion=0, spell=lambda key: key,
+                **overrides):
     """A TrainConfig for ``runs`` ((label, params) pairs) on ``dataset``: the data set's
     defaults (DATASET_DEFAULTS) with ``overrides`` (None leaves a default), checked.
     ``spell`` names a setting in error messages (the command line spells them as flags,
@@ -71,7 +76,7 @@ def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, pri
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise ValueError(f"unknown training setting(s) {', '.join(unknown)}; valid: "
-                         f"{', '.join(sorted(set(defaults) | {'data_dir', 'momentum', 'seed', 'hidden'}))}")
+                         f"{', '.join(sorted(set(defaults) | {'data_dir', 'momentum', 'seed', 'hidden', 'fusion'}))}")
     pick = {k: overrides[k] if overrides.get(k) is not None else v for k, v in defaults.items()}
     for name in ("epochs", "batch_size"):
         if pick[name] < 1:
@@ -81,9 +86,12 @@ def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, pri
     if hidden is not None and pick["model"] != "mlp":
         raise ValueError(f"{spell('hidden')} sets the mlp's layer widths; model {pick['model']!r} "
                          f"has none to set (add {spell('model')} mlp)")
+    if isinstance(fusion, bool) or not isinstance(fusion, int) or fusion < 0:
+        raise ValueError(f"{spell('fusion')}={fusion!r} must be a whole number of bytes >= 0 "
+                         "(0: one grc.step per parameter)")
     if not runs:
         raise ValueError("no runs to train: give at least one params dict")
     out = out or os.path.join("runs", time.strftime("%Y%m%d-%H%M%S"))
     return TrainConfig(dataset=dataset, data_dir=data_dir, momentum=momentum, seed=seed, hidden=hidden,
-                       out=out, runs=list(runs), progress=progress, launcher=launcher,
+                       fusion=fusion, out=out, runs=list(runs), progress=progress, launcher=launcher,
                        prints=prints, **pick)

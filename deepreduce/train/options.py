@@ -129,6 +129,11 @@ def add_arguments(p):
                    help="hidden layer widths of the mlp; wider layers mean more gradient bytes "
                         "per step for the same data, as benchmarks/limited_link.py needs "
                         "(default: 128,64)")
+    t.add_argument("--fusion", type=int, default=0, metavar="BYTES",
+                   help="tensor fusion: pack consecutive gradients into flat buckets of at most "
+                        "BYTES, one grc.step per bucket, as Horovod's fusion buffer does; fewer, "
+                        "larger tensors mean fewer frame headers and larger k for sparsifiers "
+                        "(default: 0, one grc.step per parameter as in GRACE's scripts)")
     t.add_argument("--workers", "--nworkers", type=int, default=2, dest="workers",
                    help="local worker processes (gloo over loopback); ignored under torchrun "
                         "and mpirun, which set the world themselves (default: 2)")
@@ -170,4 +175,4 @@ def config_from_args(args, launcher):
     overrides = {name: getattr(args, name) for name in DATASET_DEFAULTS[args.dataset]}
     return make_config(args.dataset, runs, launcher=launcher, out=args.out, progress=not args.no_progress,
                        data_dir=args.data_dir, momentum=args.momentum, seed=args.seed, hidden=args.hidden,
-                       spell=lambda key: "--" + key.replace("_", "-"), **overrides)
+                       fusion=args.fusion, spell=lambda key: "--" + key.replace("_", "-"), **overrides)
