@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from deepreduce import DeepReduce, IndexCompressor, ValueCompressor, grace_from_params
+from deepreduce._native import lib
 from deepreduce.wrappers import section_bytes
 
 D = 36_864
@@ -76,6 +77,24 @@ def fig8(repeat):
             print(f"{index:>10} {value:>11} | {ib:5d} ({pct(ib):6.3f}%) {vb:5d} ({pct(vb):6.3f}%) {pb:6d} | "
                   f"{codec:5d} ({pct(codec):6.3f}%) | {overhead:6d} | {1e6 * enc:6.0f} {1e6 * dec:6.0f} | "
                   f"{PAPER.get((index, value), '')}")
+    skcompress_bar(g)
+
+
+def skcompress_bar(g, bins=(16, 127)):
+    """SKCompress on the top-r values (Fig. 8a's last bar): its keys by the skcompress
+    index codec, its values by SketchML's quantile sketch (compressor 'sketch', Q bins:
+    a bin index per value and Q float32 means); the sketch frame's own header and CRC
+    are left out, as for the codecs above."""
+    r = int(D * RATIO)
+    top = np.sort(np.argsort(-np.abs(g), kind="stable")[:r])
+    index_bytes = section_bytes(wrapper("skcompress", "raw").compress(g, "conv")[0][0])[0]
+    for q in bins:
+        sketch = grace_from_params({"compressor": "sketch", "quantum_num": q}).compressor
+        frame = np.asarray(sketch.compress(np.ascontiguousarray(g[top]), "values")[0][0])
+        value_bytes = frame.nbytes - lib.dr_frame_header_size(2) - lib.DR_FRAME_TRAILER
+        total = index_bytes + value_bytes
+        print(f"SKCompress (skcompress keys + sketch values, Q={q}): index {index_bytes} B + values "
+              f"{value_bytes} B = {total} B ({pct(total):.3f}% of dense)")
 
 
 def fpr_sweep(seeds=5):
