@@ -55,7 +55,7 @@ from ._native import (all_finite, as_frame_bytes, check, check_frame, decoded_ma
                       nonfinite_frame, parse_frame, u8, u32)
 from .base import Compressor
 from .codecs import Workspace, index_codec, permutation, value_codec
-from .codecs.index import SIGN_BIT
+from .codecs.index import SIGNED_D_LIMIT
 from .codecs.value import RawValues
 from .compressors._sparse import SparseCtx, selected_values
 from .errors import FrameError, UnknownNameError
@@ -157,9 +157,9 @@ class _Wrapper(Compressor):
         r = indices.size
         values = selected_values(source, plan.sources)
         signed = value_codec.signs_in_index
-        if signed and not sends_perm and d > SIGN_BIT:
+        if signed and not sends_perm and d > SIGNED_D_LIMIT:
             raise ValueError(f"tensor {name!r} has {d} elements: value codec {value_codec.name} with raw indices "
-                             f"carries signs in bit 31, so d must be at most 2^31; use a set index codec")
+                             f"sends int32 (index + 1) * sign, so d must be below 2^31; use a set index codec")
         perm_bound = permutation.packed_size(r, signed) if sends_perm else 0
         nsections = 3 if sends_perm else 2
         header = lib.dr_frame_header_size(nsections)
@@ -179,7 +179,7 @@ class _Wrapper(Compressor):
             raw = frame[header:header + index_len].view(np.uint32)
             np.take(indices, perm, out=raw)
             if signs is not None:
-                raw |= signs << 31
+                index_codec.fold_signs(raw, signs, raw)
         f = ffi.new("dr_frame *")
         f.kind, f.index_codec, f.value_codec = self.kind, index_codec.codec_id, value_codec.codec_id
         f.dtype, f.nsections, f.numel, f.count = lib.DR_DTYPE_FLOAT32, nsections, d, r
@@ -210,7 +210,7 @@ class _Wrapper(Compressor):
         count = f.count
         signed = value_codec.signs_in_index
         index_args = (buf, f.section_off[0], f.section_len[0], ctx.numel, count, tuple(f.params[0:2]), self.work)
-        if signed and not sends_perm:  # raw indices in value order, signs in bit 31
+        if signed and not sends_perm:  # raw indices in value order as (index + 1) * sign
             indices, signs = index_codec.decode(*index_args, ordered=False, signed=True)
         else:
             indices = index_codec.decode(*index_args, ordered=not value_codec.reorders)

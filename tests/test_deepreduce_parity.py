@@ -200,14 +200,21 @@ def test_fit_dexp_sends_32_bytes_of_values_and_the_signs_with_the_indices(mode, 
     assert_every_byte_change_is_refused(w, tensors[0], ctx, stride=7)
 
 
-def test_raw_dexp_indices_carry_the_sign_in_bit_31():
+def test_raw_dexp_indices_are_the_references_signed_indices():
+    """DeepReduce's reference sends int32 (idx + 1) * sign, in value order."""
     g = fig8_gradient(8)
     w = readme_wrapper("value", value="dexp")
     tensors, ctx = w.compress(g, "conv")
     frame = np.asarray(tensors[0])
-    raw = frame[52:52 + 4 * R].view(np.uint32)
-    assert np.array_equal(raw >> 31 == 1, np.signbit(g[raw & 0x7FFFFFFF]))
-    assert sorted((raw & 0x7FFFFFFF).tolist()) == ctx.indices.tolist()
+    folded = frame[52:52 + 4 * R].view(np.int32).astype(np.int64)
+    idx = np.abs(folded) - 1
+    assert np.array_equal(folded < 0, g[idx] < 0)
+    assert np.all(np.diff(np.abs(g[idx])) >= 0)  # ascending magnitude, the fit's order
+    assert sorted(idx.tolist()) == ctx.indices.tolist()
+    bad = frame.copy()
+    bad[52:56] = 0  # a signed index of 0 is no index; refused (here by the CRC first)
+    with pytest.raises(FrameError):
+        w.decompress([bad], ctx)
 
 
 # ------------------------------------------------------------------------ SKCompress

@@ -39,9 +39,9 @@ def _expect_zero_params(params, what):
         raise FrameError(f"{what}: codec parameters {tuple(params)} must be zero for this index codec")
 
 
-# Raw indices in value order carry a sign-in-index value codec's signs in bit 31 (the
-# reference sends (idx + 1) * sign as int32: the same information, for d <= 2^31).
-SIGN_BIT = np.uint32(1 << 31)
+# Raw indices in value order carry a sign-in-index value codec's signs as DeepReduce's
+# reference (and SPEC §4) folds them: int32 (idx + 1) * sign, so only for d < 2^31.
+SIGNED_D_LIMIT = 2 ** 31 - 1
 
 
 class RawIndex:
@@ -63,10 +63,18 @@ class RawIndex:
             return 4 * support.size
         return IndexPlan(support, 4 * support.size, (0, 0), write)
 
+    @staticmethod
+    def fold_signs(indices, signs, section):
+        """Write ``indices`` (uint32, value order) into ``section`` (the raw section as
+        uint32) as int32 (index + 1) * sign, ``signs`` being 1 where the value is negative."""
+        folded = indices.astype(np.int64) + 1
+        np.negative(folded, out=folded, where=signs.astype(bool))
+        section.view(np.int32)[:] = folded
+
     def decode(self, buf, off, length, d, count, params, work, ordered, signed=False):
         """The indices as a view of the frame. ``ordered``: they must ascend strictly
-        (else they are in value order and only need to be distinct). ``signed``: bit 31
-        of each is its value's sign (see SIGN_BIT); returns (indices, signs) then."""
+        (else they are in value order and only need to be distinct). ``signed``: they
+        are folded with their values' signs (``fold_signs``); returns (indices, signs)."""
         what = "raw index section"
         section(buf, off, length, what)
         _expect_zero_params(params, what)
@@ -74,9 +82,14 @@ class RawIndex:
             raise FrameError(f"{what}: {length} bytes for {count} indices, expected {4 * count}")
         idx = np.frombuffer(buf, dtype=np.uint32, count=count, offset=off)
         if signed:
+            folded = idx.view(np.int32).astype(np.int64)
+            if np.any(folded == 0):
+                raise FrameError(f"{what}: a signed index of 0 (they are (index + 1) * sign)")
             signs = work.array("signs", count, bool)
-            np.greater_equal(idx, SIGN_BIT, out=signs)
-            idx = np.bitwise_and(idx, SIGN_BIT - 1, out=work.array("indices", count, np.uint32))
+            np.less(folded, 0, out=signs)
+            # |INT32_MIN| - 1 = 2^31 - 1 is beyond every tensor this form allows: refused below.
+            idx = work.array("indices", count, np.uint32)
+            idx[:] = np.abs(folded) - 1
         keys = idx if ordered else np.sort(idx)
         if count > 1 and not np.all(keys[1:] > keys[:-1]):
             raise FrameError(f"{what}: indices {'not strictly ascending' if ordered else 'repeated'}")
