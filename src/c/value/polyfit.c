@@ -1,8 +1,9 @@
-/* polyfit: piecewise least-squares polynomials over the values sorted in descending order
- * (layout and segment rule in deepreduce/value.h).
+/* polyfit: piecewise least-squares polynomials over the values sorted in descending order,
+ * with free knots (layout and the two knot rules in deepreduce/value.h).
  *
- * Each segment is fitted in the basis of Gram polynomials, which are orthogonal over the
- * segment's own equispaced points. The least-squares problem is then diagonal: every
+ * Knots are found on the sorted keys in place (no buffer beyond the sort's), one chord
+ * scan per knot. Each piece is fitted in the basis of Gram polynomials, which are
+ * orthogonal over the piece's own equispaced points. The least-squares problem is then diagonal: every
  * coefficient is one inner product, so the fit costs O(degree) per value and has no
  * system to be ill-conditioned (the original solved normal equations in raw x, singular
  * for long segments). The decoder evaluates the same recurrence, so the coefficients
