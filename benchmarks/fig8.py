@@ -58,7 +58,7 @@ def pct(nbytes):
 
 
 PAPER = {("raw", "raw"): "2.00%", ("bloom", "raw"): "idx 0.449% (662 B)", ("raw", "qsgd"): "val 0.252% (372 B)",
-         ("raw", "polyfit"): "val ~0.166% (~244 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)",
+         ("raw", "polyfit"): "val 0.17% (~251 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)",
          ("raw", "dexp"): "val 20-32 B", ("bloom", "dexp"): "+ perm with signs (460 B)"}
 
 
@@ -97,41 +97,52 @@ def skcompress_bar(g, bins=(16, 127)):
               f"{value_bytes} B = {total} B ({pct(total):.3f}% of dense)")
 
 
-def fpr_sweep(seeds=5):
-    """Bloom policies across fpr (Figs. 4, 15 and 17): filter bytes, entries rebuilt,
-    false positives kept, true indices missed, the energy sent relative to the exact
-    top-r tensor's (false positives carry their true values, so p0 exceeds 1), the
-    relative L2 error against that tensor (naive's shifted values show here), and the
-    volume with raw and with qsgd values; means over `seeds` gradients."""
+FPRS = (1e-3, 2e-3, 5e-3, 1e-2, 2e-2)
+
+
+def bloom_row(fpr, policy, seeds=5, value="qsgd"):
+    """One bloom policy at one fpr, means over `seeds` gradients: filter bytes, entries
+    rebuilt, false positives kept, true indices missed, the energy sent relative to the exact
+    top-r tensor's (false positives carry their true values, so p0 exceeds 1), the relative
+    error |sent - top-r| / |top-r|, and the volume (% of dense) with raw and with `value`
+    values."""
+    r = int(D * RATIO)
+    rows = []
+    for seed in range(seeds):
+        g = gradient(seed)
+        exact = np.zeros_like(g)
+        true = np.sort(np.argsort(-np.abs(g), kind="stable")[:r])
+        exact[true] = g[true]
+        w = wrapper("bloom", "raw", fpr=fpr, policy=policy)
+        tensors, ctx = w.compress(g, "conv")
+        out = w.decompress(tensors, ctx)
+        ib, vb, _, _ = section_bytes(tensors[0])
+        both, _ = wrapper("bloom", value, fpr=fpr, policy=policy).compress(g, "conv")
+        # The entries the receiver rebuilds (naive: leftmost's, not the ones whose values were sent).
+        rebuilt = np.flatnonzero(out)
+        kept = np.isin(rebuilt, true)
+        rows.append((ib, rebuilt.size, np.count_nonzero(~kept), r - np.count_nonzero(kept),
+                     float(out @ out) / float(exact @ exact), float(np.linalg.norm(out - exact) / np.linalg.norm(exact)),
+                     pct(ib + vb), pct(sum(section_bytes(both[0])[:3]))))
+    keys = ("filter_bytes", "count", "fp_kept", "missed", "energy", "error", "raw_pct", "value_pct")
+    return dict(zip(keys, np.mean(rows, axis=0).tolist()))
+
+
+def fpr_sweep(seeds=5, fprs=FPRS):
+    """Bloom policies across fpr (Fig. 15's volume side, and Figs. 4/17's error: BF-Naive's
+    shifted values show there): bloom_row for each fpr and policy."""
     r = int(D * RATIO)
     print(f"Bloom filter index, d={D}, r={r}; means over {seeds} gradients")
     head = f"{'fpr':>6} {'policy':>13} | {'filter B':>8} {'count':>6} {'FP kept':>7} {'missed':>6} {'energy':>7} " \
            f"{'error':>6} | {'idx+raw %':>9} {'idx+qsgd %':>10}"
     print(head)
     print("-" * len(head))
-    for fpr in (1e-3, 2e-3, 5e-3, 1e-2, 2e-2):
+    for fpr in fprs:
         for policy in POLICIES:
-            rows = []
-            for seed in range(seeds):
-                g = gradient(seed)
-                exact = np.zeros_like(g)
-                true = np.sort(np.argsort(-np.abs(g), kind="stable")[:r])
-                exact[true] = g[true]
-                w = wrapper("bloom", "raw", fpr=fpr, policy=policy)
-                tensors, ctx = w.compress(g, "conv")
-                out = w.decompress(tensors, ctx)
-                ib, vb, _, _ = section_bytes(tensors[0])
-                both, _ = wrapper("bloom", "qsgd", fpr=fpr, policy=policy).compress(g, "conv")
-                # The entries the receiver rebuilds (naive: leftmost's, not the ones whose values it sent).
-                rebuilt = np.flatnonzero(out)
-                kept = np.isin(rebuilt, true)
-                rows.append((ib, rebuilt.size, np.count_nonzero(~kept), r - np.count_nonzero(kept),
-                             float(out @ out) / float(exact @ exact),
-                             float(np.linalg.norm(out - exact) / np.linalg.norm(exact)), pct(ib + vb),
-                             pct(sum(section_bytes(both[0])[:3]))))
-            ib, count, fp, missed, energy, error, raw_pct, qsgd_pct = np.mean(rows, axis=0)
-            print(f"{fpr:6.3f} {policy:>13} | {ib:8.0f} {count:6.1f} {fp:7.1f} {missed:6.1f} {energy:7.3f} "
-                  f"{error:6.3f} | {raw_pct:8.3f}% {qsgd_pct:9.3f}%")
+            row = bloom_row(fpr, policy, seeds)
+            print(f"{fpr:6.3f} {policy:>13} | {row['filter_bytes']:8.0f} {row['count']:6.1f} {row['fp_kept']:7.1f} "
+                  f"{row['missed']:6.1f} {row['energy']:7.3f} {row['error']:6.3f} | {row['raw_pct']:8.3f}% "
+                  f"{row['value_pct']:9.3f}%")
 
 
 def value_fits(seeds=5):

@@ -11,6 +11,11 @@ with LGC's own split of the time (``compressor.timings``: encode = selection, co
 the latent; exchange = its collectives; decode = the decoders and the aggregate).
 
     python benchmarks/lgc_table.py [--dense-steps 44] [--train-steps 88] [--epochs 20] [--tensors-only]
+
+Runs marked "fused" pass ``--fusion`` so every gradient travels as one vector (one
+``grc.step`` per step); "stage-3 B/step/worker" leaves out the first stage-3 step, which
+also carries the autoencoder's weights, and "vs top-k" divides it by top-k's at the same
+ratio and fusion.
 """
 import argparse
 import json
@@ -24,19 +29,25 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import distributed  # noqa: E402  (the tests' spawner: gloo over loopback)
 
+FUSED = 1 << 24  # --fusion: every gradient of the small CNN in one bucket
+
+
 def configs(dense_steps, train_steps):
-    runs = [("dense", {"compressor": "none", "memory": "none", "communicator": "allreduce"})]
+    """(label, params, fusion bytes or 0) of every training run."""
+    runs = [("dense", {"compressor": "none", "memory": "none", "communicator": "allreduce"}, 0)]
     for ratio in (1e-3, 1e-2):
         topk = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": ratio}
         lgc = {"compressor": "lgc", "compress_ratio": ratio, "lgc_dense_steps": dense_steps,
                "lgc_train_steps": train_steps}
-        runs += [(f"top-k {ratio:g}", topk),
-                 (f"DR rice+qsgd {ratio:g}", dict(topk, deepreduce="both", index="rice", value="qsgd")),
-                 (f"LGC ps {ratio:g}", dict(lgc, lgc_variant="ps")),
-                 (f"LGC rar {ratio:g}", dict(lgc, lgc_variant="rar"))]
-        if ratio == 1e-3:  # small tensors top-k'd too, not sent dense
-            runs += [(f"LGC ps {ratio:g}, lgc_min_numel 32", dict(lgc, lgc_variant="ps", lgc_min_numel=32)),
-                     (f"LGC rar {ratio:g}, lgc_min_numel 32", dict(lgc, lgc_variant="rar", lgc_min_numel=32))]
+        runs += [(f"top-k {ratio:g}", topk, 0),
+                 (f"DR rice+qsgd {ratio:g}", dict(topk, deepreduce="both", index="rice", value="qsgd"), 0),
+                 (f"LGC ps {ratio:g}", dict(lgc, lgc_variant="ps"), 0),
+                 (f"LGC rar {ratio:g}", dict(lgc, lgc_variant="rar"), 0),
+                 # The model's gradient as one vector, as the paper codes it: no tensor is
+                 # small, and there is no first or last tensor to keep dense.
+                 (f"top-k {ratio:g}, fused", topk, FUSED),
+                 (f"LGC ps {ratio:g}, fused", dict(lgc, lgc_variant="ps", lgc_dense_ends=False), FUSED),
+                 (f"LGC rar {ratio:g}, fused", dict(lgc, lgc_variant="rar", lgc_dense_ends=False), FUSED)]
     return runs
 
 
@@ -47,7 +58,13 @@ def train(params, epochs, out, *extra):
     return json.loads((out / "log.json").read_text())["runs"][0]
 
 
-def row(label, run, bounds):
+def stage3_per_worker(run, bounds, workers=2):
+    """Mean bytes per worker per stage-3 step, after the first (which also carries LGC's
+    autoencoder weights, broadcast once)."""
+    return np.mean([s["bytes_sent"] for s in run["steps"][bounds[1] + 1:]]) / workers
+
+
+def row(label, run, bounds, topk_run):
     steps = run["steps"]
     dense_per_step = steps[0]["dense_bytes"]
     ranges = [(0, bounds[0]), (bounds[0], bounds[1]), (bounds[1], len(steps)), (0, len(steps))]
@@ -55,8 +72,10 @@ def row(label, run, bounds):
     epochs = run["epochs"][1:]
     enc = 1e3 * np.mean([e["encode_s_per_step"] for e in epochs])
     dec = 1e3 * np.mean([e["decode_s_per_step"] for e in epochs])
+    s3 = stage3_per_worker(run, bounds)
+    vs = f"{s3 / stage3_per_worker(topk_run, bounds):.2f}" if topk_run is not None else "-"
     return (f"| {label} | {run['final']['metric']:.4f} | " + " | ".join(f"{100 * r:.3f}%" for r in rel)
-            + f" | {enc:.2f} | {dec:.3f} | {run['final']['wall_s']:.1f} |")
+            + f" | {s3:.0f} | {vs} | {enc:.2f} | {dec:.3f} | {run['final']['wall_s']:.1f} |")
 
 
 def step_seconds(run, first_epoch, last_epoch):
@@ -101,16 +120,20 @@ def main():
 
 
 def training_table(args):
+    from tqdm import tqdm
     bounds = (args.dense_steps, args.dense_steps + args.train_steps)
     runs = {}
+    todo = configs(args.dense_steps, args.train_steps)
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (label, params) in enumerate(configs(args.dense_steps, args.train_steps)):
-            runs[label] = train(params, args.epochs, pathlib.Path(tmp) / str(i))
+        for i, (label, params, fusion) in enumerate(tqdm(todo, desc="training runs", unit="run")):
+            runs[label] = train(params, args.epochs, pathlib.Path(tmp) / str(i), "--fusion", str(fusion))
     print("| run | accuracy | bytes vs dense: stage 1 steps | stage 2 steps | stage 3 steps | overall "
-          "| encode ms/step | decode ms/step | wall s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for label, run in runs.items():
-        print(row(label, run, bounds))
+          "| stage-3 B/step/worker | vs top-k | encode ms/step | decode ms/step | wall s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, params, fusion in todo:
+        # LGC against top-k at the same ratio, fused the same way.
+        topk_label = f"top-k {params.get('compress_ratio', 0):g}" + (", fused" if fusion else "")
+        print(row(label, runs[label], bounds, runs[topk_label] if params["compressor"] == "lgc" else None))
     for variant in ("ps", "rar"):
         run = runs[f"LGC {variant} 0.001"]
         changes = {c["stage"].split(" (")[0]: c["epoch"] for c in run["stage_changes"]}
@@ -123,26 +146,30 @@ def training_table(args):
 
 def resnet20_table():
     """Whole-step stage-3 bytes of ResNet-20 (65 tensors, 270 k weights) on a generated
-    CIFAR-10 file (random images: bytes only, no accuracy), 2 workers, 16 steps."""
+    CIFAR-10 file (random images: bytes only, no accuracy), 2 workers, 15 steps, per
+    tensor (the paper's routes: small tensors and the first and last one dense) and with
+    every gradient fused into one bucket."""
     from test_data_loaders import write_cifar
     print("\nResNet-20, generated CIFAR-10, 2 workers: bytes per worker per stage-3 step (whole step)")
-    print("| ratio | top-k | LGC ps | LGC rar | LGC ps, min_numel 32, no dense ends | LGC ps / top-k | last / top-k |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("| ratio | top-k | LGC ps | LGC rar | top-k fused | LGC ps fused | LGC rar fused "
+          "| ps / top-k | ps fused / top-k fused | rar fused / top-k fused |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         data = write_cifar(pathlib.Path(tmp) / "cifar", per_batch=16, test=8)
         extra = ("--dataset", "cifar10", "--data-dir", str(data), "--batch-size", "8")
+        topk = {"compressor": "topk", "memory": "residual", "communicator": "allgather"}
         lgc = {"compressor": "lgc", "lgc_dense_steps": 2, "lgc_train_steps": 4}
+        plain = [topk, dict(lgc, lgc_variant="ps"), dict(lgc, lgc_variant="rar")]
+        fused = [topk, dict(lgc, lgc_variant="ps", lgc_dense_ends=False),
+                 dict(lgc, lgc_variant="rar", lgc_dense_ends=False)]
         for ratio in (1e-3, 1e-2):
-            configs = [{"compressor": "topk", "memory": "residual", "communicator": "allgather"},
-                       dict(lgc, lgc_variant="ps"), dict(lgc, lgc_variant="rar"),
-                       dict(lgc, lgc_variant="ps", lgc_min_numel=32, lgc_dense_ends=False)]
             sent = []
-            for i, params in enumerate(configs):
-                run = train(dict(params, compress_ratio=ratio), 3, pathlib.Path(tmp) / f"{ratio}-{i}", *extra)
-                # Steps 7..: stage 3 after the step that also broadcast the autoencoder.
-                sent.append(np.mean([s["bytes_sent"] for s in run["steps"][7:]]) / 2)
+            for i, (params, fusion) in enumerate([(p, 0) for p in plain] + [(p, FUSED) for p in fused]):
+                run = train(dict(params, compress_ratio=ratio), 3, pathlib.Path(tmp) / f"{ratio}-{i}", *extra,
+                            "--fusion", str(fusion))
+                sent.append(stage3_per_worker(run, (2, 6)))
             print(f"| {ratio:g} | " + " | ".join(f"{b:.0f}" for b in sent)
-                  + f" | {sent[1] / sent[0]:.2f} | {sent[3] / sent[0]:.2f} |")
+                  + f" | {sent[1] / sent[0]:.2f} | {sent[4] / sent[3]:.2f} | {sent[5] / sent[3]:.2f} |")
 
 
 def tensor_table():

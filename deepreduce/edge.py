@@ -21,7 +21,9 @@ _NUMPY_FLOATS = (np.float16, np.float32, np.float64)
 
 
 def is_torch(x):
-    return type(x).__module__.split(".")[0] == "torch" and "torch" in sys.modules
+    # torch is never imported here: a tensor can only exist once its caller imported it.
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 def _torch():
