@@ -83,7 +83,7 @@ KEYS = {
     "threelc_sparsity": ("1.0", "3lc", "M = max|g|·sparsity, in [1, 2): higher rounds more entries to 0"),
     "deepreduce": ("None", "deepreduce_from_params", "wrap the compressor: None, 'value', 'index', 'both'"),
     "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, skcompress, raw"),
-    "value": ("'polyfit'", "DeepReduce wrappers", "value codec: polyfit, polyfit_cpu, dexp, deflate, qsgd, fp16, bf16, raw"),
+    "value": ("'polyfit'", "DeepReduce wrappers", "value codec: polyfit, polyfit_cpu, dexp, deflate, qsgd, fp16, bf16, sketch, raw"),
     "fpr": ("0.1·r/d", "bloom index codec", "the Bloom filter's false-positive rate"),
     "policy": ("'leftmost'", "bloom index codec", "leftmost, random (P1), p0, conflict_sets (P2), naive (BF-Naive)"),
     "poly_degree": ("5", "polyfit value codec", "degree of each segment's polynomial"),

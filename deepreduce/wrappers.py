@@ -11,7 +11,7 @@ by coding its indices, its values, or both, exactly as DeepReduce's README uses 
 or in one call, ``grc = deepreduce_from_params(params)``.
 
 Keys (defaults): ``value`` ('polyfit'; also polyfit_cpu, dexp, deflate/gzip, qsgd, fp16,
-bf16, none/raw), ``index`` ('bloom'; also rle, huffman, ef, rice, varint, skcompress,
+bf16, sketch, none/raw), ``index`` ('bloom'; also rle, huffman, ef, rice, varint, skcompress,
 none/raw), ``fpr``
 (0.1 r/d), ``policy`` ('leftmost', 'random' = P1, 'p0', 'conflict_sets' = P2, 'naive'),
 ``poly_degree`` (5), ``sort`` (False), ``quantum_num`` (127), ``bucket_size`` (512),

@@ -537,7 +537,7 @@ TRAIN_CONFIGS = [
     {"deepreduce": "index", "index": "bloom", "policy": "naive"},
     {"deepreduce": "value", "value": "polyfit_cpu"},
     {"deepreduce": "both", "index": "rice", "value": "dexp"},
-    {"deepreduce": "both", "index": "skcompress", "value": "qsgd"},
+    {"deepreduce": "both", "index": "skcompress", "value": "sketch"},
 ]
 
 

@@ -232,3 +232,22 @@ def test_skcompress_index_codes_the_set_losslessly_at_the_fig8_point():
     both = readme_wrapper("both", index="skcompress", value="polyfit")
     tensors, ctx = both.compress(g, "conv")
     assert section_bytes(tensors[0])[2] == math.ceil(R * 9 / 8)  # a set codec: the permutation travels
+
+
+def test_skcompress_pairs_its_keys_with_sketchml_values():
+    """The paper's SKCompress bar: skcompress keys and the quantile sketch's values (bin
+    means and a byte per value), the same bytes as the sketch compressor's sections."""
+    g = fig8_gradient()
+    exact, support = top_r(g)
+    w = readme_wrapper("both", index="skcompress", value="sketch", quantum_num=127)
+    tensors, ctx = w.compress(g, "conv")
+    out = w.decompress(tensors, ctx)
+    assert section_bytes(tensors[0])[:3] == (493, 4 * 127 + R, 0)
+    assert np.count_nonzero(out) <= R and set(np.flatnonzero(out)) <= set(support.tolist())
+    assert len(np.unique(out[support])) <= 127  # every value is one of the bin means
+    assert rel_error(out, exact) < 0.1
+    sketch = grace_from_params({"compressor": "sketch", "quantum_num": 127}).compressor
+    alone = sketch.decompress(*sketch.compress(np.ascontiguousarray(g[support]), "conv"))
+    assert np.asarray(alone).tobytes() == out[support].tobytes()
+    assert_every_byte_change_is_refused(w, tensors[0], ctx, stride=5)
+

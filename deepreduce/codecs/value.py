@@ -225,7 +225,37 @@ class QsgdValues(ValueCodec):
         return self._decode_into(lib.dr_value_qsgd_decode, buf, off, length, r, work, bucket, s)
 
 
-NAMES = ("polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "raw")
+class SketchValues(ValueCodec):
+    """SketchML's quantile sketch of the values (SKCompress's value side): params[2] =
+    bins (quantum_num); a bin index per value and each bin's float32 mean. The quantile
+    sample (drawn only past DR_SKETCH_SAMPLE values) is keyed by (tensor name, rank, step)."""
+
+    name = "sketch"
+    codec_id = lib.DR_VALUE_SKETCH
+
+    def __init__(self, bins=lib.DR_QSGD_DEFAULT_QUANTUM):
+        self.params = (integer(bins, "quantum_num (sketch bins)", 1, lib.DR_SKETCH_MAX_BINS), 0)
+        self.keys = StepKeys()
+
+    def bound(self, r):
+        return lib.dr_value_sketch_bound(r, self.params[0])
+
+    def _write(self, values, ptr, cap, name, work):
+        bins = self.params[0]
+        scratch = work.array("sketch", lib.dr_sketch_workspace_size(values.size, bins), np.uint8)
+        written = _written()
+        check(lib.dr_value_sketch_encode(f32(values), values.size, bins, self.keys.next(name), ptr, cap, written,
+                                         ffi.from_buffer(scratch)), f"sketch of {name!r}")
+        return written[0], None
+
+    def _read(self, buf, off, length, r, params, work):
+        bins, unused = params
+        if unused or not 1 <= bins <= lib.DR_SKETCH_MAX_BINS:
+            raise FrameError(f"sketch value section: bad parameters {tuple(params)}")
+        return self._decode_into(lib.dr_value_sketch_decode, buf, off, length, r, work, bins)
+
+
+NAMES = ("polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "sketch", "raw")
 _ALIASES = {"gzip": "deflate", "none": "raw"}
 
 
@@ -243,6 +273,8 @@ def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib
         return QsgdValues(quantum_num, bucket_size)
     if key in ("fp16", "bf16"):
         return CastValues(key)
+    if key == "sketch":
+        return SketchValues(quantum_num)
     if key == "raw":
         return RawValues()
     raise UnknownNameError(f"unknown value codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")

@@ -8,13 +8,13 @@
 
 #include "check.h"
 
-enum { C_POLYFIT, C_DEXP, C_DEFLATE, C_QSGD, C_FP16, C_BF16 };
+enum { C_POLYFIT, C_DEXP, C_DEFLATE, C_QSGD, C_FP16, C_BF16, C_SKETCH };
 
 /* What a decoder call needs besides the bytes. */
 typedef struct {
     int codec;
     size_t r;
-    uint32_t p1, p2; /* polyfit: degree, flags; qsgd: bucket, s */
+    uint32_t p1, p2; /* polyfit: degree, flags; qsgd: bucket, s; sketch: bins */
     void *work;      /* deflate */
 } dec_ctx;
 
@@ -31,6 +31,8 @@ static int decode_any(const dec_ctx *c, const uint8_t *in, size_t len, float *ou
         return dr_value_qsgd_decode(in, len, c->r, c->p1, c->p2, out);
     case C_FP16:
         return dr_value_fp16_decode(in, len, c->r, out);
+    case C_SKETCH:
+        return dr_value_sketch_decode(in, len, c->r, c->p1, out);
     default:
         return dr_value_bf16_decode(in, len, c->r, out);
     }
@@ -572,6 +574,55 @@ static void test_sort_passes(void)
     CHECK(in_order);
 }
 
+/* ----------------------------------------------------------------------- sketch */
+
+/* SKCompress's values: the section is the sketch compressor's two sections, byte for
+ * byte; every value comes back as its bin's mean; damaged sections are refused. */
+static void test_sketch_values(void)
+{
+    enum { N = 5000 };
+    static float val[N], dec[N], viaframe[N];
+    static const uint32_t bins_list[2] = {127, 300};
+    size_t r = topk_values(0, 41, 36864, val), t, written = 0, fw = 0, j;
+    for (t = 0; t < 2; t++) {
+        uint32_t bins = bins_list[t];
+        size_t cap = dr_value_sketch_bound(r, bins), fcap = dr_sketch_size(r, bins);
+        uint8_t *sec = malloc(cap), *frame = malloc(fcap);
+        void *work = malloc(dr_sketch_workspace_size(r, bins));
+        dr_frame f;
+        int same = 1;
+        CHECK(cap == 4u * bins + r * (bins <= 256 ? 1u : 2u));
+        CHECK_STATUS(dr_value_sketch_encode(val, r, bins, 7, sec, cap - 1, &written, work),
+                     DR_E_DST_TOO_SMALL);
+        CHECK_OK(dr_value_sketch_encode(val, r, bins, 7, sec, cap, &written, work));
+        CHECK(written == cap);
+        CHECK_OK(dr_sketch_encode(val, r, bins, 7, DR_DTYPE_FLOAT32, work, frame, fcap, &fw));
+        CHECK_OK(dr_frame_parse(frame, fw, &f));
+        CHECK(memcmp(sec, frame + f.section_off[0], 4u * bins) == 0 &&
+              memcmp(sec + 4u * bins, frame + f.section_off[1], f.section_len[1]) == 0);
+        CHECK_OK(dr_value_sketch_decode(sec, written, r, bins, dec));
+        CHECK_OK(dr_sketch_decode(frame, fw, viaframe, r));
+        for (j = 0; j < r; j++)
+            same &= dec[j] == viaframe[j];
+        CHECK(same);
+        printf("sketch values r=%zu bins=%u: %zu bytes, rel L2 error %.4f\n", r, bins, written,
+               rel_l2(val, NULL, dec, r));
+        if (t == 0) {
+            dec_ctx c = {C_SKETCH, 0, 0, 0, NULL};
+            c.r = r;
+            c.p1 = bins;
+            sweep(&c, sec, written);
+        }
+        CHECK_STATUS(dr_value_sketch_decode(sec, written, r, 0, dec), DR_E_ARG);
+        sec[4u * bins] = (uint8_t)(bins <= 256 ? bins : 0); /* an index out of range */
+        if (bins <= 256)
+            CHECK_STATUS(dr_value_sketch_decode(sec, written, r, bins, dec), DR_E_CORRUPT);
+        free(sec);
+        free(frame);
+        free(work);
+    }
+}
+
 /* ---------------------------------------------------------------------- deflate */
 
 static void test_deflate(void)
@@ -785,6 +836,7 @@ static void test_casts(void)
 int main(void)
 {
     test_polyfit_knots();
+    test_sketch_values();
     test_polyfit();
     test_dexp();
     test_sort_passes();

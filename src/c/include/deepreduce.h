@@ -113,7 +113,8 @@ enum dr_value_codec {
     DR_VALUE_QSGD = 4,    /* bucketed stochastic quantisation                        */
     DR_VALUE_FP16 = 5,    /* IEEE half                                               */
     DR_VALUE_BF16 = 6,    /* bfloat16                                                */
-    DR_VALUE_COUNT_ = 7
+    DR_VALUE_SKETCH = 7,  /* SketchML quantile sketch: bin means + bin indices       */
+    DR_VALUE_COUNT_ = 8
 };
 
 /* ---------------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /*
- * deepreduce/value.h - DeepReduce value codecs (polyfit, dexp, deflate, qsgd, fp16, bf16).
+ * deepreduce/value.h - DeepReduce value codecs (polyfit, dexp, deflate, qsgd, fp16, bf16,
+ * sketch).
  *
  * A value codec turns the r float32 values of a sparse tensor (in the order the sparsifier
  * produced them, i.e. ascending index) into one frame section, and back. r travels in the
@@ -213,5 +214,24 @@ size_t dr_value_bf16_bound(size_t r);
 int dr_value_bf16_encode(const float *val, size_t r, uint8_t *out, size_t cap,
                          size_t *written);
 int dr_value_bf16_decode(const uint8_t *in, size_t len, size_t r, float *val_out);
+
+/* ----------------------------------------------------------------------------- sketch */
+/* SketchML's quantile sketch of the values (the value side of SKCompress): exactly the
+ * compressor dr_sketch_encode (deepreduce/quant.h: `bins` quantile bins of the r values,
+ * each value sent as its bin index, each bin as the float32 mean of its members; `key`
+ * draws the quantile sample when r > DR_SKETCH_SAMPLE), without its frame. Section: the
+ * bins float32 means, then r bin indices, uint8 when bins <= 256 else uint16 LE:
+ * 4 bins + r (or 2 r) bytes. Order-preserving. The decoder refuses a non-finite mean and
+ * an index >= bins. `work` as dr_sketch_workspace_size(r, bins). */
+
+/* Section size (exact); 0 if bins is outside 1..DR_SKETCH_MAX_BINS or r >= 2^32. */
+size_t dr_value_sketch_bound(size_t r, uint32_t bins);
+
+/* DR_E_ARG for bad bins or a NULL buffer, DR_E_NUMERIC for a non-finite value. */
+int dr_value_sketch_encode(const float *val, size_t r, uint32_t bins, uint64_t key,
+                           uint8_t *out, size_t cap, size_t *written, void *work);
+
+int dr_value_sketch_decode(const uint8_t *in, size_t len, size_t r, uint32_t bins,
+                           float *val_out);
 
 #endif /* DEEPREDUCE_VALUE_H */
