@@ -14,13 +14,12 @@ import time
 import numpy as np
 
 from deepreduce import DeepReduce, IndexCompressor, ValueCompressor, grace_from_params
-from deepreduce._native import lib
 from deepreduce.wrappers import section_bytes
 
 D = 36_864
 RATIO = 0.01
 INDEX = ["raw", "bloom", "rle", "huffman", "ef", "rice", "varint", "skcompress"]
-VALUE = ["raw", "polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16"]
+VALUE = ["raw", "polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "sketch"]
 POLICIES = ["naive", "leftmost", "random", "p0", "conflict_sets"]
 
 
@@ -59,7 +58,8 @@ def pct(nbytes):
 
 PAPER = {("raw", "raw"): "2.00%", ("bloom", "raw"): "idx 0.449% (662 B)", ("raw", "qsgd"): "val 0.252% (372 B)",
          ("raw", "polyfit"): "val 0.17% (~251 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)",
-         ("raw", "dexp"): "val 20-32 B", ("bloom", "dexp"): "+ perm with signs (460 B)"}
+         ("raw", "dexp"): "val 20-32 B", ("bloom", "dexp"): "+ perm with signs (460 B)",
+         ("skcompress", "sketch"): "SKCompress 0.34%"}
 
 
 def fig8(repeat):
@@ -77,24 +77,6 @@ def fig8(repeat):
             print(f"{index:>10} {value:>11} | {ib:5d} ({pct(ib):6.3f}%) {vb:5d} ({pct(vb):6.3f}%) {pb:6d} | "
                   f"{codec:5d} ({pct(codec):6.3f}%) | {overhead:6d} | {1e6 * enc:6.0f} {1e6 * dec:6.0f} | "
                   f"{PAPER.get((index, value), '')}")
-    skcompress_bar(g)
-
-
-def skcompress_bar(g, bins=(16, 127)):
-    """SKCompress on the top-r values (Fig. 8a's last bar): its keys by the skcompress
-    index codec, its values by SketchML's quantile sketch (compressor 'sketch', Q bins:
-    a bin index per value and Q float32 means); the sketch frame's own header and CRC
-    are left out, as for the codecs above."""
-    r = int(D * RATIO)
-    top = np.sort(np.argsort(-np.abs(g), kind="stable")[:r])
-    index_bytes = section_bytes(wrapper("skcompress", "raw").compress(g, "conv")[0][0])[0]
-    for q in bins:
-        sketch = grace_from_params({"compressor": "sketch", "quantum_num": q}).compressor
-        frame = np.asarray(sketch.compress(np.ascontiguousarray(g[top]), "values")[0][0])
-        value_bytes = frame.nbytes - lib.dr_frame_header_size(2) - lib.DR_FRAME_TRAILER
-        total = index_bytes + value_bytes
-        print(f"SKCompress (skcompress keys + sketch values, Q={q}): index {index_bytes} B + values "
-              f"{value_bytes} B = {total} B ({pct(total):.3f}% of dense)")
 
 
 FPRS = (1e-3, 2e-3, 5e-3, 1e-2, 2e-2)
