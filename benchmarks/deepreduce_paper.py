@@ -66,13 +66,13 @@ FIG8_BARS = [
     Bar("DR BF-P2", "bloom", "raw", (1.00, 0.45, 3.97, 2.38, "GPU")),
     Bar("DR Deflate", "raw", "deflate", (0.90, 1.00, 1.09, 3.24, "CPU")),
     Bar("DR QSGD", "raw", "qsgd", (0.25, 1.00, 0.886, 0.700, "GPU")),
-    Bar("DR Fit-Poly (one fit)", "raw", "polyfit", (0.17, 1.00, 2.32, 1.71, "GPU")),
-    # The paper's piecewise Fit-Poly with free knots (issue 13, item 2): name to be filled in.
-    Bar("DR Fit-Poly (free knots)", "raw", "polyfit_knots", (0.17, 1.00, 2.32, 1.71, "GPU")),
+    # Fit-Poly with the paper's free knots (§5), and the reference's polyfit_cpu knots.
+    Bar("DR Fit-Poly", "raw", "polyfit", (0.17, 1.00, 2.32, 1.71, "GPU")),
+    Bar("DR Fit-Poly, polyfit_cpu", "raw", "polyfit_cpu"),
     Bar("DR Fit-DExp", "raw", "dexp", (0.02, 1.00, 10.9, 2.96, "GPU")),
     Bar("DR BF-P2 Fit-DExp", "bloom", "dexp", (0.02, 0.73, 15.4, 5.24, "GPU")),
     Bar("DR BF-P2 QSGD", "bloom", "qsgd", (0.25, 0.45, 4.98, 2.87, "GPU")),
-    # SKCompress (SketchML's value sketch + its index coding; issue 13, item 7): names to be filled in.
+    # SKCompress: SketchML's quantile sketch for the values, its delta-binary keys for the indices.
     Bar("SKCompress", "skcompress", "sketch", (0.04, 0.30, 709.0, 2277.0, "CPU")),
     # Ours, beyond the paper: the lossless set codecs at the floor.
     Bar("DR rice + QSGD (ours)", "rice", "qsgd"),
@@ -99,7 +99,7 @@ FIG15_PAPER = {
 }
 
 # Figs. 4 and 17 at FPR 1e-3. Fig. 17a (ResNet-20) has no naive marker; Fig. 4 only says
-# naive "achieves much lower accuracy". The naive policy's name is to be filled in.
+# naive "achieves much lower accuracy".
 POLICY_ROWS = [("BF-naive", "naive"), ("BF-leftmost (ours)", "leftmost"), ("BF-P0", "p0"),
                ("BF-P1", "random"), ("BF-P2", "conflict_sets")]
 # Fig. 4 (page 7): test accuracy along training, every 4th of the 41 points of each curve.
@@ -278,7 +278,8 @@ class Trainer:
         key = repr(sorted(params.items()))
         if key not in self.done:
             rank0, rank1 = distributed.run(_train_seeds, 2, params, self.epochs, self.seeds, timeout=1800)
-            assert [r[:2] for r in rank0] == [r[:2] for r in rank1], f"ranks disagree for {params}"
+            # repr: a diverged run (BF-Naive's) ends at NaN on both ranks, and NaN != NaN.
+            assert [repr(r[:2]) for r in rank0] == [repr(r[:2]) for r in rank1], f"ranks disagree for {params}"
             self.done[key] = {"acc": float(np.mean([r[0] for r in rank0])),
                               "loss": float(np.mean([r[1] for r in rank0])),
                               "volume": float(np.mean([r[2] for r in rank0])),

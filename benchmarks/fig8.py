@@ -5,7 +5,8 @@ overhead (header + CRC, which the paper's figures leave out), and encode / decod
 (encode includes the top-k selection; best of --repeat).
 
     python benchmarks/fig8.py               # Fig. 8 and the full codec grid
-    python benchmarks/fig8.py --fpr-sweep   # bloom policies across false-positive rates (Fig. 15)
+    python benchmarks/fig8.py --fpr-sweep   # bloom policies, BF-Naive included, across fpr (Figs. 4, 15, 17)
+    python benchmarks/fig8.py --value-fits  # Fit-Poly, polyfit_cpu, Fit-DExp: bytes and error, 5 gradients
 """
 import argparse
 import time
@@ -17,9 +18,9 @@ from deepreduce.wrappers import section_bytes
 
 D = 36_864
 RATIO = 0.01
-INDEX = ["raw", "bloom", "rle", "huffman", "ef", "rice", "varint"]
-VALUE = ["raw", "polyfit", "dexp", "deflate", "qsgd", "fp16", "bf16"]
-POLICIES = ["leftmost", "random", "p0", "conflict_sets"]
+INDEX = ["raw", "bloom", "rle", "huffman", "ef", "rice", "varint", "skcompress"]
+VALUE = ["raw", "polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "sketch"]
+POLICIES = ["naive", "leftmost", "random", "p0", "conflict_sets"]
 
 
 def gradient(seed=0):
@@ -56,14 +57,16 @@ def pct(nbytes):
 
 
 PAPER = {("raw", "raw"): "2.00%", ("bloom", "raw"): "idx 0.449% (662 B)", ("raw", "qsgd"): "val 0.252% (372 B)",
-         ("raw", "polyfit"): "val 0.17% (~251 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)"}
+         ("raw", "polyfit"): "val 0.17% (~251 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)",
+         ("raw", "dexp"): "val 20-32 B", ("bloom", "dexp"): "+ perm with signs (460 B)",
+         ("skcompress", "sketch"): "SKCompress 0.34%"}
 
 
 def fig8(repeat):
     g = gradient()
     print(f"Fig. 8: d={D}, r={int(D * RATIO)} (top-1%), fpr=1e-3, bloom policy P2 (conflict sets); "
           f"% of dense float32 ({4 * D} B)")
-    head = f"{'index':>8} {'value':>8} | {'index B':>15} {'value B':>15} {'perm B':>6} | {'codec B':>15} " \
+    head = f"{'index':>10} {'value':>11} | {'index B':>15} {'value B':>15} {'perm B':>6} | {'codec B':>15} " \
            f"| {'frame+':>6} | {'enc us':>6} {'dec us':>6} | paper"
     print(head)
     print("-" * len(head))
@@ -71,7 +74,7 @@ def fig8(repeat):
         for value in VALUE:
             (ib, vb, pb, overhead), enc, dec = measure(wrapper(index, value), g, repeat)
             codec = ib + vb + pb
-            print(f"{index:>8} {value:>8} | {ib:5d} ({pct(ib):6.3f}%) {vb:5d} ({pct(vb):6.3f}%) {pb:6d} | "
+            print(f"{index:>10} {value:>11} | {ib:5d} ({pct(ib):6.3f}%) {vb:5d} ({pct(vb):6.3f}%) {pb:6d} | "
                   f"{codec:5d} ({pct(codec):6.3f}%) | {overhead:6d} | {1e6 * enc:6.0f} {1e6 * dec:6.0f} | "
                   f"{PAPER.get((index, value), '')}")
 
@@ -97,8 +100,10 @@ def bloom_row(fpr, policy, seeds=5, value="qsgd"):
         out = w.decompress(tensors, ctx)
         ib, vb, _, _ = section_bytes(tensors[0])
         both, _ = wrapper("bloom", value, fpr=fpr, policy=policy).compress(g, "conv")
-        kept = np.isin(ctx.indices, true)
-        rows.append((ib, ctx.indices.size, np.count_nonzero(~kept), r - np.count_nonzero(kept),
+        # The entries the receiver rebuilds (naive: leftmost's, not the ones whose values were sent).
+        rebuilt = np.flatnonzero(out)
+        kept = np.isin(rebuilt, true)
+        rows.append((ib, rebuilt.size, np.count_nonzero(~kept), r - np.count_nonzero(kept),
                      float(out @ out) / float(exact @ exact), float(np.linalg.norm(out - exact) / np.linalg.norm(exact)),
                      pct(ib + vb), pct(sum(section_bytes(both[0])[:3]))))
     keys = ("filter_bytes", "count", "fp_kept", "missed", "energy", "error", "raw_pct", "value_pct")
@@ -106,27 +111,55 @@ def bloom_row(fpr, policy, seeds=5, value="qsgd"):
 
 
 def fpr_sweep(seeds=5, fprs=FPRS):
-    """Bloom policies across fpr (Fig. 15's volume side): bloom_row for each fpr and policy."""
+    """Bloom policies across fpr (Fig. 15's volume side, and Figs. 4/17's error: BF-Naive's
+    shifted values show there): bloom_row for each fpr and policy."""
     r = int(D * RATIO)
     print(f"Bloom filter index, d={D}, r={r}; means over {seeds} gradients")
-    head = f"{'fpr':>6} {'policy':>13} | {'filter B':>8} {'count':>6} {'FP kept':>7} {'missed':>6} {'energy':>7} | " \
-           f"{'idx+raw %':>9} {'idx+qsgd %':>10}"
+    head = f"{'fpr':>6} {'policy':>13} | {'filter B':>8} {'count':>6} {'FP kept':>7} {'missed':>6} {'energy':>7} " \
+           f"{'error':>6} | {'idx+raw %':>9} {'idx+qsgd %':>10}"
     print(head)
     print("-" * len(head))
     for fpr in fprs:
         for policy in POLICIES:
             row = bloom_row(fpr, policy, seeds)
             print(f"{fpr:6.3f} {policy:>13} | {row['filter_bytes']:8.0f} {row['count']:6.1f} {row['fp_kept']:7.1f} "
-                  f"{row['missed']:6.1f} {row['energy']:7.3f} | {row['raw_pct']:8.3f}% {row['value_pct']:9.3f}%")
+                  f"{row['missed']:6.1f} {row['energy']:7.3f} {row['error']:6.3f} | {row['raw_pct']:8.3f}% "
+                  f"{row['value_pct']:9.3f}%")
+
+
+def value_fits(seeds=5):
+    """The fitting value codecs on the Fig. 8 layer for several gradients: value bytes
+    and the relative L2 error of the decoded top-r tensor (the index side is raw)."""
+    r = int(D * RATIO)
+    codecs = ("polyfit", "polyfit_cpu", "dexp")
+    print(f"Fitting value codecs, d={D}, r={r}: value bytes and relative L2 error against the top-r tensor")
+    head = f"{'seed':>4} | " + " | ".join(f"{name:>18}" for name in codecs)
+    print(head)
+    print("-" * len(head))
+    for seed in range(seeds):
+        g = gradient(seed)
+        exact = np.zeros_like(g)
+        true = np.argsort(-np.abs(g), kind="stable")[:r]
+        exact[true] = g[true]
+        cells = []
+        for name in codecs:
+            w = wrapper("raw", name)
+            tensors, ctx = w.compress(g, "conv")
+            err = np.linalg.norm(w.decompress(tensors, ctx) - exact) / np.linalg.norm(exact)
+            cells.append(f"{section_bytes(tensors[0])[1]:5d} B  err {err:.4f}")
+        print(f"{seed:>4} | " + " | ".join(f"{c:>18}" for c in cells))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fpr-sweep", action="store_true", help="bloom policies across fpr instead of Fig. 8")
+    parser.add_argument("--value-fits", action="store_true", help="Fit-Poly, polyfit_cpu and Fit-DExp bytes and error")
     parser.add_argument("--repeat", type=int, default=20, help="timing repeats (best is kept)")
     args = parser.parse_args()
     if args.fpr_sweep:
         fpr_sweep()
+    elif args.value_fits:
+        value_fits()
     else:
         fig8(args.repeat)
 

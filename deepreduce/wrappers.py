@@ -10,9 +10,10 @@ by coding its indices, its values, or both, exactly as DeepReduce's README uses 
 
 or in one call, ``grc = deepreduce_from_params(params)``.
 
-Keys (defaults): ``value`` ('polyfit'; also dexp, deflate/gzip, qsgd, fp16, bf16,
-none/raw), ``index`` ('bloom'; also rle, huffman, ef, rice, varint, none/raw), ``fpr``
-(0.1 r/d), ``policy`` ('leftmost', 'random' = P1, 'p0', 'conflict_sets' = P2),
+Keys (defaults): ``value`` ('polyfit'; also polyfit_cpu, dexp, deflate/gzip, qsgd, fp16,
+bf16, sketch, none/raw), ``index`` ('bloom'; also rle, huffman, ef, rice, varint, skcompress,
+none/raw), ``fpr``
+(0.1 r/d), ``policy`` ('leftmost', 'random' = P1, 'p0', 'conflict_sets' = P2, 'naive'),
 ``poly_degree`` (5), ``sort`` (False), ``quantum_num`` (127), ``bucket_size`` (512),
 ``deflate_level`` (6), ``micro-benchmark`` (False), ``min_numel`` (1000).
 
@@ -54,6 +55,7 @@ from ._native import (all_finite, as_frame_bytes, check, check_frame, decoded_ma
                       nonfinite_frame, parse_frame, u8, u32)
 from .base import Compressor
 from .codecs import Workspace, index_codec, permutation, value_codec
+from .codecs.index import SIGNED_D_LIMIT
 from .codecs.value import RawValues
 from .compressors._sparse import SparseCtx, selected_values
 from .errors import FrameError, UnknownNameError
@@ -153,8 +155,12 @@ class _Wrapper(Compressor):
         plan = index_codec.plan(support, d, self.work)
         indices = plan.indices
         r = indices.size
-        values = selected_values(source, indices)
-        perm_bound = permutation.packed_size(r) if sends_perm else 0
+        values = selected_values(source, plan.sources)
+        signed = value_codec.signs_in_index
+        if signed and not sends_perm and d > SIGNED_D_LIMIT:
+            raise ValueError(f"tensor {name!r} has {d} elements: value codec {value_codec.name} with raw indices "
+                             f"sends int32 (index + 1) * sign, so d must be below 2^31; use a set index codec")
+        perm_bound = permutation.packed_size(r, signed) if sends_perm else 0
         nsections = 3 if sends_perm else 2
         header = lib.dr_frame_header_size(nsections)
         cap = header + plan.bound + value_codec.bound(r) + perm_bound + lib.DR_FRAME_TRAILER
@@ -164,11 +170,16 @@ class _Wrapper(Compressor):
         off = header + index_len
         value_len, perm = value_codec.encode(values, base + off, cap - off, name, self.work)
         off += value_len
+        # The sign of the j-th value in codec order, where the value section has none.
+        signs = np.signbit(values)[perm].astype(np.uint32) if signed else None
         perm_len = 0
         if perm is not None and sends_perm:
-            perm_len = permutation.pack(perm, base + off, cap - off, repr(name))
+            perm_len = permutation.pack(perm, base + off, cap - off, repr(name), signs)
         elif perm is not None:  # raw indices: rewrite them in value order instead
-            np.take(indices, perm, out=frame[header:header + index_len].view(np.uint32))
+            raw = frame[header:header + index_len].view(np.uint32)
+            np.take(indices, perm, out=raw)
+            if signs is not None:
+                index_codec.fold_signs(raw, signs, raw)
         f = ffi.new("dr_frame *")
         f.kind, f.index_codec, f.value_codec = self.kind, index_codec.codec_id, value_codec.codec_id
         f.dtype, f.nsections, f.numel, f.count = lib.DR_DTYPE_FLOAT32, nsections, d, r
@@ -176,7 +187,7 @@ class _Wrapper(Compressor):
         f.section_len[0:nsections] = (index_len, value_len, perm_len)[:nsections]
         total = ffi.new("size_t *")
         check(lib.dr_frame_seal(f, base, cap, total), f"frame of {name!r}")
-        return frame[:total[0]], indices
+        return frame[:total[0]], plan.sources
 
     # -- decompress -----------------------------------------------------------------
     def decompress(self, tensors, ctx):
@@ -197,14 +208,21 @@ class _Wrapper(Compressor):
             raise FrameError(f"{what}: the frame is for a tensor of {f.numel} elements, this one has {ctx.numel}")
         out = edge.zeros(ctx.numel)
         count = f.count
-        indices = index_codec.decode(buf, f.section_off[0], f.section_len[0], ctx.numel, count,
-                                     tuple(f.params[0:2]), self.work, ordered=not value_codec.reorders)
+        signed = value_codec.signs_in_index
+        index_args = (buf, f.section_off[0], f.section_len[0], ctx.numel, count, tuple(f.params[0:2]), self.work)
+        if signed and not sends_perm:  # raw indices in value order as (index + 1) * sign
+            indices, signs = index_codec.decode(*index_args, ordered=False, signed=True)
+        else:
+            indices = index_codec.decode(*index_args, ordered=not value_codec.reorders)
         values = value_codec.decode(buf, f.section_off[1], f.section_len[1], count, tuple(f.params[2:4]),
                                     self.work)
         if sends_perm:
+            signs = self.work.array("signs", count, bool) if signed else None
             perm = permutation.unpack(buf, f.section_off[2], f.section_len[2], count,
-                                      self.work.array("perm", count, np.uint32), what)
+                                      self.work.array("perm", count, np.uint32), what, signs)
             indices = np.take(indices, perm)
+        if signed:
+            np.negative(values, out=values, where=signs)
         check_frame(lib.dr_scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
         return ctx.restore(out)
 

@@ -44,7 +44,7 @@ static void fuzz_bloom(const uint8_t *filter, size_t len, uint32_t m_bits, uint3
     void *work;
     if (dr_bloom_positives_limit(filter, len, m_bits, k_hash, d, r, &limit) != DR_OK)
         return;
-    cap = policy == DR_BLOOM_LEFTMOST ? r : (limit + 1 < d ? limit + 1 : d);
+    cap = policy == DR_BLOOM_LEFTMOST || policy == DR_BLOOM_NAIVE ? r : (limit + 1 < d ? limit + 1 : d);
     if (dr_bloom_positives(filter, len, m_bits, k_hash, d, pos, cap, &npos) != DR_OK ||
         npos < r || npos > limit)
         return;
@@ -68,6 +68,7 @@ static void fuzz_index_section(int codec, const uint8_t *in, size_t len, size_t 
     case DR_INDEX_EF: (void)dr_index_ef_decode(in, len, d, r, idx); break;
     case DR_INDEX_RICE: (void)dr_index_rice_decode(in, len, d, r, idx); break;
     case DR_INDEX_VARINT: (void)dr_index_varint_decode(in, len, d, r, idx); break;
+    case DR_INDEX_SKCOMPRESS: (void)dr_index_skcompress_decode(in, len, d, r, idx); break;
     default: break;
     }
 }
@@ -91,6 +92,7 @@ static void fuzz_value_section(int codec, const uint8_t *in, size_t len, size_t 
     case DR_VALUE_QSGD: (void)dr_value_qsgd_decode(in, len, r, p3, p2, val); break;
     case DR_VALUE_FP16: (void)dr_value_fp16_decode(in, len, r, val); break;
     case DR_VALUE_BF16: (void)dr_value_bf16_decode(in, len, r, val); break;
+    case DR_VALUE_SKETCH: (void)dr_value_sketch_decode(in, len, r, p2, val); break;
     default: break;
     }
 }

@@ -29,7 +29,8 @@ def configs():
                ("both", "bloom", "polyfit", "random"), ("both", "ef", "qsgd", "leftmost"),
                ("both", "rle", "dexp", "leftmost"), ("value", "raw", "deflate", "leftmost"),
                ("both", "huffman", "fp16", "leftmost"), ("both", "rice", "bf16", "leftmost"),
-               ("both", "varint", "raw", "leftmost")]
+               ("both", "varint", "raw", "leftmost"), ("index", "bloom", "raw", "naive"),
+               ("both", "skcompress", "polyfit_cpu", "leftmost")]
     for name in sorted(PAIRINGS):
         yield natural_params(name)
         if name != "powersgd":
@@ -119,10 +120,11 @@ def fuzz_lgc_frames(seconds, seed, report):
             indices = np.sort(rng.choice(numel, count, replace=False)).astype(np.uint32)
             values = rng.laplace(size=count).astype(np.float32)
             one = np.ones(1, np.float32)
+            order = rng.permutation(count).astype(np.uint32)  # the leaders' frames carry their value order
             frames = {lgc.SET: codec.build(lgc.SET, numel, indices),
                       lgc.VALUES: codec.build(lgc.VALUES, numel, values=values),
-                      lgc.PS_LEAD: codec.build(lgc.PS_LEAD, numel, indices, latent=values[:8], scale=one),
-                      lgc.RAR_LEAD: codec.build(lgc.RAR_LEAD, numel, indices, scale=one),
+                      lgc.PS_LEAD: codec.build(lgc.PS_LEAD, numel, indices, order, latent=values[:8], scale=one),
+                      lgc.RAR_LEAD: codec.build(lgc.RAR_LEAD, numel, indices, order, scale=one),
                       lgc.INNOVATION: codec.build(lgc.INNOVATION, count, np.arange(count, dtype=np.uint32),
                                                   values=values, gain=one)}
             seeds += [(frame, (codec, kind, count if kind == lgc.INNOVATION else numel))

@@ -19,21 +19,29 @@ from .workspace import Workspace
 
 class IndexPlan:
     """What the sender learnt: ``indices`` (ascending uint32, the set the receiver will
-    rebuild, in that order), ``bound`` (largest section), ``params`` (params[0:2]) and
-    ``write(ptr, cap) -> bytes written``."""
+    rebuild, in that order), ``bound`` (largest section), ``params`` (params[0:2]),
+    ``write(ptr, cap) -> bytes written``, and ``sources``: where the sender gathers the
+    values the receiver puts on ``indices``, one for one (``indices`` itself but for
+    bloom's naive policy, which sends the values of the set it was given)."""
 
-    __slots__ = ("indices", "bound", "params", "write")
+    __slots__ = ("indices", "bound", "params", "write", "sources")
 
-    def __init__(self, indices, bound, params, write):
+    def __init__(self, indices, bound, params, write, sources=None):
         self.indices = indices
         self.bound = bound
         self.params = params
         self.write = write
+        self.sources = indices if sources is None else sources
 
 
 def _expect_zero_params(params, what):
     if any(params):
         raise FrameError(f"{what}: codec parameters {tuple(params)} must be zero for this index codec")
+
+
+# Raw indices in value order carry a sign-in-index value codec's signs as DeepReduce's
+# reference (and SPEC §4) folds them: int32 (idx + 1) * sign, so only for d < 2^31.
+SIGNED_D_LIMIT = 2 ** 31 - 1
 
 
 class RawIndex:
@@ -55,23 +63,41 @@ class RawIndex:
             return 4 * support.size
         return IndexPlan(support, 4 * support.size, (0, 0), write)
 
-    def decode(self, buf, off, length, d, count, params, work, ordered):
+    @staticmethod
+    def fold_signs(indices, signs, section):
+        """Write ``indices`` (uint32, value order) into ``section`` (the raw section as
+        uint32) as int32 (index + 1) * sign, ``signs`` being 1 where the value is negative."""
+        folded = indices.astype(np.int64) + 1
+        np.negative(folded, out=folded, where=signs.astype(bool))
+        section.view(np.int32)[:] = folded
+
+    def decode(self, buf, off, length, d, count, params, work, ordered, signed=False):
         """The indices as a view of the frame. ``ordered``: they must ascend strictly
-        (else they are in value order and only need to be distinct)."""
+        (else they are in value order and only need to be distinct). ``signed``: they
+        are folded with their values' signs (``fold_signs``); returns (indices, signs)."""
         what = "raw index section"
         section(buf, off, length, what)
         _expect_zero_params(params, what)
         if length != 4 * count:
             raise FrameError(f"{what}: {length} bytes for {count} indices, expected {4 * count}")
         idx = np.frombuffer(buf, dtype=np.uint32, count=count, offset=off)
+        if signed:
+            folded = idx.view(np.int32).astype(np.int64)
+            if np.any(folded == 0):
+                raise FrameError(f"{what}: a signed index of 0 (they are (index + 1) * sign)")
+            signs = work.array("signs", count, bool)
+            np.less(folded, 0, out=signs)
+            # |INT32_MIN| - 1 = 2^31 - 1 is beyond every tensor this form allows: refused below.
+            idx = work.array("indices", count, np.uint32)
+            idx[:] = np.abs(folded) - 1
         keys = idx if ordered else np.sort(idx)
         if count > 1 and not np.all(keys[1:] > keys[:-1]):
             raise FrameError(f"{what}: indices {'not strictly ascending' if ordered else 'repeated'}")
-        return idx
+        return (idx, signs) if signed else idx
 
 
 class LosslessIndex:
-    """A lossless set codec of the C core: rle, huffman, ef, rice, varint (see
+    """A lossless set codec of the C core: rle, huffman, ef, rice, varint, skcompress (see
     deepreduce/index.h). The set must ascend, so a reordering value codec sends a
     permutation beside it."""
 
@@ -109,6 +135,7 @@ POLICIES = {
     "random": lib.DR_BLOOM_RANDOM,          # P1
     "p0": lib.DR_BLOOM_P0,
     "conflict_sets": lib.DR_BLOOM_CONFLICT_SETS,  # P2
+    "naive": lib.DR_BLOOM_NAIVE,            # BF-Naive (the paper's Figs. 4 and 17)
 }
 
 
@@ -122,6 +149,9 @@ class BloomIndex:
     conflict_sets policies is ``dr_rng_key(filter bytes, 0)``: a function of the frame
     alone, so every rank rebuilds the same set without a shared counter, and no global
     generator is read or reseeded. p0 keeps all of P, so the frame's count is |P|.
+    naive rebuilds leftmost's set but sends the selected set's own values in ascending
+    order (the paper's BF-Naive): after a false positive the values shift off their
+    indices, the error the other policies exist to avoid.
     """
 
     name = "bloom"
@@ -157,7 +187,9 @@ class BloomIndex:
         def write(ptr, cap):
             ffi.memmove(ptr, u8(filt), filt.nbytes)
             return filt.nbytes
-        return IndexPlan(rebuilt, filt.nbytes, (m_bits, k_hash | self.policy << 8), write)
+        # The naive scheme's values are the true set's, whatever the receiver rebuilds.
+        sources = support if self.policy == lib.DR_BLOOM_NAIVE else None
+        return IndexPlan(rebuilt, filt.nbytes, (m_bits, k_hash | self.policy << 8), write, sources)
 
     def decode(self, buf, off, length, d, count, params, work, ordered):
         what = "bloom index section"
@@ -213,13 +245,15 @@ def rebuild(buf, off, length, m_bits, k_hash, policy, d, r, work, checker):
     Bounded cost whatever the filter says: leftmost scans only up to the r-th positive;
     the other policies take at most dr_bloom_positives_limit positives (more than an
     honest filter of r indices has) and refuse a filter with more, so the scan, the
-    workspace and conflict_sets' rounds stay linear in d and the filter's length."""
+    workspace and conflict_sets' rounds stay linear in d and the filter's length.
+    (naive scans as leftmost does.)"""
     filt = u8(buf) + off
     limit = ffi.new("size_t *")
     checker(lib.dr_bloom_positives_limit(filt, length, m_bits, k_hash, d, r, limit),
             f"bloom filter of {r} indices ({length} bytes, m_bits {m_bits}, k_hash {k_hash}): wrong length, a set "
             f"padding bit, or more bits set than {r} indices set")
-    cap = r if policy == lib.DR_BLOOM_LEFTMOST else min(limit[0] + 1, d)
+    leftmost = policy in (lib.DR_BLOOM_LEFTMOST, lib.DR_BLOOM_NAIVE)
+    cap = r if leftmost else min(limit[0] + 1, d)
     positives = work.array("positives", cap, np.uint32)
     npos = ffi.new("size_t *")
     checker(lib.dr_bloom_positives(filt, length, m_bits, k_hash, d, u32(positives), cap, npos),
@@ -253,7 +287,7 @@ def floor_bits(d, r):
     return (math.lgamma(d + 1) - math.lgamma(r + 1) - math.lgamma(d - r + 1)) / math.log(2) / r
 
 
-_LOSSLESS_NAMES = ("rle", "huffman", "ef", "rice", "varint")
+_LOSSLESS_NAMES = ("rle", "huffman", "ef", "rice", "varint", "skcompress")
 NAMES = ("bloom",) + _LOSSLESS_NAMES + ("raw",)
 _ALIASES = {"none": "raw", "bloom_cpu": "bloom"}  # bloom_cpu: DeepReduce's reference name
 

@@ -19,11 +19,14 @@ def _written():
 
 
 class ValueCodec:
-    """Shared shape. ``fixed_size``: the section size is a function of r alone."""
+    """Shared shape. ``fixed_size``: the section size is a function of r alone.
+    ``signs_in_index``: the section holds magnitudes, and the sign of the j-th value in
+    codec order travels on the index side (the wrappers put it there)."""
 
     name = None
     codec_id = None
     reorders = False
+    signs_in_index = False
     fixed_size = True
     params = (0, 0)
 
@@ -97,44 +100,54 @@ class CastValues(ValueCodec):
 
 
 class PolyfitValues(ValueCodec):
-    """Piecewise polynomial fit of the values sorted descending; float64 coefficients.
-    params[2] = degree | flags << 8. The section size follows npos: not fixed."""
+    """Piecewise polynomial fit of the values sorted descending, with free knots (the
+    section lists its pieces, so it is not fixed-size). ``reference=False``: the
+    paper's knots (§5: ceil(sqrt(2M)) per sign side, each at the point farthest from its
+    piece's chord) and float32 coefficients; ``reference=True``: DeepReduce's reference
+    polyfit_cpu (its find_breaks knots, float64 coefficients).
+    params[2] = degree | flags << 8."""
 
     name = "polyfit"
     codec_id = lib.DR_VALUE_POLYFIT
     reorders = True
     fixed_size = False
 
-    def __init__(self, degree=lib.DR_POLYFIT_DEFAULT_DEGREE):
+    def __init__(self, degree=lib.DR_POLYFIT_DEFAULT_DEGREE, reference=False):
         self.degree = integer(degree, "poly_degree", 0, lib.DR_POLYFIT_MAX_DEGREE)
-        self.params = (self.degree, 0)
+        self.flags = lib.DR_POLYFIT_KNOTS_REFERENCE if reference else lib.DR_POLYFIT_COEF_F32
+        if reference:
+            self.name = "polyfit_cpu"
+        self.params = (self.degree | self.flags << 8, 0)
 
     def bound(self, r):
-        return lib.dr_value_polyfit_bound(r, self.degree, 0)
+        return lib.dr_value_polyfit_bound(r, self.degree, self.flags)
 
     def _write(self, values, ptr, cap, name, work):
         perm = work.array("perm", values.size, np.uint32)
         scratch = work.array("polyfit", lib.dr_value_polyfit_workspace_size(values.size), np.uint8)
         written = _written()
-        check(lib.dr_value_polyfit_encode(f32(values), values.size, self.degree, 0, u32(perm), ptr, cap, written,
-                                          ffi.from_buffer(scratch)), f"polyfit of {name!r}")
+        check(lib.dr_value_polyfit_encode(f32(values), values.size, self.degree, self.flags, u32(perm), ptr, cap,
+                                          written, ffi.from_buffer(scratch)), f"{self.name} of {name!r}")
         return written[0], perm
 
     def _read(self, buf, off, length, r, params, work):
         packed, unused = params
         degree, flags = packed & 0xFF, packed >> 8
-        if unused or degree > lib.DR_POLYFIT_MAX_DEGREE or flags & ~lib.DR_POLYFIT_COEF_F32:
+        known = lib.DR_POLYFIT_COEF_F32 | lib.DR_POLYFIT_KNOTS_REFERENCE
+        if unused or degree > lib.DR_POLYFIT_MAX_DEGREE or flags & ~known:
             raise FrameError(f"polyfit value section: bad parameters {tuple(params)}")
         return self._decode_into(lib.dr_value_polyfit_decode, buf, off, length, r, work, degree, flags)
 
 
 class DexpValues(ValueCodec):
-    """Double-exponential fit of the magnitudes sorted ascending, sign bits beside:
-    32 + ceil(r/8) bytes, fixed for r."""
+    """Double-exponential fit of the magnitudes sorted ascending: four float64
+    coefficients, 32 bytes for any r. The signs travel on the index side, as in
+    DeepReduce's reference."""
 
     name = "dexp"
     codec_id = lib.DR_VALUE_DEXP
     reorders = True
+    signs_in_index = True
 
     def bound(self, r):
         return lib.dr_value_dexp_bound(r)
@@ -212,16 +225,46 @@ class QsgdValues(ValueCodec):
         return self._decode_into(lib.dr_value_qsgd_decode, buf, off, length, r, work, bucket, s)
 
 
-NAMES = ("polyfit", "dexp", "deflate", "qsgd", "fp16", "bf16", "raw")
-_ALIASES = {"gzip": "deflate", "none": "raw", "polyfit_cpu": "polyfit"}  # polyfit_cpu: the reference's name
+class SketchValues(ValueCodec):
+    """SketchML's quantile sketch of the values (SKCompress's value side): params[2] =
+    bins (quantum_num); a bin index per value and each bin's float32 mean. The quantile
+    sample (drawn only past DR_SKETCH_SAMPLE values) is keyed by (tensor name, rank, step)."""
+
+    name = "sketch"
+    codec_id = lib.DR_VALUE_SKETCH
+
+    def __init__(self, bins=lib.DR_QSGD_DEFAULT_QUANTUM):
+        self.params = (integer(bins, "quantum_num (sketch bins)", 1, lib.DR_SKETCH_MAX_BINS), 0)
+        self.keys = StepKeys()
+
+    def bound(self, r):
+        return lib.dr_value_sketch_bound(r, self.params[0])
+
+    def _write(self, values, ptr, cap, name, work):
+        bins = self.params[0]
+        scratch = work.array("sketch", lib.dr_sketch_workspace_size(values.size, bins), np.uint8)
+        written = _written()
+        check(lib.dr_value_sketch_encode(f32(values), values.size, bins, self.keys.next(name), ptr, cap, written,
+                                         ffi.from_buffer(scratch)), f"sketch of {name!r}")
+        return written[0], None
+
+    def _read(self, buf, off, length, r, params, work):
+        bins, unused = params
+        if unused or not 1 <= bins <= lib.DR_SKETCH_MAX_BINS:
+            raise FrameError(f"sketch value section: bad parameters {tuple(params)}")
+        return self._decode_into(lib.dr_value_sketch_decode, buf, off, length, r, work, bins)
+
+
+NAMES = ("polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "sketch", "raw")
+_ALIASES = {"gzip": "deflate", "none": "raw"}
 
 
 def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib.DR_QSGD_DEFAULT_QUANTUM,
                 bucket_size=lib.DR_QSGD_DEFAULT_BUCKET, deflate_level=lib.DR_DEFLATE_DEFAULT_LEVEL):
     """The value codec called ``name``, configured by the keyword arguments it reads."""
     key = _ALIASES.get(name, name)
-    if key == "polyfit":
-        return PolyfitValues(poly_degree)
+    if key in ("polyfit", "polyfit_cpu"):  # polyfit_cpu: the reference's CPU codec
+        return PolyfitValues(poly_degree, reference=key == "polyfit_cpu")
     if key == "dexp":
         return DexpValues()
     if key == "deflate":
@@ -230,6 +273,8 @@ def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib
         return QsgdValues(quantum_num, bucket_size)
     if key in ("fp16", "bf16"):
         return CastValues(key)
+    if key == "sketch":
+        return SketchValues(quantum_num)
     if key == "raw":
         return RawValues()
     raise UnknownNameError(f"unknown value codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")

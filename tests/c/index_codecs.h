@@ -19,6 +19,8 @@ static const codec codecs[] = {
     {"ef", dr_index_ef_bound, dr_index_ef_encode, dr_index_ef_decode},
     {"rice", dr_index_rice_bound, dr_index_rice_encode, dr_index_rice_decode},
     {"varint", dr_index_varint_bound, dr_index_varint_encode, dr_index_varint_decode},
+    {"skcompress", dr_index_skcompress_bound, dr_index_skcompress_encode,
+     dr_index_skcompress_decode},
 };
 #define NCODECS (sizeof codecs / sizeof codecs[0])
 

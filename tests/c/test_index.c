@@ -464,12 +464,12 @@ static size_t overlap(const uint32_t *a, size_t na, const uint32_t *b, size_t nb
 static void test_bloom_positives_and_policies(void)
 {
     static const double fprs[] = {1e-3, 0.01, 0.1, 0.5};
-    static const char *names[] = {"leftmost", "random", "p0", "conflict_sets"};
+    static const char *names[] = {"leftmost", "random", "p0", "conflict_sets", "naive"};
     const size_t d = 36864, r = 368;
     size_t f, p2_hits = 0, p1_hits = 0;
     printf("bloom, d=36864 r=368: share of true indices among those picked\n");
     for (f = 0; f < sizeof fprs / sizeof fprs[0]; f++) {
-        size_t hits[4] = {0, 0, 0, 0}, picked[4] = {0, 0, 0, 0};
+        size_t hits[DR_BLOOM_POLICY_COUNT_] = {0}, picked[DR_BLOOM_POLICY_COUNT_] = {0};
         uint32_t *truth = random_set(31 + f, d, r), k, m;
         uint32_t *pos, *out, *again;
         uint8_t *filter;
@@ -506,7 +506,7 @@ static void test_bloom_positives_and_policies(void)
             CHECK(got == want && valid_set(out, got, d) && is_subset(out, got, pos, npos));
             CHECK_OK(dr_bloom_select(policy, pos, npos, r, m, k, 99, again, &got2, work));
             CHECK(got2 == got && memcmp(out, again, got * sizeof *out) == 0);
-            if (policy == DR_BLOOM_LEFTMOST)
+            if (policy == DR_BLOOM_LEFTMOST || policy == DR_BLOOM_NAIVE)
                 CHECK(memcmp(out, pos, r * sizeof *out) == 0);
             if (policy == DR_BLOOM_P0)
                 CHECK(memcmp(out, pos, npos * sizeof *out) == 0);
@@ -628,9 +628,34 @@ static void test_bloom_edges(void)
                  DR_E_ARG);
 }
 
+/* SketchML's delta-binary keys, byte for byte: increments 3, 297, 1, 69699 take 1, 2,
+ * 1, 3 bytes, prefixes 0, 1, 0, 2 in one byte. Non-minimal byte counts and repeated
+ * keys are refused. */
+static void test_skcompress_layout(void)
+{
+    static const uint32_t idx[4] = {3, 300, 301, 70000};
+    static const uint8_t want[8] = {0x84, 0x03, 0x29, 0x01, 0x01, 0x43, 0x10, 0x01};
+    static const uint8_t wide[3] = {0x01, 0x03, 0x00};    /* key 3 in 2 bytes */
+    static const uint8_t repeat[3] = {0x00, 0x03, 0x00};  /* keys 3, 3 */
+    static const uint8_t padded[2] = {0x10, 0x03};        /* a padding prefix set */
+    uint8_t out[16];
+    uint32_t back[4];
+    size_t w = 0;
+    CHECK_OK(dr_index_skcompress_encode(idx, 4, 100000, out, sizeof out, &w));
+    CHECK(w == sizeof want && memcmp(out, want, w) == 0);
+    CHECK(dr_index_skcompress_bound(100000, 4) == 1 + 4 * 3);
+    CHECK_OK(dr_index_skcompress_decode(want, sizeof want, 100000, 4, back));
+    CHECK(memcmp(back, idx, sizeof idx) == 0);
+    CHECK_STATUS(dr_index_skcompress_decode(want, sizeof want, 70000, 4, back), DR_E_CORRUPT);
+    CHECK_STATUS(dr_index_skcompress_decode(wide, sizeof wide, 10, 1, back), DR_E_CORRUPT);
+    CHECK_STATUS(dr_index_skcompress_decode(repeat, sizeof repeat, 10, 2, back), DR_E_CORRUPT);
+    CHECK_STATUS(dr_index_skcompress_decode(padded, sizeof padded, 10, 1, back), DR_E_CORRUPT);
+}
+
 int main(void)
 {
     test_bitpack();
+    test_skcompress_layout();
     test_lossless_edges();
     test_lossless_random();
     test_lossless_random_bytes();

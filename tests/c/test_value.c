@@ -8,13 +8,13 @@
 
 #include "check.h"
 
-enum { C_POLYFIT, C_DEXP, C_DEFLATE, C_QSGD, C_FP16, C_BF16 };
+enum { C_POLYFIT, C_DEXP, C_DEFLATE, C_QSGD, C_FP16, C_BF16, C_SKETCH };
 
 /* What a decoder call needs besides the bytes. */
 typedef struct {
     int codec;
     size_t r;
-    uint32_t p1, p2; /* polyfit: degree, flags; qsgd: bucket, s */
+    uint32_t p1, p2; /* polyfit: degree, flags; qsgd: bucket, s; sketch: bins */
     void *work;      /* deflate */
 } dec_ctx;
 
@@ -31,6 +31,8 @@ static int decode_any(const dec_ctx *c, const uint8_t *in, size_t len, float *ou
         return dr_value_qsgd_decode(in, len, c->r, c->p1, c->p2, out);
     case C_FP16:
         return dr_value_fp16_decode(in, len, c->r, out);
+    case C_SKETCH:
+        return dr_value_sketch_decode(in, len, c->r, c->p1, out);
     default:
         return dr_value_bf16_decode(in, len, c->r, out);
     }
@@ -158,25 +160,117 @@ static int is_permutation(const uint32_t *perm, size_t r)
 
 /* ---------------------------------------------------------------------- polyfit */
 
-static void test_polyfit_segments(void)
+static double polyfit_roundtrip(const float *val, size_t r, uint32_t degree, uint32_t flags,
+                                size_t *written_out, int do_sweep);
+
+/* Encodes val[0..r) and returns the section (caller frees) with its length. */
+static uint8_t *polyfit_section(const float *val, size_t r, uint32_t degree, uint32_t flags,
+                                size_t *written)
 {
-    uint32_t len[DR_POLYFIT_MAX_SEGMENTS];
-    size_t n = 0, i, sum = 0;
-    CHECK_OK(dr_value_polyfit_segments(368, 184, len, &n));
-    CHECK(n == 4 && len[0] == 36 && len[1] == 148 && len[2] == 148 && len[3] == 36);
-    /* pos: 12000 6000 2000 600 200 60 (20860), neg: 8000 4000 1333 400 133 40 (13906). */
-    CHECK_OK(dr_value_polyfit_segments(100000, 60000, len, &n));
-    CHECK(n == 14 && len[0] == 60 && len[5] == 12000 && len[6] == 60000 - 20860 &&
-          len[7] == 40000 - 13906 && len[8] == 8000 && len[13] == 40);
-    for (i = 0; i < n; i++)
-        sum += len[i];
-    CHECK(sum == 100000);
-    /* The most segments: ten per side. */
-    CHECK_OK(dr_value_polyfit_segments(7000000, 3500000, len, &n));
-    CHECK(n == DR_POLYFIT_MAX_SEGMENTS && len[0] == 35 && len[21] == 35);
-    CHECK_OK(dr_value_polyfit_segments(0, 0, len, &n));
-    CHECK(n == 2 && len[0] == 0 && len[1] == 0);
-    CHECK_STATUS(dr_value_polyfit_segments(5, 6, len, &n), DR_E_ARG);
+    size_t cap = dr_value_polyfit_bound(r, degree, flags);
+    uint8_t *sec = malloc(cap);
+    void *work = malloc(dr_value_polyfit_workspace_size(r) + 1);
+    uint32_t *perm = malloc((r ? r : 1) * sizeof *perm);
+    CHECK_OK(dr_value_polyfit_encode(val, r, degree, flags, perm, sec, cap, written, work));
+    free(work);
+    free(perm);
+    return sec;
+}
+
+static uint32_t u32_at(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Where the knots go: the paper's rule on curves with known corners, its count from
+ * M, the reference's find_breaks, and sections whose pieces do not add up. */
+static void test_polyfit_knots(void)
+{
+    enum { L = 200, L2 = 400 };
+    static float val[L2];
+    uint8_t *sec, bad[512];
+    size_t written, j;
+    float out[L2];
+
+    /* Two straight pieces meeting at 50: M = |0.15 - 0.01| gives p = ceil(sqrt(0.28)) =
+     * 1 knot, at the corner, and the fit is exact. */
+    for (j = 0; j < L; j++)
+        val[j] = j < 50 ? 10.0f - 0.15f * (float)j : 2.5f - 0.01f * (float)(j - 50);
+    sec = polyfit_section(val, L, 5, 0, &written);
+    CHECK(u32_at(sec) == L && sec[4] == 2 && sec[5] == 0 && u32_at(sec + 6) == 50);
+    CHECK(written == 6 + 4 + 2 * 6 * 8);
+    free(sec);
+    CHECK(polyfit_roundtrip(val, L, 5, 0, NULL, 1) < 1e-6);
+    /* Scaled by 100: M = 14, p = ceil(sqrt(28)) = 6 knots, 7 pieces of >= 6 values. */
+    for (j = 0; j < L; j++)
+        val[j] *= 100.0f;
+    sec = polyfit_section(val, L, 5, 0, &written);
+    CHECK(sec[4] == 7 && sec[5] == 0);
+    for (j = 0; j < 6; j++)
+        CHECK(u32_at(sec + 6 + 4 * j) >= 6);
+    free(sec);
+    /* The same curve negated is the other side: 7 pieces there. */
+    for (j = 0; j < L; j++)
+        val[j] = -val[j];
+    sec = polyfit_section(val, L, 5, 0, &written);
+    CHECK(u32_at(sec) == 0 && sec[4] == 0 && sec[5] == 7);
+    free(sec);
+    /* A straight line has M = 0: one piece, no knot. */
+    for (j = 0; j < L; j++)
+        val[j] = 1.0f + (float)j;
+    sec = polyfit_section(val, L, 5, 0, &written);
+    CHECK(sec[4] == 1 && written == 6 + 6 * 8);
+    free(sec);
+
+    /* The reference's rule on 400 positives whose corner sits 49 from the small end:
+     * the first cut is there (ascending magnitude), and every cut leaves >= 100 values
+     * after it; at most 5 cuts. With the corner 49 from the large end the rest would be
+     * 49 < 100 values: no cut at all. */
+    for (j = 0; j < L2; j++) {
+        double x = (double)j;
+        val[j] = (float)(j < 351 ? 100.0 - 0.2 * x + 1e-4 * x * x : 41.0 - 0.8 * (x - 351.0));
+    }
+    sec = polyfit_section(val, L2, 5, DR_POLYFIT_KNOTS_REFERENCE, &written);
+    CHECK(sec[4] >= 2 && sec[4] <= 6 && sec[5] == 0);
+    {
+        uint32_t sum = 0, k;
+        for (k = 0; k + 1 < sec[4]; k++)
+            sum += u32_at(sec + 6 + 4 * k);
+        CHECK(L2 - sum == 49); /* the last piece (smallest values) ends at the corner */
+        CHECK(polyfit_roundtrip(val, L2, 5, DR_POLYFIT_KNOTS_REFERENCE, NULL, 0) < 1e-3);
+    }
+    free(sec);
+    for (j = 0; j < L2; j++)
+        val[j] = (float)(L2 - j) + (j < 49 ? 10.0f * (float)(49 - j) : 0.0f);
+    sec = polyfit_section(val, L2, 5, DR_POLYFIT_KNOTS_REFERENCE, &written);
+    CHECK(sec[4] == 1);
+    free(sec);
+
+    /* Sections whose pieces do not add up are refused. */
+    for (j = 0; j < L; j++)
+        val[j] = j < 50 ? 10.0f - 0.15f * (float)j : 2.5f - 0.01f * (float)(j - 50);
+    sec = polyfit_section(val, L, 5, 0, &written);
+    CHECK(written <= sizeof bad);
+    memcpy(bad, sec, written);
+    bad[4] = 0; /* no pieces for 200 positives */
+    CHECK(dr_value_polyfit_decode(bad, written, L, 5, 0, out) < 0);
+    memcpy(bad, sec, written);
+    bad[4] = DR_POLYFIT_MAX_PIECES + 1;
+    CHECK_STATUS(dr_value_polyfit_decode(bad, written, L, 5, 0, out), DR_E_CORRUPT);
+    memcpy(bad, sec, written);
+    bad[5] = 1; /* pieces for an empty side */
+    CHECK_STATUS(dr_value_polyfit_decode(bad, written, L, 5, 0, out), DR_E_CORRUPT);
+    memcpy(bad, sec, written);
+    memset(bad + 6, 0, 4); /* an empty piece */
+    CHECK_STATUS(dr_value_polyfit_decode(bad, written, L, 5, 0, out), DR_E_CORRUPT);
+    memcpy(bad, sec, written);
+    bad[6] = L; /* the listed piece leaves nothing for the last */
+    CHECK_STATUS(dr_value_polyfit_decode(bad, written, L, 5, 0, out), DR_E_CORRUPT);
+    CHECK_STATUS(dr_value_polyfit_decode(sec, written, L, 5, 4, out), DR_E_ARG); /* unknown flag */
+    CHECK_OK(dr_value_polyfit_decode(sec, written, L, 5, DR_POLYFIT_KNOTS_REFERENCE, out));
+    free(sec);
 }
 
 /* Encode with a fresh workspace, decode, and check the permutation sorts descending. */
@@ -222,16 +316,16 @@ static void test_polyfit(void)
     size_t written = 0, j, r;
     double err;
 
-    /* Fig. 8: r = 368 with 184 positive values, degree 5: 4 segments, 200 bytes. */
+    /* r = 368 with 184 positive values of gradient size (1e-3): M is tiny, so one knot
+     * per side, 4 pieces: 6 + 2 * 4 + 24 coefficients. */
     for (j = 0; j < R; j++) {
         float m = fabsf(laplace(11, j, 1e-3f)) + 1e-3f;
         val[j] = (j % 2) ? -m : m;
     }
-    CHECK(dr_value_polyfit_bound(R, 5, 0) >= 200);
     err = polyfit_roundtrip(val, R, 5, 0, &written, 1);
-    CHECK(written == 200);
+    CHECK(written == 14 + 24 * 8 && written <= dr_value_polyfit_bound(R, 5, 0));
     err = polyfit_roundtrip(val, R, 5, DR_POLYFIT_COEF_F32, &written, 1);
-    CHECK(written == 100);
+    CHECK(written == 14 + 24 * 4);
 
     /* Gradient-like values: a top-1% selection of Laplace and Gaussian gradients. */
     r = topk_values(0, 21, 36864, val);
@@ -270,13 +364,13 @@ static void test_polyfit(void)
         CHECK(err < 0.5);
     }
 
-    /* Short segments are interpolated: r = 5 (segments 3 and 2) comes back exactly. */
+    /* Short pieces are interpolated: r = 5 (sides of 3 and 2) comes back exactly. */
     {
         float v5[5] = {0.5f, -0.25f, 2.0f, -1.0f, 0.125f};
         err = polyfit_roundtrip(v5, 5, 5, 0, &written, 1);
-        CHECK(err < 1e-6 && written == 8 * (1 + 3 + 2));
+        CHECK(err < 1e-6 && written == 6 + 8 * (3 + 2));
         err = polyfit_roundtrip(v5, 5, 1, 0, &written, 0);
-        CHECK(written == 8 * (1 + 2 + 2));
+        CHECK(written == 6 + 8 * (2 + 2));
     }
     /* Empty segments: no values, all positive, all negative, zeros; equal values keep
      * their input order. */
@@ -286,11 +380,11 @@ static void test_polyfit(void)
         uint8_t sec[512];
         void *work = malloc(dr_value_polyfit_workspace_size(40));
         CHECK(polyfit_roundtrip(NULL, 0, 5, 0, &written, 1) >= 0);
-        CHECK(written == 8);
+        CHECK(written == 6);
         for (j = 0; j < 40; j++)
             same[j] = (float)(j + 1);
         CHECK(polyfit_roundtrip(same, 40, 5, 0, &written, 0) < 1e-6);
-        CHECK(written == 8 * (1 + 6));
+        CHECK(written == 6 + 8 * 6); /* a straight line: M = 0, one piece */
         for (j = 0; j < 40; j++)
             same[j] = -(float)(j + 1);
         CHECK(polyfit_roundtrip(same, 40, 5, 0, &written, 1) < 1e-6);
@@ -312,7 +406,7 @@ static void test_polyfit(void)
         CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, 64, &written, wbuf), DR_E_NUMERIC);
         bad[1] = 3.0f;
         CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 16, 0, perm, sec, 64, &written, wbuf), DR_E_ARG);
-        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 2, perm, sec, 64, &written, wbuf), DR_E_ARG);
+        CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 4, perm, sec, 64, &written, wbuf), DR_E_ARG);
         CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, 10, &written, wbuf), DR_E_DST_TOO_SMALL);
         CHECK_STATUS(dr_value_polyfit_encode(bad, 3, 5, 0, perm, sec, 64, &written, mis), DR_E_ARG);
         CHECK(dr_value_polyfit_bound(3, 16, 0) == 0);
@@ -347,7 +441,7 @@ static double dexp_roundtrip(const float *val, size_t r, double coef[4], int do_
     uint32_t *perm = malloc((r ? r : 1) * sizeof *perm);
     float *dec = malloc((r ? r : 1) * sizeof *dec);
     double err = -1;
-    int sorted = 1, signs = 1;
+    int sorted = 1, magnitudes = 1;
     CHECK_OK(dr_value_dexp_encode(val, r, perm, sec, cap, &written, work));
     CHECK(written == cap);
     CHECK(is_permutation(perm, r));
@@ -357,12 +451,16 @@ static double dexp_roundtrip(const float *val, size_t r, double coef[4], int do_
     if (coef)
         memcpy(coef, sec, 32);
     if (dr_value_dexp_decode(sec, written, r, dec) == DR_OK) {
+        /* Magnitudes come back; the signs are the index side's, applied as a caller does. */
+        for (j = 0; j < r; j++) {
+            magnitudes &= dec[j] >= 0.0f && !signbit(dec[j]);
+            if (signbit(val[perm[j]]))
+                dec[j] = -dec[j];
+        }
         err = rel_l2(val, perm, dec, r);
-        for (j = 0; j < r; j++)
-            signs &= (val[perm[j]] < 0.0f) == (dec[j] < 0.0f) || dec[j] == 0.0f;
     }
     CHECK(err >= 0);
-    CHECK(signs);
+    CHECK(magnitudes);
     if (do_sweep) {
         dec_ctx c = {C_DEXP, 0, 0, 0, NULL};
         c.r = r;
@@ -383,7 +481,7 @@ static void test_dexp(void)
     double c[4], err;
     size_t j, r;
 
-    CHECK(dr_value_dexp_bound(368) == 78);
+    CHECK(dr_value_dexp_bound(368) == 32 && dr_value_dexp_bound(0) == 32); /* Fig. 8: <= 32 B */
     /* Synthetic a e^{px} + b e^{qx}, shuffled, random signs: the fit recovers it. */
     shuffle(p, N, 9);
     for (j = 0; j < N; j++) {
@@ -438,12 +536,9 @@ static void test_dexp(void)
         float out[4];
         CHECK_STATUS(dr_value_dexp_encode(bad, 4, perm, sec, sizeof sec, &written, wbuf), DR_E_NUMERIC);
         bad[2] = 4.0f;
-        CHECK_STATUS(dr_value_dexp_encode(bad, 4, perm, sec, 32, &written, wbuf), DR_E_DST_TOO_SMALL);
+        CHECK_STATUS(dr_value_dexp_encode(bad, 4, perm, sec, 31, &written, wbuf), DR_E_DST_TOO_SMALL);
         CHECK_OK(dr_value_dexp_encode(bad, 4, perm, sec, sizeof sec, &written, wbuf));
-        CHECK(written == 33);
-        sec[32] |= 0x10; /* padding bit */
-        CHECK_STATUS(dr_value_dexp_decode(sec, written, 4, out), DR_E_CORRUPT);
-        sec[32] &= 0x0f;
+        CHECK(written == 32);
         memcpy(sec, coef, 32); /* e^1000 overflows */
         CHECK_STATUS(dr_value_dexp_decode(sec, written, 4, out), DR_E_CORRUPT);
     }
@@ -457,7 +552,7 @@ static void test_sort_passes(void)
     static const uint32_t spread[4] = {0x000000ffu, 0x0000ffffu, 0x00ffffffu, 0};
     float val[N];
     uint32_t p[N], perm[N];
-    uint8_t sec[32 + N / 8 + 1];
+    uint8_t sec[32];
     double work[3 * N / 2];
     size_t j, t, written;
     int in_order = 1;
@@ -477,6 +572,55 @@ static void test_sort_passes(void)
     for (j = 0; j < N; j++)
         in_order &= perm[j] == (j < N / 2 ? 2 * j : 2 * (j - N / 2) + 1);
     CHECK(in_order);
+}
+
+/* ----------------------------------------------------------------------- sketch */
+
+/* SKCompress's values: the section is the sketch compressor's two sections, byte for
+ * byte; every value comes back as its bin's mean; damaged sections are refused. */
+static void test_sketch_values(void)
+{
+    enum { N = 5000 };
+    static float val[N], dec[N], viaframe[N];
+    static const uint32_t bins_list[2] = {127, 300};
+    size_t r = topk_values(0, 41, 36864, val), t, written = 0, fw = 0, j;
+    for (t = 0; t < 2; t++) {
+        uint32_t bins = bins_list[t];
+        size_t cap = dr_value_sketch_bound(r, bins), fcap = dr_sketch_size(r, bins);
+        uint8_t *sec = malloc(cap), *frame = malloc(fcap);
+        void *work = malloc(dr_sketch_workspace_size(r, bins));
+        dr_frame f;
+        int same = 1;
+        CHECK(cap == 4u * bins + r * (bins <= 256 ? 1u : 2u));
+        CHECK_STATUS(dr_value_sketch_encode(val, r, bins, 7, sec, cap - 1, &written, work),
+                     DR_E_DST_TOO_SMALL);
+        CHECK_OK(dr_value_sketch_encode(val, r, bins, 7, sec, cap, &written, work));
+        CHECK(written == cap);
+        CHECK_OK(dr_sketch_encode(val, r, bins, 7, DR_DTYPE_FLOAT32, work, frame, fcap, &fw));
+        CHECK_OK(dr_frame_parse(frame, fw, &f));
+        CHECK(memcmp(sec, frame + f.section_off[0], 4u * bins) == 0 &&
+              memcmp(sec + 4u * bins, frame + f.section_off[1], f.section_len[1]) == 0);
+        CHECK_OK(dr_value_sketch_decode(sec, written, r, bins, dec));
+        CHECK_OK(dr_sketch_decode(frame, fw, viaframe, r));
+        for (j = 0; j < r; j++)
+            same &= dec[j] == viaframe[j];
+        CHECK(same);
+        printf("sketch values r=%zu bins=%u: %zu bytes, rel L2 error %.4f\n", r, bins, written,
+               rel_l2(val, NULL, dec, r));
+        if (t == 0) {
+            dec_ctx c = {C_SKETCH, 0, 0, 0, NULL};
+            c.r = r;
+            c.p1 = bins;
+            sweep(&c, sec, written);
+        }
+        CHECK_STATUS(dr_value_sketch_decode(sec, written, r, 0, dec), DR_E_ARG);
+        sec[4u * bins] = (uint8_t)(bins <= 256 ? bins : 0); /* an index out of range */
+        if (bins <= 256)
+            CHECK_STATUS(dr_value_sketch_decode(sec, written, r, bins, dec), DR_E_CORRUPT);
+        free(sec);
+        free(frame);
+        free(work);
+    }
 }
 
 /* ---------------------------------------------------------------------- deflate */
@@ -691,7 +835,8 @@ static void test_casts(void)
 
 int main(void)
 {
-    test_polyfit_segments();
+    test_polyfit_knots();
+    test_sketch_values();
     test_polyfit();
     test_dexp();
     test_sort_passes();

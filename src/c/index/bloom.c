@@ -373,19 +373,19 @@ int dr_bloom_select(int policy, const uint32_t *positives, size_t npos, size_t r
                     size_t *r_out, void *work)
 {
     size_t j, target = policy == DR_BLOOM_P0 || r > npos ? npos : r;
-    int st;
+    int st, leftmost = policy == DR_BLOOM_LEFTMOST || policy == DR_BLOOM_NAIVE;
     if (policy < 0 || policy >= DR_BLOOM_POLICY_COUNT_ || k_hash == 0 ||
         k_hash > DR_BLOOM_MAX_HASHES || (npos > 0 && (positives == NULL || m_bits == 0)) ||
         (uint64_t)npos > UINT32_MAX || r_out == NULL || (target > 0 && idx_out == NULL))
         return DR_E_ARG;
     /* Conflict-set member lists are indexed by uint32. */
-    if ((target < npos && policy != DR_BLOOM_LEFTMOST && work == NULL) ||
+    if ((target < npos && !leftmost && work == NULL) ||
         (policy == DR_BLOOM_CONFLICT_SETS && (uint64_t)npos * k_hash > UINT32_MAX))
         return DR_E_ARG;
     for (j = 1; j < npos; j++)
         if (positives[j] <= positives[j - 1])
             return DR_E_ARG;
-    if (target == npos || policy == DR_BLOOM_LEFTMOST) {
+    if (target == npos || leftmost) {
         if (target > 0)
             memcpy(idx_out, positives, target * sizeof *idx_out);
     } else if (policy == DR_BLOOM_RANDOM) {

@@ -86,25 +86,15 @@ static uint32_t find_bin(const uint32_t *edges, uint32_t p, uint32_t last, uint3
     return lo < last ? lo : last;
 }
 
-int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint8_t dtype,
-                     void *work, uint8_t *buf, size_t cap, size_t *written)
+/* The sketch of x[0..n): bin indices to index[0..n * width), bin means (float32) to
+ * means[0..4 bins). DR_E_NUMERIC if a mean is not finite (x held Inf/NaN). */
+static int sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *work,
+                       uint8_t *means, uint8_t *index)
 {
-    dr_frame f;
     double *sums;
     uint32_t *counts, *edges, *sample, *scratch, j, p;
-    size_t m = sample_size(n), i, width;
-    uint8_t *means, *index;
-    uint64_t len[2];
-    int st;
-    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || work == NULL)
-        return DR_E_ARG;
-    width = index_width(bins);
-    len[0] = 4u * (uint64_t)bins;
-    len[1] = (uint64_t)n * width;
-    st = dr_qf_prepare(&f, DR_KIND_SKETCH, dtype, x, n, 2, len, buf, cap, written);
-    if (st != DR_OK)
-        return st;
-    f.params[0] = bins;
+    size_t m = sample_size(n), i, width = index_width(bins);
+
     sums = (double *)work;
     counts = (uint32_t *)(sums + bins);
     p = padded(bins);
@@ -127,7 +117,6 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
 
     memset(sums, 0, bins * sizeof *sums);
     memset(counts, 0, bins * sizeof *counts);
-    index = buf + f.section_off[1];
     /* The bins first (AVX-512 where the machine has it), then the sums in element order
      * (the order fixes the double sums, so every path gives the same means). */
     i = 0;
@@ -151,7 +140,6 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
         sums[b] += x[i];
         counts[b]++;
     }
-    means = buf + f.section_off[0];
     for (j = 0; j < bins; j++) {
         float mean = counts[j] > 0 ? (float)(sums[j] / counts[j]) : 0.0f;
         /* Inf/NaN in x end up in some bin's sum. */
@@ -159,26 +147,16 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
             return DR_E_NUMERIC;
         dr_qf_put_f32(means + 4 * j, mean);
     }
-    return dr_frame_seal(&f, buf, cap, written);
+    return DR_OK;
 }
 
-int dr_sketch_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+/* out[i] = means[index[i]] for i < n, after checking every mean finite and every index
+ * below bins (DR_E_CORRUPT otherwise). */
+static int sketch_read(const uint8_t *means, const uint8_t *index, uint32_t bins, size_t n,
+                       float *out)
 {
-    dr_frame f;
-    uint32_t bins, j;
-    size_t i, width;
-    const uint8_t *means, *index;
-    int st = dr_qf_open(buf, len, DR_KIND_SKETCH, n, 2, out, &f);
-    if (st != DR_OK)
-        return st;
-    bins = f.params[0];
-    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || f.params[1] | f.params[2] | f.params[3])
-        return DR_E_FRAME_FIELD;
-    width = index_width(bins);
-    if (f.section_len[0] != 4u * (uint64_t)bins || f.section_len[1] != (uint64_t)n * width)
-        return DR_E_FRAME_FIELD;
-    means = buf + f.section_off[0];
-    index = buf + f.section_off[1];
+    size_t i, width = index_width(bins);
+    uint32_t j;
     for (j = 0; j < bins; j++)
         if (!isfinite(dr_qf_get_f32(means + 4 * j)))
             return DR_E_CORRUPT;
@@ -202,4 +180,78 @@ int dr_sketch_decode(const uint8_t *buf, size_t len, float *out, size_t n)
             out[i] = dr_qf_get_f32(means + 4 * index[i]);
     }
     return DR_OK;
+}
+
+int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint8_t dtype,
+                     void *work, uint8_t *buf, size_t cap, size_t *written)
+{
+    dr_frame f;
+    uint64_t len[2];
+    int st;
+    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || work == NULL)
+        return DR_E_ARG;
+    len[0] = 4u * (uint64_t)bins;
+    len[1] = (uint64_t)n * index_width(bins);
+    st = dr_qf_prepare(&f, DR_KIND_SKETCH, dtype, x, n, 2, len, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+    f.params[0] = bins;
+    st = sketch_fill(x, n, bins, key, work, buf + f.section_off[0], buf + f.section_off[1]);
+    if (st != DR_OK)
+        return st;
+    return dr_frame_seal(&f, buf, cap, written);
+}
+
+int dr_sketch_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    uint32_t bins;
+    int st = dr_qf_open(buf, len, DR_KIND_SKETCH, n, 2, out, &f);
+    if (st != DR_OK)
+        return st;
+    bins = f.params[0];
+    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || f.params[1] | f.params[2] | f.params[3])
+        return DR_E_FRAME_FIELD;
+    if (f.section_len[0] != 4u * (uint64_t)bins ||
+        f.section_len[1] != (uint64_t)n * index_width(bins))
+        return DR_E_FRAME_FIELD;
+    return sketch_read(buf + f.section_off[0], buf + f.section_off[1], bins, n, out);
+}
+
+/* ---- the same sketch as a DeepReduce value section (SketchML's values in SKCompress). */
+
+size_t dr_value_sketch_bound(size_t r, uint32_t bins)
+{
+    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || r > (size_t)UINT32_MAX)
+        return 0;
+    return 4u * (size_t)bins + r * index_width(bins);
+}
+
+int dr_value_sketch_encode(const float *val, size_t r, uint32_t bins, uint64_t key,
+                           uint8_t *out, size_t cap, size_t *written, void *work)
+{
+    size_t need = dr_value_sketch_bound(r, bins);
+    int st;
+    if (need == 0 || written == NULL || out == NULL || work == NULL || (r > 0 && val == NULL))
+        return DR_E_ARG;
+    if (cap < need)
+        return DR_E_DST_TOO_SMALL;
+    st = sketch_fill(val, r, bins, key, work, out, out + 4u * (size_t)bins);
+    if (st != DR_OK)
+        return st;
+    *written = need;
+    return DR_OK;
+}
+
+int dr_value_sketch_decode(const uint8_t *in, size_t len, size_t r, uint32_t bins,
+                           float *val_out)
+{
+    size_t need = dr_value_sketch_bound(r, bins);
+    if (need == 0 || (in == NULL && len > 0) || (r > 0 && val_out == NULL))
+        return DR_E_ARG;
+    if (len < need)
+        return DR_E_FRAME_SHORT;
+    if (len > need)
+        return DR_E_FRAME_FIELD;
+    return sketch_read(in, in + 4u * (size_t)bins, bins, r, val_out);
 }

@@ -1,5 +1,5 @@
 /* dexp: a double exponential a e^{px} + b e^{qx} fitted to the magnitudes sorted in
- * ascending order, signs sent as bits (layout in deepreduce/value.h).
+ * ascending order; the signs are the index side's (layout in deepreduce/value.h).
  *
  * Jacquelin's method ("Regressions et equations integrales", 2009) turns the non-linear
  * fit into two linear ones. A double exponential solves y'' = (p+q) y' - pq y; integrated
@@ -256,7 +256,7 @@ size_t dr_value_dexp_bound(size_t r)
 {
     if (r > (size_t)UINT32_MAX)
         return 0;
-    return COEF_BYTES + (r + 7u) / 8u;
+    return COEF_BYTES;
 }
 
 size_t dr_value_dexp_workspace_size(size_t r)
@@ -270,7 +270,6 @@ int dr_value_dexp_encode(const float *val, size_t r, uint32_t *perm_out, uint8_t
     uint32_t *keys, *tmp_keys, *tmp_perm;
     double c[4];
     size_t need, j;
-    uint8_t *signs;
     int st;
 
     st = dr_value_sort_begin(val, r, perm_out, out, cap, written, work, &keys, &tmp_keys,
@@ -283,8 +282,8 @@ int dr_value_dexp_encode(const float *val, size_t r, uint32_t *perm_out, uint8_t
 
     /* Key = magnitude bits, then the sign bit: ordered by |value| (the bits of a
      * non-negative float order like the number), equal magnitudes positive first, then in
-     * input order. The sorted keys carry everything the fit and the sign bits need, so no
-     * value is gathered through perm. */
+     * input order. The sorted keys carry everything the fit needs, so no value is
+     * gathered through perm. */
     for (j = 0; j < r; j++) {
         uint32_t u;
         memcpy(&u, &val[j], 4);
@@ -294,10 +293,6 @@ int dr_value_dexp_encode(const float *val, size_t r, uint32_t *perm_out, uint8_t
     choose_model(keys, r, c);
 
     memcpy(out, c, COEF_BYTES);
-    signs = out + COEF_BYTES;
-    memset(signs, 0, need - COEF_BYTES);
-    for (j = 0; j < r; j++)
-        signs[j / 8u] |= (uint8_t)((keys[j] & 1u) << (j % 8u));
     *written = need;
     return DR_OK;
 }
@@ -305,7 +300,6 @@ int dr_value_dexp_encode(const float *val, size_t r, uint32_t *perm_out, uint8_t
 int dr_value_dexp_decode(const uint8_t *in, size_t len, size_t r, float *val_out)
 {
     double c[4];
-    const uint8_t *signs;
     walker w;
     size_t need, j;
 
@@ -320,16 +314,13 @@ int dr_value_dexp_decode(const uint8_t *in, size_t len, size_t r, float *val_out
     for (j = 0; j < 4; j++)
         if (!isfinite(c[j]))
             return DR_E_CORRUPT;
-    signs = in + COEF_BYTES;
-    if (r % 8u != 0 && (signs[r / 8u] >> (r % 8u)) != 0)
-        return DR_E_CORRUPT; /* padding bits are written as zero */
     walk_init(&w, c[2], c[3], r);
     for (j = 0; j < r; j++) {
         float f;
         walk_to(&w, j);
         if (dr_value_to_float(model_at(&w, c), &f) != DR_OK)
             return DR_E_CORRUPT;
-        val_out[j] = (signs[j / 8u] >> (j % 8u)) & 1u ? -f : f;
+        val_out[j] = f;
     }
     return DR_OK;
 }

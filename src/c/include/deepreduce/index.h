@@ -1,6 +1,6 @@
 /*
  * deepreduce/index.h - DeepReduce index codecs: bit packing, and the codecs that replace
- * the index list of a sparse tensor (bloom, rle, huffman, ef, rice, varint).
+ * the index list of a sparse tensor (bloom, rle, huffman, ef, rice, varint, skcompress).
  *
  * Sections. Every codec here reads or writes one frame *section*. The frame header
  * already carries d (numel) and r (count), so a section never repeats them: encoders
@@ -133,6 +133,23 @@ int dr_index_varint_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out
 int dr_index_varint_decode(const uint8_t *in, size_t len, size_t d, size_t r,
                            uint32_t *idx_out);
 
+/* ----------------------------------------------------------------------- skcompress */
+/* Delta-binary keys (SketchML's key coding, kept by SKCompress). Increments are
+ * delta_0 = x_0 and delta_j = x_j - x_(j-1) (>= 1). Section: r 2-bit prefixes, LSB-first
+ * (prefix j = bits 2(j%4)..2(j%4)+1 of byte j/4, padding zero), giving n_j - 1 where n_j
+ * is the fewest bytes (1..4) that hold delta_j; then each delta_j in n_j little-endian
+ * bytes, in key order. Size ceil(r/4) + sum n_j: at density 1% (increments near 100)
+ * about 10 bits per index. The decoder refuses non-minimal byte counts, a zero
+ * increment after the first key, keys >= d and stray bytes. */
+
+size_t dr_index_skcompress_bound(size_t d, size_t r);
+
+int dr_index_skcompress_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out,
+                               size_t cap, size_t *written);
+
+int dr_index_skcompress_decode(const uint8_t *in, size_t len, size_t d, size_t r,
+                               uint32_t *idx_out);
+
 /* ---------------------------------------------------------------------------- bloom */
 /* A Bloom filter of the selected indices (lossy: the receiver learns a superset P of
  * the true set, then a policy picks the indices both sides use).
@@ -148,7 +165,8 @@ enum dr_bloom_policy {
     DR_BLOOM_RANDOM = 1,        /* P1: r of P drawn by the keyed generator       */
     DR_BLOOM_P0 = 2,            /* all of P                                      */
     DR_BLOOM_CONFLICT_SETS = 3, /* P2: one member per conflict set, in rounds    */
-    DR_BLOOM_POLICY_COUNT_ = 4
+    DR_BLOOM_NAIVE = 4,         /* BF-Naive: leftmost's set, the values unmoved  */
+    DR_BLOOM_POLICY_COUNT_ = 5
 };
 
 /* MurmurHash3 x86_32 of key[0..len) (reads the key as little-endian 32-bit blocks, as
@@ -205,8 +223,8 @@ int dr_bloom_positives(const uint8_t *filter, size_t len, uint32_t m_bits, uint3
 int dr_bloom_positives_limit(const uint8_t *filter, size_t len, uint32_t m_bits,
                              uint32_t k_hash, size_t d, size_t r, size_t *limit);
 
-/* Scratch bytes dr_bloom_select needs for this policy and |P| = npos (0 for leftmost
- * and p0). The workspace must be aligned as malloc aligns. Bound: random takes
+/* Scratch bytes dr_bloom_select needs for this policy and |P| = npos (0 for leftmost,
+ * naive and p0). The workspace must be aligned as malloc aligns. Bound: random takes
  * dr_randomk_workspace_size(npos); conflict_sets 8 k_hash + 5 bytes per positive
  * (at most 517 with k_hash <= 64) plus 13 bytes per filter bit, plus 12. A receiver
  * bounds npos by dr_bloom_positives_limit first, so a forged filter cannot make it
@@ -222,6 +240,11 @@ size_t dr_bloom_select_workspace_size(int policy, size_t npos, uint32_t m_bits,
  * receiver will rebuild. `key` (see dr_rng_key) is only read by random and
  * conflict_sets.
  *   leftmost:      positives[0..r).
+ *   naive:         positives[0..r), as leftmost. The paper's naive scheme (DeepReduce
+ *     §4, Fig. 11) differs on the sender only: it sends the sparsifier's own values in
+ *     ascending order of the true set instead of gathering them at this rebuilt set,
+ *     so after the first false positive every later value lands on the wrong index.
+ *     The policy exists so a frame says which scheme made it.
  *   random (P1):   dr_randomk(key, npos, r) chooses which positions of P to keep.
  *   p0:            all of P.
  *   conflict_sets (P2): H(p) is the set of distinct filter bits of positive p, and the

@@ -1,5 +1,6 @@
 /*
- * deepreduce/value.h - DeepReduce value codecs (polyfit, dexp, deflate, qsgd, fp16, bf16).
+ * deepreduce/value.h - DeepReduce value codecs (polyfit, dexp, deflate, qsgd, fp16, bf16,
+ * sketch).
  *
  * A value codec turns the r float32 values of a sparse tensor (in the order the sparsifier
  * produced them, i.e. ascending index) into one frame section, and back. r travels in the
@@ -29,63 +30,73 @@
 #define DEEPREDUCE_VALUE_H
 
 /* ---------------------------------------------------------------------------- polyfit */
-/* Piecewise polynomial fit of the values sorted in descending order (SPEC §4).
+/* Piecewise polynomial fit of the values sorted in descending order, with free knots
+ * (DeepReduce §5, "Fit-Poly").
  *
  * Order: a stable sort by value, largest first; zeros (either sign) come after every
- * positive value and count as non-positive. npos = number of values > 0, nneg = r - npos.
+ * positive value and count as non-positive. npos = number of values > 0; the two
+ * *sides*, the npos positives and the r - npos others, are cut into pieces apart (the
+ * sorted curve jumps where the sign changes).
  *
- * Segments (dr_value_polyfit_segments): for D in 5, 10, 30, 100, 300, 1000, 3000, 10000,
- * 30000, 100000 the list pos holds npos / D whenever that exceeds 30 (exact integer
- * division; the original's int(npos * (1/D)) agrees for every npos below 3e6, all we
- * checked); neg likewise from nneg. The segments, in order, are reversed(pos),
- * npos - sum(pos), nneg - sum(neg), neg: short segments at both extremes, where the
- * sorted curve bends most. There are always len(pos) + len(neg) + 2 segments;
- * the two middle ones may be empty.
+ * Knots (the encoder's choice; the section lists the pieces, so the decoder needs no
+ * rule). On a side y_0..y_{l-1}:
+ *   - default, the paper's rule: p = ceil(sqrt(2 M)) knots, M = |(y_0 - y_1) -
+ *     (y_{l-2} - y_{l-1})| (its heuristic from the bound 2M/p^2 of Lemma 2; M = 0 when
+ *     l < 2), at most DR_POLYFIT_MAX_PIECES - 1. Knots are placed one at a time: in the
+ *     piece whose point farthest from the chord through the piece's two ends is farthest
+ *     of all pieces, at that point (the first of equals), among the points that leave
+ *     both parts at least degree + 1 values; no such point ends the cutting early. M is
+ *     in the values' own units, so small gradients get one knot per side.
+ *   - DR_POLYFIT_KNOTS_REFERENCE, DeepReduce's reference polyfit_cpu (find_breaks with 5
+ *     breaks): on the side in ascending magnitude, up to 5 times, cut what follows the
+ *     last cut at its point farthest from its own chord, while at least 100 values
+ *     remain before and after the cut.
  *
- * Fit: over a segment of n values at positions i = 0..n-1, mapped to t_i = (2i-(n-1))/(n-1)
+ * Fit: over a piece of n values at positions i = 0..n-1, mapped to t_i = (2i-(n-1))/(n-1)
  * in [-1, 1], least squares on the Gram polynomials (the discrete Chebyshev polynomials,
  * orthogonal on exactly those n points): g_0 = 1, g_1 = t,
  *     g_{k+1}(t) = t*g_k(t) - k^2 (n^2 - k^2) / ((n-1)^2 (4k^2 - 1)) * g_{k-1}(t).
  * Orthogonality makes the fit a projection, c_k = <y, g_k> / <g_k, g_k>, computed in
- * double with no linear system to condition. A segment sends min(degree + 1, n)
- * coefficients: n > degree gives the degree-`degree` least-squares fit, a short segment
- * (n <= degree) the degree n-1 polynomial through its points, an empty one nothing.
+ * double with no linear system to condition. A piece sends min(degree + 1, n)
+ * coefficients: n > degree gives the degree-`degree` least-squares fit, a short piece
+ * (n <= degree) the degree n-1 polynomial through its points.
  *
  * Section (w = 8 bytes, or 4 with DR_POLYFIT_COEF_F32):
- *     npos          w bytes: uint64 (uint32 with DR_POLYFIT_COEF_F32)
- *     coefficients  w bytes each: float64 (float32), c_0..c_{m-1} of each segment in order
- * so a section takes w * (1 + sum over segments of min(degree + 1, n)) bytes.
- * Fig. 8 check: r = 368, npos = 184, degree 5: segments 36, 148, 148, 36, (4*6 + 1)*8 = 200
- * bytes (100 with DR_POLYFIT_COEF_F32). The decoder re-derives segments from (r, npos,
- * degree); values whose fit exceeds the float32 range are refused as DR_E_CORRUPT.
+ *     npos          uint32
+ *     kp, kn        uint8 each: pieces of the positive side (0 iff npos = 0) and of the
+ *                   other side (0 iff npos = r), each <= DR_POLYFIT_MAX_PIECES
+ *     lengths       uint32 each: the length (>= 1) of every piece but each side's last,
+ *                   positive side first; the last piece of a side takes the rest (>= 1)
+ *     coefficients  w bytes each: float64 (float32), c_0..c_{m-1} of each piece in order
+ * Fig. 8 check (d = 36,864, Laplace seed 0, r = 368, npos = 186, degree 5, float32): the
+ * paper's rule gives 3 + 1 knots, 6 pieces, 6 + 4 * 4 + 36 * 4 = 166 bytes at a lower
+ * error than the reference's fixed 4 segments (200 bytes in float64). Values whose fit
+ * exceeds the float32 range are refused as DR_E_CORRUPT.
  */
 #define DR_POLYFIT_DEFAULT_DEGREE 5
 #define DR_POLYFIT_MAX_DEGREE 15
-#define DR_POLYFIT_MAX_SEGMENTS 22 /* 10 positive + 10 negative + 2 middle */
-#define DR_POLYFIT_COEF_F32 1      /* flag: float32 coefficients and a uint32 npos */
+#define DR_POLYFIT_MAX_PIECES 16        /* per side */
+#define DR_POLYFIT_COEF_F32 1           /* flag: float32 coefficients */
+#define DR_POLYFIT_KNOTS_REFERENCE 2    /* flag: the reference polyfit_cpu's knots */
 
-/* Segment lengths for r values of which npos are positive, in section order, written to
- * len_out[0..*nseg) (len_out holds DR_POLYFIT_MAX_SEGMENTS). DR_E_ARG if npos > r or
- * r >= 2^32. */
-int dr_value_polyfit_segments(size_t r, size_t npos, uint32_t *len_out, size_t *nseg);
-
-/* Largest polyfit section for r values: at most 22 segments of degree+1 coefficients and
- * never more coefficients than values. 0 if degree > DR_POLYFIT_MAX_DEGREE or flags has
- * bits other than DR_POLYFIT_COEF_F32. */
+/* Largest polyfit section for r values: at most 2 DR_POLYFIT_MAX_PIECES pieces of
+ * degree+1 coefficients, never more coefficients than values. 0 if degree >
+ * DR_POLYFIT_MAX_DEGREE or flags has bits other than the two flags above. */
 size_t dr_value_polyfit_bound(size_t r, uint32_t degree, uint32_t flags);
 
 /* Scratch bytes polyfit encode needs for r values (the radix sort's buffers: 12 r). */
 size_t dr_value_polyfit_workspace_size(size_t r);
 
-/* Sort, fit and write the section for val[0..r); perm_out[0..r) receives the descending
- * order. DR_E_ARG for a bad degree/flags or a NULL buffer, DR_E_NUMERIC for a non-finite
- * value or a coefficient that overflows float32. */
+/* Sort, cut, fit and write the section for val[0..r); perm_out[0..r) receives the
+ * descending order. DR_E_ARG for a bad degree/flags or a NULL buffer, DR_E_NUMERIC for a
+ * non-finite value or a coefficient that overflows float32. O(r (degree + knots)). */
 int dr_value_polyfit_encode(const float *val, size_t r, uint32_t degree, uint32_t flags,
                             uint32_t *perm_out, uint8_t *out, size_t cap, size_t *written,
                             void *work);
 
 /* Evaluate a polyfit section back to r values in descending-sort order (val_out[0..r)).
- * DR_E_CORRUPT if npos > r or a coefficient is not finite. */
+ * The flags say the coefficient width (the knot flag is accepted and unused). DR_E_CORRUPT
+ * if npos > r, a piece count or length is out of range, or a coefficient is not finite. */
 int dr_value_polyfit_decode(const uint8_t *in, size_t len, size_t r, uint32_t degree,
                             uint32_t flags, float *val_out);
 
@@ -105,15 +116,17 @@ int dr_value_polyfit_decode(const uint8_t *in, size_t len, size_t r, uint32_t de
  * exp() at every 64th x_j and steps by the constant factors e^{p/(r-1)}, e^{q/(r-1)} in
  * between; decoded magnitudes below 0 are clamped to 0.
  *
- * Signs: SPEC §4 folds them into the index as (idx+1)*sign; our index codecs code
- * unsigned sets, so the signs ride in this section as bits instead.
+ * Signs: not in this section. As in the reference (which sends (idx + 1) * sign), they
+ * travel on the index side: the caller takes the sign bit of val[perm_out[j]] for the
+ * j-th value and sends it with that value's index (docs/deepreduce.md: beside raw
+ * indices in value order, or beside each permutation entry); the decoder gives
+ * magnitudes, and the caller applies the signs.
  *
- * Section: a, b, p, q as float64 (32 bytes), then ceil(r/8) sign bytes: bit j (byte j/8,
- * mask 1 << (j%8)) is the sign bit of the j-th value in codec order (1 = negative, -0.0
- * included); padding bits are 0. Total 32 + ceil(r/8) bytes (78 for r = 368).
+ * Section: a, b, p, q as float64, 32 bytes for every r (DeepReduce's four coefficients;
+ * Fig. 8 reads 20-32 bytes).
  */
 
-/* Section size for r values (exact). */
+/* Section size for r values (exact): 32, or 0 if r >= 2^32. */
 size_t dr_value_dexp_bound(size_t r);
 
 /* Scratch bytes dexp encode needs for r values (12 r). */
@@ -124,7 +137,7 @@ size_t dr_value_dexp_workspace_size(size_t r);
 int dr_value_dexp_encode(const float *val, size_t r, uint32_t *perm_out, uint8_t *out,
                          size_t cap, size_t *written, void *work);
 
-/* Evaluate a dexp section back to r signed values in codec order. */
+/* Evaluate a dexp section back to r magnitudes (each >= 0) in codec order. */
 int dr_value_dexp_decode(const uint8_t *in, size_t len, size_t r, float *val_out);
 
 /* ---------------------------------------------------------------------------- deflate */
@@ -201,5 +214,24 @@ size_t dr_value_bf16_bound(size_t r);
 int dr_value_bf16_encode(const float *val, size_t r, uint8_t *out, size_t cap,
                          size_t *written);
 int dr_value_bf16_decode(const uint8_t *in, size_t len, size_t r, float *val_out);
+
+/* ----------------------------------------------------------------------------- sketch */
+/* SketchML's quantile sketch of the values (the value side of SKCompress): exactly the
+ * compressor dr_sketch_encode (deepreduce/quant.h: `bins` quantile bins of the r values,
+ * each value sent as its bin index, each bin as the float32 mean of its members; `key`
+ * draws the quantile sample when r > DR_SKETCH_SAMPLE), without its frame. Section: the
+ * bins float32 means, then r bin indices, uint8 when bins <= 256 else uint16 LE:
+ * 4 bins + r (or 2 r) bytes. Order-preserving. The decoder refuses a non-finite mean and
+ * an index >= bins. `work` as dr_sketch_workspace_size(r, bins). */
+
+/* Section size (exact); 0 if bins is outside 1..DR_SKETCH_MAX_BINS or r >= 2^32. */
+size_t dr_value_sketch_bound(size_t r, uint32_t bins);
+
+/* DR_E_ARG for bad bins or a NULL buffer, DR_E_NUMERIC for a non-finite value. */
+int dr_value_sketch_encode(const float *val, size_t r, uint32_t bins, uint64_t key,
+                           uint8_t *out, size_t cap, size_t *written, void *work);
+
+int dr_value_sketch_decode(const uint8_t *in, size_t len, size_t r, uint32_t bins,
+                           float *val_out);
 
 #endif /* DEEPREDUCE_VALUE_H */
