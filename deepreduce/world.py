@@ -8,6 +8,7 @@ torchrun-style environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_
 for which it initialises a gloo process group; else a world of one process. The
 communicators built by ``grace_from_params`` detect the same engine on their own.
 """
+import atexit
 import os
 import sys
 
@@ -69,9 +70,24 @@ def discover():
     if all(os.environ.get(name) for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
         import torch.distributed as dist
         dist.init_process_group("gloo", init_method="env://")
+        atexit.register(_leave_group)
         from .transports.torch_dist import TorchTransport
         return TorchTransport()
     return LocalTransport()
+
+
+def _leave_group():
+    """At exit, take down the process group init() started, once every rank is there: a
+    gloo group left to the interpreter's teardown was seen to abort a finished worker
+    ("terminate called without an active exception": its threads destroyed while joinable)."""
+    import torch.distributed as dist
+    if not dist.is_initialized():
+        return
+    try:
+        dist.barrier()
+    except RuntimeError:  # a peer is gone already: nothing left to wait for
+        pass
+    dist.destroy_process_group()
 
 
 # Horovod keeps one state per process whatever the framework: so do we. Bound by init().
