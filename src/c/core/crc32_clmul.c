@@ -3,7 +3,9 @@
  * Barrett reduction (Gopal et al., "Fast CRC Computation for Generic Polynomials Using
  * PCLMULQDQ", Intel 2009). The fold constants are x^(k) mod P for the distances the
  * folds span, bit-reflected, as that paper derives them. Same value as zlib's crc32 for
- * every input; the frames' CRC was a pass of its own over every payload with zlib. */
+ * every input; the frames' CRC was a pass of its own over every payload with zlib. Where
+ * the CPU has VPCLMULQDQ and AVX-512 the bulk folds 256 bytes per step in four 512-bit
+ * registers (the same algebra, lanes four times as far apart). */
 #include "deepreduce.h"
 #include "crc32_simd.h"
 
@@ -11,13 +13,22 @@
 #include <immintrin.h>
 
 #define DR_TARGET_CLMUL __attribute__((target("pclmul,sse4.1")))
+#define DR_TARGET_VPCLMUL __attribute__((target("vpclmulqdq,avx512f,avx512vl,avx512bw,pclmul,sse4.1")))
 
 DR_TARGET_CLMUL static __m128i fold(__m128i acc, __m128i k)
 {
     return _mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11));
 }
 
-DR_TARGET_CLMUL uint32_t dr_crc32_clmul(uint32_t state, const uint8_t *buf, size_t len)
+DR_TARGET_VPCLMUL static __m512i fold512(__m512i acc, __m512i k)
+{
+    return _mm512_xor_si512(_mm512_clmulepi64_epi128(acc, k, 0x00), _mm512_clmulepi64_epi128(acc, k, 0x11));
+}
+
+/* The 64-byte blocks left, then one lane, 16-byte blocks and the reductions, from the
+ * four lanes x1..x4 of the block before buf (len a multiple of 16). */
+DR_TARGET_CLMUL static uint32_t finish(__m128i x1, __m128i x2, __m128i x3, __m128i x4,
+                                       const uint8_t *buf, size_t len)
 {
     /* (x^(4*128+32) mod P, x^(4*128-32) mod P) and the one-lane pair, reflected. */
     const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596ll, 0x154442bd4ll);
@@ -25,14 +36,7 @@ DR_TARGET_CLMUL uint32_t dr_crc32_clmul(uint32_t state, const uint8_t *buf, size
     const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124ll);
     const __m128i poly_mu = _mm_set_epi64x(0x1f7011641ll, 0x1db710641ll);
     const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
-    __m128i x1, x2, x3, x4, t;
-    /* The caller passes len >= 64, a multiple of 16. */
-    x1 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)buf), _mm_cvtsi32_si128((int)state));
-    x2 = _mm_loadu_si128((const __m128i *)(buf + 16));
-    x3 = _mm_loadu_si128((const __m128i *)(buf + 32));
-    x4 = _mm_loadu_si128((const __m128i *)(buf + 48));
-    buf += 64;
-    len -= 64;
+    __m128i t;
     for (; len >= 64; buf += 64, len -= 64) {
         x1 = _mm_xor_si128(fold(x1, k1k2), _mm_loadu_si128((const __m128i *)buf));
         x2 = _mm_xor_si128(fold(x2, k1k2), _mm_loadu_si128((const __m128i *)(buf + 16)));
@@ -52,5 +56,38 @@ DR_TARGET_CLMUL uint32_t dr_crc32_clmul(uint32_t state, const uint8_t *buf, size
     t = _mm_clmulepi64_si128(_mm_and_si128(x1, mask32), poly_mu, 0x10);
     t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly_mu, 0x00);
     return (uint32_t)_mm_extract_epi32(_mm_xor_si128(x1, t), 1);
+}
+
+/* VPCLMULQDQ on AVX-512: four 512-bit registers fold 256 bytes per step (sixteen 128-bit
+ * lanes, each folded over 2048 bits), then fold into one register, whose four lanes are
+ * finish()'s x1..x4. len >= 256. */
+DR_TARGET_VPCLMUL static uint32_t crc_vpclmul(uint32_t state, const uint8_t *buf, size_t len)
+{
+    /* (x^(2048+32) mod P, x^(2048-32) mod P), and the 512-bit pair k1k2, reflected, in
+     * every lane. */
+    const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1322d1430ll, 0x11542778all));
+    const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1c6e41596ll, 0x154442bd4ll));
+    __m512i z[4];
+    int k;
+    for (k = 0; k < 4; k++)
+        z[k] = _mm512_loadu_si512(buf + 64 * k);
+    z[0] = _mm512_xor_si512(z[0], _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state)));
+    for (buf += 256, len -= 256; len >= 256; buf += 256, len -= 256)
+        for (k = 0; k < 4; k++)
+            z[k] = _mm512_xor_si512(fold512(z[k], k2048), _mm512_loadu_si512(buf + 64 * k));
+    for (k = 1; k < 4; k++)
+        z[0] = _mm512_xor_si512(fold512(z[0], k512), z[k]);
+    return finish(_mm512_castsi512_si128(z[0]), _mm512_extracti32x4_epi32(z[0], 1),
+                  _mm512_extracti32x4_epi32(z[0], 2), _mm512_extracti32x4_epi32(z[0], 3), buf, len);
+}
+
+DR_TARGET_CLMUL uint32_t dr_crc32_clmul(uint32_t state, const uint8_t *buf, size_t len)
+{
+    /* The caller passes len >= 64, a multiple of 16. */
+    if (len >= 256u && dr_simd_active() >= DR_SIMD_AVX512 && __builtin_cpu_supports("vpclmulqdq"))
+        return crc_vpclmul(state, buf, len);
+    return finish(_mm_xor_si128(_mm_loadu_si128((const __m128i *)buf), _mm_cvtsi32_si128((int)state)),
+                  _mm_loadu_si128((const __m128i *)(buf + 16)), _mm_loadu_si128((const __m128i *)(buf + 32)),
+                  _mm_loadu_si128((const __m128i *)(buf + 48)), buf + 64, len - 64);
 }
 #endif

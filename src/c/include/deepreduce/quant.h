@@ -27,9 +27,10 @@
  *                              params out of range, and DR_E_CORRUPT for section contents
  *                              the encoder cannot produce (a level beyond s, a NaN scale,
  *                              nonzero padding bits, ...).
- * Stochastic quantisers take a `key` (see dr_rng_key): element i draws
- * dr_rng_u64(key, i), so the same key gives the same bytes on every rank and every SIMD
- * path, and different keys give independent roundings.
+ * Stochastic quantisers (qsgd, terngrad, natural) take a `key` (see dr_rng_key):
+ * element i draws w = dr_rng_u32(key, i), and where a uniform is compared the uniform is
+ * (w >> 8) / 2^24, so the same key gives the same bytes on every rank and every SIMD path,
+ * and different keys give independent roundings.
  */
 #ifndef DEEPREDUCE_QUANT_H
 #define DEEPREDUCE_QUANT_H
@@ -137,9 +138,10 @@ int dr_efsignsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n);
  * 0x80 is refused); c in 1..127 is 2^(c - DR_NATURAL_CODE_OFFSET), i.e. magnitudes
  * 2^-63 .. 2^63.
  * Rounding, for |x| in [2^e, 2^(e+1)) inside that range: up with probability
- * (|x| - 2^e)/2^e, taken from 23 random bits against the 23 mantissa bits, so exactly
- * unbiased. |x| below 2^-63 (subnormals included) becomes 2^-63 with probability
- * |x|/2^-63 and 0 otherwise: unbiased to within 2^-127 absolute. |x| >= 2^63 saturates
+ * (|x| - 2^e)/2^e, taken from 23 random bits (w >> 9) against the 23 mantissa bits, so
+ * exactly unbiased. |x| below 2^-63 (subnormals included) becomes 2^-63 with probability
+ * ceil(|x| * 2^87)/2^24 (a 24-bit draw) and 0 otherwise: unbiased to within 2^-87
+ * absolute. |x| >= 2^63 saturates
  * to 2^63 (biased; gradients never get there). Zero (either sign) gives 0x00.
  *   section 0: n bytes. Size: 52 + n bytes.
  * DR_E_NUMERIC if x holds Inf/NaN. */
