@@ -77,4 +77,35 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
     }
     return i;
 }
+
+DR_TARGET_AVX512 size_t dr_eightbit_values_avx512(const uint8_t *codes, size_t n, const float *scaled,
+                                                  float *out)
+{
+    __m512 t[8];
+    size_t i = 0;
+    int k;
+    for (k = 0; k < 8; k++)
+        t[k] = _mm512_loadu_ps(scaled + 16 * k);
+    for (; i + 16 <= n; i += 16) {
+        __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(codes + i)));
+        /* Bit 7 of the code moved to the float's sign bit: -v as the scalar code's. */
+        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24);
+        __m512 v = lookup128(t, c);
+        _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign)));
+    }
+    return i;
+}
+
+DR_TARGET_AVX2 size_t dr_eightbit_values_avx2(const uint8_t *codes, size_t n, const float *scaled,
+                                              float *out)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(codes + i)));
+        __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x80)), 24);
+        __m256 v = _mm256_i32gather_ps(scaled, _mm256_and_si256(c, _mm256_set1_epi32(0x7f)), 4);
+        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), sign)));
+    }
+    return i;
+}
 #endif

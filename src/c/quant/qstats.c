@@ -94,6 +94,27 @@ void dr_qs_shifted_sums(int simd, const float *x, size_t n, double shift, double
     *max_abs = top;
 }
 
+uint32_t dr_qs_max_abs_bits(int simd, const float *x, size_t n)
+{
+    uint32_t top = 0;
+    size_t i = 0;
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX512)
+        i = dr_qs_max_bits_avx512(x, n, &top);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_qs_max_bits_avx2(x, n, &top);
+#else
+    (void)simd;
+#endif
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        u &= 0x7fffffffu;
+        top = u > top ? u : top;
+    }
+    return top;
+}
+
 double dr_qs_sum_abs(int simd, const float *x, size_t n)
 {
     return lane_sum(simd, DR_QS_ABS, x, n, 0.0, NULL);

@@ -12,6 +12,7 @@
 #define DR_QSTATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Every function takes `simd`, the caller's dr_simd_active(), read once per call of
  * the public function: reading it per bucket would cost more than the bucket. */
@@ -41,6 +42,10 @@ double dr_qs_sum_sq_dev(int simd, const float *x, size_t n, double mean);
  * two-sweep formula does. */
 void dr_qs_shifted_sums(int simd, const float *x, size_t n, double shift, double *sum_dev,
                         double *sum_sq_dev, float *max_abs);
+
+/* max over i of x[i]'s bits with the sign cleared, as an unsigned integer: the bits of
+ * max |x| (0 for n = 0), at least 0x7f800000 iff x holds an Inf or a NaN. */
+uint32_t dr_qs_max_abs_bits(int simd, const float *x, size_t n);
 
 /* sum |x[i]|. */
 double dr_qs_sum_abs(int simd, const float *x, size_t n);

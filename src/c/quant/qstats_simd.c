@@ -164,6 +164,37 @@ DR_TARGET_AVX512 size_t dr_qs_shifted_avx512(const float *x, size_t n, double sh
     return i;
 }
 
+DR_TARGET_AVX2 size_t dr_qs_max_bits_avx2(const float *x, size_t n, uint32_t *top)
+{
+    /* Bits with the sign cleared are below 2^31: the signed max is the unsigned one. */
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+    __m256i m0 = _mm256_set1_epi32((int)*top), m1 = m0;
+    uint32_t lanes[8];
+    size_t i = 0;
+    int j;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), abs_mask));
+        m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + 8)), abs_mask));
+    }
+    _mm256_storeu_si256((__m256i *)lanes, _mm256_max_epi32(m0, m1));
+    for (j = 0; j < 8; j++)
+        *top = lanes[j] > *top ? lanes[j] : *top;
+    return i;
+}
+
+DR_TARGET_AVX512 size_t dr_qs_max_bits_avx512(const float *x, size_t n, uint32_t *top)
+{
+    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+    __m512i m0 = _mm512_set1_epi32((int)*top), m1 = m0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm512_max_epi32(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask));
+        m1 = _mm512_max_epi32(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 16), abs_mask));
+    }
+    *top = (uint32_t)_mm512_reduce_max_epi32(_mm512_max_epi32(m0, m1));
+    return i;
+}
+
 DR_TARGET_AVX2 size_t dr_qs_split_avx2(const float *x, size_t n, dr_lanes *neg,
                                        dr_lanes *nonneg, size_t *count_neg)
 {

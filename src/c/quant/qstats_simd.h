@@ -21,6 +21,10 @@ size_t dr_qs_shifted_avx2(const float *x, size_t n, double shift, dr_lanes *dev,
                           float *max_abs);
 size_t dr_qs_shifted_avx512(const float *x, size_t n, double shift, dr_lanes *dev,
                             dr_lanes *sq, float *max_abs);
+/* dr_qs_max_abs_bits over a prefix of whole groups of 16 (AVX2) or 32 (AVX-512)
+ * elements, folded into *top. */
+size_t dr_qs_max_bits_avx2(const float *x, size_t n, uint32_t *top);
+size_t dr_qs_max_bits_avx512(const float *x, size_t n, uint32_t *top);
 size_t dr_qs_split_avx2(const float *x, size_t n, dr_lanes *neg, dr_lanes *nonneg,
                         size_t *count_neg);
 size_t dr_qs_split_avx512(const float *x, size_t n, dr_lanes *neg, dr_lanes *nonneg,
