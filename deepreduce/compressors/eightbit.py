@@ -8,3 +8,4 @@ class EightBitCompressor(FramedCompressor):
     frame_kind = "DR_KIND_EIGHTBIT"
     encoder, size, decoder = "dr_eightbit_encode", "dr_eightbit_size", "dr_eightbit_decode"
     label = "8bit"
+    refuses_nonfinite = True

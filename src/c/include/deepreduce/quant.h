@@ -99,9 +99,10 @@ int dr_onebit_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 
 /* ---------------------------------------------------------------- signsgd, signum */
 /* signSGD (Bernstein et al. 2018): the sign bitmap only (1 = x >= 0 decodes to +1,
- * 0 = x < 0 or NaN decodes to -1). The aggregate is a majority vote: sum the decoded
+ * 0 = x < 0 decodes to -1). The aggregate is a majority vote: sum the decoded
  * tensors of all ranks, then dr_sign_vote.
- *   section 0: sign bitmap. Size: 52 + ceil(n/8) bytes. */
+ *   section 0: sign bitmap. Size: 52 + ceil(n/8) bytes.
+ * DR_E_NUMERIC if x holds Inf/NaN (found in the packing sweep itself). */
 size_t dr_signsgd_size(size_t n);
 int dr_signsgd_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,
                       size_t *written);
@@ -112,7 +113,8 @@ int dr_signsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 int dr_sign_vote(float *sum_inout, size_t n);
 
 /* Signum: signSGD of the momentum. The caller keeps m per tensor and updates it with
- * dr_signum_momentum before encoding m. Frame as signsgd, kind DR_KIND_SIGNUM. */
+ * dr_signum_momentum before encoding m. Frame as signsgd, kind DR_KIND_SIGNUM
+ * (DR_E_NUMERIC for Inf/NaN in m). */
 size_t dr_signum_size(size_t n);
 int dr_signum_encode(const float *m, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,
                      size_t *written);
@@ -121,6 +123,12 @@ int dr_signum_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 /* m = (1 - beta)*g + beta*m, or m = g when `first` is nonzero (m's old contents are then
  * ignored). DR_E_ARG if beta is not in [0, 1]. */
 int dr_signum_momentum(float *m, const float *g, size_t n, float beta, int first);
+
+/* The same update out of place: m_new = (1 - beta)*g + beta*m_old (the same floats as
+ * dr_signum_momentum on a copy of m_old), one sweep where a copy and the update took two.
+ * m_new may be m_old. DR_E_ARG for NULL pointers (n > 0) or beta outside [0, 1]. */
+int dr_signum_momentum_into(float *m_new, const float *m_old, const float *g, size_t n,
+                            float beta);
 
 /* ---------------------------------------------------------------------- efsignsgd */
 /* Error-feedback signSGD (Karimireddy et al. 2019): mean = mean|x| (double accumulate)
