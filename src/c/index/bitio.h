@@ -15,6 +15,10 @@
 #error "deepreduce's wire format code assumes a little-endian host"
 #endif
 
+/* For each byte value, the positions (0..7) of its set bits, ascending, one per byte of
+ * the word from the low byte up (ef.c): unary vectors decode a byte at a time through it. */
+extern const uint64_t dr_byte_ones[256];
+
 /* d may be as large as 2^32 (indices are uint32 < d). */
 #define DR_INDEX_D_LIMIT 4294967296ull
 

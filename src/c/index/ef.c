@@ -6,8 +6,9 @@
 #include "simd_config.h"
 
 /* For each byte value, the positions (0..7) of its set bits, ascending, one per byte
- * from the low byte up: the upper vector is decoded a byte at a time through it. */
-static const uint64_t ef_byte_ones[256] = {
+ * from the low byte up: the upper vector (and rice's unary one) is decoded a byte at a
+ * time through it. */
+const uint64_t dr_byte_ones[256] = {
     0x0u, 0x0u, 0x1u, 0x100u,
     0x2u, 0x200u, 0x201u, 0x20100u,
     0x3u, 0x300u, 0x301u, 0x30100u,
@@ -182,7 +183,7 @@ DR_ALWAYS_INLINE int ef_decode(const uint8_t *in, size_t len, size_t d, size_t r
             unsigned b;
             for (b = 0; b < 8u; b++) {
                 unsigned byte = (unsigned)(word >> (8u * b)) & 0xffu;
-                uint64_t e = ef_byte_ones[byte] + 0x0808080808080808ull * b;
+                uint64_t e = dr_byte_ones[byte] + 0x0808080808080808ull * b;
                 memcpy(pos + cnt, &e, 8);
                 cnt += (size_t)__builtin_popcount(byte);
             }
