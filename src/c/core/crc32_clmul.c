@@ -68,6 +68,7 @@ DR_TARGET_VPCLMUL static uint32_t crc_vpclmul(uint32_t state, const uint8_t *buf
     const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1322d1430ll, 0x11542778all));
     const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1c6e41596ll, 0x154442bd4ll));
     __m512i z[4];
+    __m128i x1, x2, x3, x4;
     int k;
     for (k = 0; k < 4; k++)
         z[k] = _mm512_loadu_si512(buf + 64 * k);
@@ -77,8 +78,15 @@ DR_TARGET_VPCLMUL static uint32_t crc_vpclmul(uint32_t state, const uint8_t *buf
             z[k] = _mm512_xor_si512(fold512(z[k], k2048), _mm512_loadu_si512(buf + 64 * k));
     for (k = 1; k < 4; k++)
         z[0] = _mm512_xor_si512(fold512(z[0], k512), z[k]);
-    return finish(_mm512_castsi512_si128(z[0]), _mm512_extracti32x4_epi32(z[0], 1),
-                  _mm512_extracti32x4_epi32(z[0], 2), _mm512_extracti32x4_epi32(z[0], 3), buf, len);
+    x1 = _mm512_castsi512_si128(z[0]);
+    x2 = _mm512_extracti32x4_epi32(z[0], 1);
+    x3 = _mm512_extracti32x4_epi32(z[0], 2);
+    x4 = _mm512_extracti32x4_epi32(z[0], 3);
+    /* finish() is SSE code: leave no dirty upper register state to it or to the caller
+     * (the compiler leaves it out on this tail call, and legacy SSE code after it then
+     * runs several times slower). */
+    _mm256_zeroupper();
+    return finish(x1, x2, x3, x4, buf, len);
 }
 
 DR_TARGET_CLMUL uint32_t dr_crc32_clmul(uint32_t state, const uint8_t *buf, size_t len)

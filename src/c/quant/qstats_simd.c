@@ -26,12 +26,12 @@ DR_TARGET_AVX2 static __m256d term_avx2(int what, __m256d v, __m256d mean)
     }
 }
 
-/* The largest of the eight floats of `top` and *max_abs into *max_abs. */
-DR_TARGET_AVX2 static void fold_max(__m256 top, float *max_abs)
+/* The largest of tops[0..8) and *max_abs into *max_abs. (Plain code on a stored
+ * vector: a call that passes a vector register leaves the upper register state dirty,
+ * and the SSE code after it runs several times slower.) */
+static void fold_max(const float *tops, float *max_abs)
 {
-    float tops[8];
     int j;
-    _mm256_storeu_ps(tops, top);
     for (j = 0; j < 8; j++)
         *max_abs = tops[j] > *max_abs ? tops[j] : *max_abs;
 }
@@ -43,6 +43,7 @@ DR_TARGET_AVX2 size_t dr_qs_lanes_avx2(int what, const float *x, size_t n, doubl
     const __m256d m = _mm256_set1_pd(mean);
     __m256d a[R2];
     __m256 top = _mm256_set1_ps(*max_abs);
+    float tops[8];
     size_t i = 0;
     int k;
     for (k = 0; k < R2; k++)
@@ -58,7 +59,8 @@ DR_TARGET_AVX2 size_t dr_qs_lanes_avx2(int what, const float *x, size_t n, doubl
     }
     for (k = 0; k < R2; k++)
         _mm256_storeu_pd(acc->lane + 4 * k, a[k]);
-    fold_max(top, max_abs);
+    _mm256_storeu_ps(tops, top);
+    fold_max(tops, max_abs);
     return i;
 }
 
@@ -79,6 +81,7 @@ DR_TARGET_AVX512 size_t dr_qs_lanes_avx512(int what, const float *x, size_t n, d
     const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     __m512d a[R5];
     __m512 top = _mm512_set1_ps(*max_abs);
+    float tops[8];
     size_t i = 0;
     int k;
     for (k = 0; k < R5; k++)
@@ -94,7 +97,8 @@ DR_TARGET_AVX512 size_t dr_qs_lanes_avx512(int what, const float *x, size_t n, d
     }
     for (k = 0; k < R5; k++)
         _mm512_storeu_pd(acc->lane + 8 * k, a[k]);
-    fold_max(_mm256_max_ps(_mm512_castps512_ps256(top), _mm512_extractf32x8_ps(top, 1)), max_abs);
+    _mm256_storeu_ps(tops, _mm256_max_ps(_mm512_castps512_ps256(top), _mm512_extractf32x8_ps(top, 1)));
+    fold_max(tops, max_abs);
     return i;
 }
 
@@ -105,6 +109,7 @@ DR_TARGET_AVX2 size_t dr_qs_shifted_avx2(const float *x, size_t n, double shift,
     const __m256d vshift = _mm256_set1_pd(shift);
     __m256d d[R2], q[R2];
     __m256 top = _mm256_set1_ps(*max_abs);
+    float tops[8];
     size_t i = 0;
     int k;
     for (k = 0; k < R2; k++) {
@@ -127,7 +132,8 @@ DR_TARGET_AVX2 size_t dr_qs_shifted_avx2(const float *x, size_t n, double shift,
         _mm256_storeu_pd(dev->lane + 4 * k, d[k]);
         _mm256_storeu_pd(sq->lane + 4 * k, q[k]);
     }
-    fold_max(top, max_abs);
+    _mm256_storeu_ps(tops, top);
+    fold_max(tops, max_abs);
     return i;
 }
 
@@ -138,6 +144,7 @@ DR_TARGET_AVX512 size_t dr_qs_shifted_avx512(const float *x, size_t n, double sh
     const __m512d vshift = _mm512_set1_pd(shift);
     __m512d d[R5], q[R5];
     __m512 top = _mm512_set1_ps(*max_abs);
+    float tops[8];
     size_t i = 0;
     int k;
     for (k = 0; k < R5; k++) {
@@ -160,7 +167,8 @@ DR_TARGET_AVX512 size_t dr_qs_shifted_avx512(const float *x, size_t n, double sh
         _mm512_storeu_pd(dev->lane + 8 * k, d[k]);
         _mm512_storeu_pd(sq->lane + 8 * k, q[k]);
     }
-    fold_max(_mm256_max_ps(_mm512_castps512_ps256(top), _mm512_extractf32x8_ps(top, 1)), max_abs);
+    _mm256_storeu_ps(tops, _mm256_max_ps(_mm512_castps512_ps256(top), _mm512_extractf32x8_ps(top, 1)));
+    fold_max(tops, max_abs);
     return i;
 }
 
