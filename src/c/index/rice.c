@@ -119,7 +119,10 @@ DR_ALWAYS_INLINE int rice_decode(const uint8_t *in, size_t len, size_t d, size_t
         uint8_t pos[64 + 8];
         size_t cnt = 0, t;
         unsigned b;
-        memcpy(&word, unary + off, take);
+        if (take == 8u)
+            memcpy(&word, unary + off, 8); /* a fixed-size copy is one load, not a call */
+        else
+            memcpy(&word, unary + off, take);
         if (word == 0)
             continue;
         ones = (size_t)__builtin_popcountll(word);
