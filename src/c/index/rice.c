@@ -99,42 +99,20 @@ DR_ALWAYS_INLINE int rice_decode(const uint8_t *in, size_t len, size_t d, size_t
                                  uint32_t *idx_out)
 {
     const uint8_t *unary;
-    size_t low_bytes, unary_len, j = 0, off;
+    size_t unary_len, j = 0, off;
     unsigned k = in[0];
     uint64_t last_one = 0, carry = 0, value = 0;
-    int st;
-    low_bytes = dr_bitpack_size(r, k);
-    if (len - 1u < low_bytes || !dr_stream_ends_at(in + 1, low_bytes, (uint64_t)r * k))
-        return DR_E_CORRUPT;
-    if (r == 0)
-        return len == 1u ? DR_OK : DR_E_CORRUPT;
-    unary = in + 1 + low_bytes;
-    unary_len = len - 1u - low_bytes;
-    st = dr_bitunpack(in + 1, low_bytes, r, k, idx_out);
+    int st = dr_low_block(in, len, r, k, idx_out, &unary, &unary_len);
     if (st != DR_OK)
         return st;
+    if (r == 0)
+        return unary_len == 0 ? DR_OK : DR_E_CORRUPT;
     for (off = 0; off < unary_len; off += 8u) {
-        uint64_t word = 0, base = (uint64_t)off * 8u;
-        size_t take = unary_len - off < 8u ? unary_len - off : 8u, ones;
+        uint64_t base = (uint64_t)off * 8u;
         uint8_t pos[64 + 8];
-        size_t cnt = 0, t;
-        unsigned b;
-        if (take == 8u)
-            memcpy(&word, unary + off, 8); /* a fixed-size copy is one load, not a call */
-        else
-            memcpy(&word, unary + off, take);
-        if (word == 0)
-            continue;
-        ones = (size_t)__builtin_popcountll(word);
-        if (ones > r - j)
+        size_t ones = dr_unary_word(unary, unary_len, off, r - j, pos, &last_one), t;
+        if (ones == SIZE_MAX)
             return DR_E_CORRUPT;
-        last_one = base + 63u - (uint64_t)__builtin_clzll(word);
-        for (b = 0; b < 8u; b++) {
-            unsigned byte = (unsigned)(word >> (8u * b)) & 0xffu;
-            uint64_t e = dr_byte_ones[byte] + 0x0808080808080808ull * b;
-            memcpy(pos + cnt, &e, 8);
-            cnt += (size_t)__builtin_popcount(byte);
-        }
         /* x_j = (Q_j << k) + (the lows up to j) + j, in 64 bits: strictly ascending by
          * construction (each gap adds at least one), so the last one's bound, checked
          * after the sweep, bounds them all and the truncation to 32 bits is exact. */
