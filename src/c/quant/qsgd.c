@@ -88,6 +88,8 @@ static int quantise_bucket(int simd, const float *b, size_t m, uint32_t s, uint6
 #if DR_HAVE_X86_SIMD
     if (simd >= DR_SIMD_AVX512)
         sq = dr_qsgd_sum_squares_avx512(b, m);
+    else if (simd >= DR_SIMD_AVX2 && m % 32u == 0)
+        sq = dr_qsgd_sum_squares_avx2(b, m);
     else
 #endif
         sq = dr_qs_sum_squares(simd, b, m);

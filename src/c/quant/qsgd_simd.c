@@ -91,6 +91,31 @@ DR_TARGET_AVX512 double dr_qsgd_sum_squares_avx512(const float *b, size_t m)
     return _mm_cvtsd_f64(_mm_add_sd(q, _mm_unpackhi_pd(q, q)));
 }
 
+DR_TARGET_AVX2 double dr_qsgd_sum_squares_avx2(const float *b, size_t m)
+{
+    /* Lanes 4r..4r+3 in register r, r < 8; m is a multiple of 32. */
+    __m256d a[8], t0, t1, t;
+    __m128d q;
+    size_t i;
+    int r;
+    for (r = 0; r < 8; r++)
+        a[r] = _mm256_setzero_pd();
+    for (i = 0; i < m; i += 32)
+        for (r = 0; r < 8; r += 2) {
+            __m256 v = _mm256_loadu_ps(b + i + 4 * r);
+            __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+            a[r] = _mm256_add_pd(a[r], _mm256_mul_pd(lo, lo));
+            a[r + 1] = _mm256_add_pd(a[r + 1], _mm256_mul_pd(hi, hi));
+        }
+    /* dr_lanes_total's order: m_j = (l_j + l_j+8) + (l_j+16 + l_j+24), j < 8 (registers
+     * r and r + 2, r + 4, r + 6), then ((m0+m4) + (m2+m6)) + ((m1+m5) + (m3+m7)). */
+    t0 = _mm256_add_pd(_mm256_add_pd(a[0], a[2]), _mm256_add_pd(a[4], a[6])); /* m0..m3 */
+    t1 = _mm256_add_pd(_mm256_add_pd(a[1], a[3]), _mm256_add_pd(a[5], a[7])); /* m4..m7 */
+    t = _mm256_add_pd(t0, t1); /* m0+m4, m1+m5, m2+m6, m3+m7 */
+    q = _mm_add_pd(_mm256_castpd256_pd128(t), _mm256_extractf128_pd(t, 1)); /* (m0+m4)+(m2+m6), (m1+m5)+(m3+m7) */
+    return _mm_cvtsd_f64(_mm_add_sd(q, _mm_unpackhi_pd(q, q)));
+}
+
 DR_TARGET_AVX2 size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t width,
                                          float step, float *out)
 {

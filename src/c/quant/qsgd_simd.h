@@ -15,8 +15,10 @@ size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio, uint32_t s, ui
                            size_t first, uint8_t *levels, size_t width);
 size_t dr_qsgd_levels_avx512(const float *b, size_t m, float ratio, uint32_t s,
                              uint64_t key, size_t first, uint8_t *levels, size_t width);
-/* dr_qs_sum_squares(b[0..m)) with the sum in registers: the same double. */
+/* dr_qs_sum_squares(b[0..m)) with the sum in registers: the same double (AVX2: for m a
+ * multiple of 32). */
 double dr_qsgd_sum_squares_avx512(const float *b, size_t m);
+double dr_qsgd_sum_squares_avx2(const float *b, size_t m);
 /* out[i] = step * level i, for i < m. */
 size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t width, float step, float *out);
 size_t dr_qsgd_scale_avx512(const uint8_t *levels, size_t m, size_t width, float step,
