@@ -9,31 +9,45 @@
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
+/* The levels of 8 elements in int32 lanes. */
+DR_TARGET_AVX2 static inline __m256i levels8_avx2(__m256 x, __m256 ratio, __m256i s, dr_rng32_avx2 *r)
+{
+    __m256 a = _mm256_mul_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), ratio);
+    __m256 fl = _mm256_floor_ps(a);
+    /* up is all ones (-1) where the draw rounds up: subtracting it adds one. */
+    __m256i up = _mm256_castps_si256(_mm256_cmp_ps(dr_rng32_uniform_avx2(dr_rng32_avx2_next(r)),
+                                                   _mm256_sub_ps(a, fl), _CMP_LT_OQ));
+    __m256i lev = _mm256_min_epi32(_mm256_sub_epi32(_mm256_cvttps_epi32(fl), up), s);
+    /* Negate where x's sign bit is set (its bits OR 1 are never zero, so sign_epi32
+     * never zeroes): that differs from the scalar x < 0 only for -0.0, whose level is 0. */
+    return _mm256_sign_epi32(lev, _mm256_or_si256(_mm256_castps_si256(x), _mm256_set1_epi32(1)));
+}
+
 DR_TARGET_AVX2 size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio, uint32_t s,
                                           uint64_t key, size_t first, uint8_t *levels,
                                           size_t width)
 {
     dr_rng32_avx2 r = dr_rng32_avx2_start(key, first);
-    const __m256 vratio = _mm256_set1_ps(ratio), sign = _mm256_set1_ps(-0.0f);
+    const __m256 vratio = _mm256_set1_ps(ratio);
     const __m256i vs = _mm256_set1_epi32((int)s);
     size_t i = 0;
-    for (; i + 8 <= m; i += 8) {
-        __m256 x = _mm256_loadu_ps(b + i);
-        __m256 a = _mm256_mul_ps(_mm256_andnot_ps(sign, x), vratio);
-        __m256 fl = _mm256_floor_ps(a);
-        /* up is all ones (-1) where the draw rounds up: subtracting it adds one. */
-        __m256i up = _mm256_castps_si256(_mm256_cmp_ps(dr_rng32_uniform_avx2(dr_rng32_avx2_next(&r)),
-                                                       _mm256_sub_ps(a, fl), _CMP_LT_OQ));
-        __m256i lev = _mm256_min_epi32(_mm256_sub_epi32(_mm256_cvttps_epi32(fl), up), vs);
-        /* Negate where x's sign bit is set (its bits OR 1 are never zero, so sign_epi32
-         * never zeroes): that differs from the scalar x < 0 only for -0.0, whose level is 0. */
-        lev = _mm256_sign_epi32(lev, _mm256_or_si256(_mm256_castps_si256(x), _mm256_set1_epi32(1)));
-        {
-            __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(lev), _mm256_extracti128_si256(lev, 1));
-            if (width == 1)
-                _mm_storel_epi64((__m128i *)(levels + i), _mm_packs_epi16(words, words));
-            else
-                _mm_storeu_si128((__m128i *)(levels + 2 * i), words);
+    /* One loop per width: a test of it per step cost as much as the packing. */
+    if (width == 1) {
+        for (; i + 16 <= m; i += 16) {
+            __m256i lo = levels8_avx2(_mm256_loadu_ps(b + i), vratio, vs, &r);
+            __m256i hi = levels8_avx2(_mm256_loadu_ps(b + i + 8), vratio, vs, &r);
+            /* |level| <= 127 here: the saturating packs never saturate. Lane order after
+             * the in-lane packs is fixed by the final permute. */
+            __m256i w = _mm256_packs_epi32(lo, hi);
+            __m256i bytes = _mm256_packs_epi16(w, w);
+            bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
+            _mm_storeu_si128((__m128i *)(levels + i), _mm256_castsi256_si128(bytes));
+        }
+    } else {
+        for (; i + 8 <= m; i += 8) {
+            __m256i lev = levels8_avx2(_mm256_loadu_ps(b + i), vratio, vs, &r);
+            _mm_storeu_si128((__m128i *)(levels + 2 * i),
+                             _mm_packs_epi32(_mm256_castsi256_si128(lev), _mm256_extracti128_si256(lev, 1)));
         }
     }
     return i;
