@@ -9,36 +9,51 @@
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
+/* The codes of 8 finite floats (bits u) in int32 lanes. */
+DR_TARGET_AVX2 static inline __m256i codes8_avx2(__m256i u, __m256i r)
+{
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256i e = _mm256_and_si256(_mm256_srli_epi32(u, 23), _mm256_set1_epi32(0xff));
+    __m256i mant = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffff));
+    /* Normal range: e - (NAT_EXP_MIN - 1) + (r >> 9 < mant), at most 127 (all operands
+     * below 2^23, so the signed compares are the unsigned ones). */
+    __m256i big = _mm256_sub_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(NAT_EXP_MIN - 1)),
+                                   _mm256_cmpgt_epi32(mant, _mm256_srli_epi32(r, 9)));
+    __m256i normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(NAT_EXP_MIN - 1));
+    __m256i code = _mm256_min_epi32(big, _mm256_set1_epi32(127));
+    /* Below 2^-63 (zeros included): rare but for zeros, so only vectors that hold one
+     * pay for the float compare. */
+    if (!_mm256_testc_si256(normal, _mm256_set1_epi32(-1))) {
+        __m256i small = _mm256_and_si256(_mm256_set1_epi32(1), _mm256_castps_si256(_mm256_cmp_ps(
+            _mm256_cvtepi32_ps(_mm256_srli_epi32(r, 8)),
+            _mm256_mul_ps(_mm256_and_ps(_mm256_castsi256_ps(u), abs_mask), _mm256_set1_ps(0x1p87f)), _CMP_LT_OQ)));
+        code = _mm256_blendv_epi8(small, code, normal);
+    }
+    /* Sign bit 0x80 for nonzero codes. */
+    __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), _mm256_set1_epi32(0x80));
+    return _mm256_or_si256(code, _mm256_andnot_si256(_mm256_cmpeq_epi32(code, _mm256_setzero_si256()), sign));
+}
+
 DR_TARGET_AVX2 size_t dr_natural_codes_avx2(const float *x, size_t n, uint64_t key, uint8_t *codes)
 {
-    const __m256i ff = _mm256_set1_epi32(0xff), one = _mm256_set1_epi32(1);
-    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i exp_mask = _mm256_set1_epi32(0x7f800000);
     dr_rng32_avx2 rng = dr_rng32_avx2_start(key, 0);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
-        __m256i e = _mm256_and_si256(_mm256_srli_epi32(u, 23), ff);
-        __m256i mant = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffff));
-        __m256i r, big, small, code, sign;
-        __m128i words;
-        if (!_mm256_testz_si256(_mm256_cmpeq_epi32(e, ff), _mm256_cmpeq_epi32(e, ff)))
+    for (; i + 16 <= n; i += 16) {
+        __m256i u0 = _mm256_loadu_si256((const __m256i *)(x + i)), u1 = _mm256_loadu_si256((const __m256i *)(x + i + 8));
+        __m256i inf_nan = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(u0, exp_mask), exp_mask),
+                                          _mm256_cmpeq_epi32(_mm256_and_si256(u1, exp_mask), exp_mask));
+        __m256i c0, c1, w;
+        if (!_mm256_testz_si256(inf_nan, inf_nan))
             break; /* Inf or NaN: the scalar code refuses it */
-        r = dr_rng32_avx2_next(&rng);
-        /* Normal range: e - (NAT_EXP_MIN - 1) + (r >> 9 < mant), at most 127 (all
-         * operands below 2^23, so the signed compares are the unsigned ones). */
-        big = _mm256_sub_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(NAT_EXP_MIN - 1)),
-                               _mm256_cmpgt_epi32(mant, _mm256_srli_epi32(r, 9)));
-        big = _mm256_min_epi32(big, _mm256_set1_epi32(127));
-        small = _mm256_and_si256(one, _mm256_castps_si256(_mm256_cmp_ps(
-            _mm256_cvtepi32_ps(_mm256_srli_epi32(r, 8)),
-            _mm256_mul_ps(_mm256_and_ps(_mm256_castsi256_ps(u), abs_mask), _mm256_set1_ps(0x1p87f)),
-            _CMP_LT_OQ)));
-        code = _mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(NAT_EXP_MIN - 1)));
-        /* Sign bit 0x80 for nonzero codes. */
-        sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), _mm256_set1_epi32(0x80));
-        code = _mm256_or_si256(code, _mm256_andnot_si256(_mm256_cmpeq_epi32(code, _mm256_setzero_si256()), sign));
-        words = _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
-        _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(words, words));
+        c0 = codes8_avx2(u0, dr_rng32_avx2_next(&rng));
+        c1 = codes8_avx2(u1, dr_rng32_avx2_next(&rng));
+        /* Codes are below 256: the packs never saturate; the permute undoes the in-lane
+         * order of the packs. */
+        w = _mm256_packus_epi32(c0, c1);
+        w = _mm256_packus_epi16(w, w);
+        w = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
+        _mm_storeu_si128((__m128i *)(codes + i), _mm256_castsi256_si128(w));
     }
     return i;
 }
@@ -53,18 +68,22 @@ DR_TARGET_AVX512 size_t dr_natural_codes_avx512(const float *x, size_t n, uint64
         __m512i e = _mm512_and_si512(_mm512_srli_epi32(u, 23), ff);
         __m512i mant = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffff));
         __m512i r, big, code, sign;
-        __mmask16 small;
+        __mmask16 normal;
         if (_mm512_cmpeq_epi32_mask(e, ff))
             break; /* Inf or NaN: the scalar code refuses it */
         r = dr_rng32_avx512_next(&rng);
         big = _mm512_sub_epi32(e, _mm512_set1_epi32(NAT_EXP_MIN - 1));
         big = _mm512_mask_add_epi32(big, _mm512_cmplt_epu32_mask(_mm512_srli_epi32(r, 9), mant), big, one);
         big = _mm512_min_epu32(big, _mm512_set1_epi32(127));
-        small = _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(_mm512_srli_epi32(r, 8)),
-                                   _mm512_mul_ps(_mm512_abs_ps(_mm512_castsi512_ps(u)), _mm512_set1_ps(0x1p87f)),
-                                   _CMP_LT_OQ);
-        code = _mm512_maskz_mov_epi32(small, one);
-        code = _mm512_mask_mov_epi32(code, _mm512_cmpgt_epu32_mask(e, _mm512_set1_epi32(NAT_EXP_MIN - 1)), big);
+        normal = _mm512_cmpgt_epu32_mask(e, _mm512_set1_epi32(NAT_EXP_MIN - 1));
+        code = big;
+        if (normal != 0xffffu) { /* below 2^-63, zeros included: as in the AVX2 variant */
+            __mmask16 small = _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(_mm512_srli_epi32(r, 8)),
+                                                 _mm512_mul_ps(_mm512_abs_ps(_mm512_castsi512_ps(u)),
+                                                               _mm512_set1_ps(0x1p87f)),
+                                                 _CMP_LT_OQ);
+            code = _mm512_mask_mov_epi32(_mm512_maskz_mov_epi32(small, one), normal, big);
+        }
         sign = _mm512_and_si512(_mm512_srli_epi32(u, 24), _mm512_set1_epi32(0x80));
         code = _mm512_mask_or_epi32(code, _mm512_test_epi32_mask(code, code), code, sign);
         _mm_storeu_si128((__m128i *)(codes + i), _mm512_cvtepi32_epi8(code));
