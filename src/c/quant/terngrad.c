@@ -65,7 +65,6 @@ int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, ui
     s = fminf(max_abs, c);
     dr_qf_put_f32(buf + f.section_off[0], s);
     codes = buf + f.section_off[1];
-    memset(codes, 0, (size_t)f.section_len[1]);
     if (s > 0.0f) {
 #if DR_HAVE_X86_SIMD
         if (simd >= DR_SIMD_AVX512)
@@ -73,6 +72,10 @@ int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, ui
         else if (simd >= DR_SIMD_AVX2)
             i = dr_terngrad_codes_avx2(x, n, c, s, key, codes);
 #endif
+    }
+    /* The vector prefix wrote whole bytes; the rest are OR-ed into from zero. */
+    memset(codes + i / 4, 0, (size_t)f.section_len[1] - i / 4);
+    if (s > 0.0f) {
         for (; i < n; i++) {
             /* P(nonzero) = |clip(x)|/s, as u*s < |clip(x)| (u <= 1 - 2^-24, so u*s < s
              * and |clip(x)| = s is always sent). The code is computed, not branched to:
@@ -90,13 +93,16 @@ int dr_terngrad_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     const uint8_t *codes;
     float s, value[3];
     size_t i, nbytes = dr_qf_crumb_bytes(n);
+    unsigned threes = 0;
     int st = dr_qf_open_scaled(buf, len, DR_KIND_TERNGRAD, n, nbytes, 2, out, &s, &codes);
     if (st != DR_OK)
         return st;
-    /* Code 3 is unused: a byte holds it iff some pair of its bits is 11. */
+    /* Code 3 is unused: a byte holds it iff some pair of its bits is 11. OR-ed over all
+     * bytes with no early exit, so the loop vectorises. */
     for (i = 0; i < nbytes; i++)
-        if (codes[i] & (codes[i] >> 1) & 0x55u)
-            return DR_E_CORRUPT;
+        threes |= codes[i] & (codes[i] >> 1);
+    if (threes & 0x55u)
+        return DR_E_CORRUPT;
     value[TERN_ZERO] = 0.0f;
     value[TERN_PLUS] = s;
     value[TERN_MINUS] = -s;
