@@ -3,23 +3,12 @@
  * in its order, so the codes are the same bytes. */
 #include "deepreduce.h"
 #include "eightbit_simd.h"
+#include "lookup_simd.h"
 
 #include <string.h>
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
-
-/* table[idx & 127] for each lane. */
-DR_TARGET_AVX512 static __m512 lookup128(const __m512 *t, __m512i idx)
-{
-    const __m512i bit5 = _mm512_set1_epi32(32), bit6 = _mm512_set1_epi32(64);
-    __mmask16 hi32 = _mm512_test_epi32_mask(idx, bit5);
-    __m512 a = _mm512_mask_mov_ps(_mm512_permutex2var_ps(t[0], idx, t[1]), hi32,
-                                  _mm512_permutex2var_ps(t[2], idx, t[3]));
-    __m512 b = _mm512_mask_mov_ps(_mm512_permutex2var_ps(t[4], idx, t[5]), hi32,
-                                  _mm512_permutex2var_ps(t[6], idx, t[7]));
-    return _mm512_mask_mov_ps(a, _mm512_test_epi32_mask(idx, bit6), b);
-}
 
 DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale,
                                                  const float *table, const float *up,
@@ -61,12 +50,12 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
         j1 = _mm512_sub_epi32(_mm512_cvttps_epi32(_mm512_add_ps(_mm512_add_ps(tt, _mm512_set1_ps(0.5f)), _mm512_set1_ps(1.0f))), one);
         j1 = _mm512_min_epi32(_mm512_max_epi32(j1, zero), w);
         c = _mm512_add_epi32(_mm512_sub_epi32(w, one), j1);
-        d_best = _mm512_and_ps(_mm512_sub_ps(a, lookup128(t, c)), abs_mask);
-        dm = _mm512_and_ps(_mm512_sub_ps(a, lookup128(t, _mm512_sub_epi32(c, one))), abs_mask);
+        d_best = _mm512_and_ps(_mm512_sub_ps(a, dr_lookup128_avx512(t, c)), abs_mask);
+        dm = _mm512_and_ps(_mm512_sub_ps(a, dr_lookup128_avx512(t, _mm512_sub_epi32(c, one))), abs_mask);
         take = _mm512_cmpgt_epi32_mask(c, zero) & _mm512_cmp_ps_mask(dm, d_best, _CMP_LE_OQ);
         best = _mm512_mask_sub_epi32(c, take, c, one);
         d_best = _mm512_mask_mov_ps(d_best, take, dm);
-        dp = _mm512_and_ps(_mm512_sub_ps(lookup128(t, _mm512_add_epi32(c, one)), a), abs_mask);
+        dp = _mm512_and_ps(_mm512_sub_ps(dr_lookup128_avx512(t, _mm512_add_epi32(c, one)), a), abs_mask);
         take = _mm512_cmplt_epi32_mask(c, _mm512_set1_epi32(127)) & _mm512_cmp_ps_mask(dp, d_best, _CMP_LT_OQ);
         best = _mm512_mask_add_epi32(best, take, c, one);
         /* Sign bit for nonzero codes of negative x. */
@@ -90,7 +79,7 @@ DR_TARGET_AVX512 size_t dr_eightbit_values_avx512(const uint8_t *codes, size_t n
         __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(codes + i)));
         /* Bit 7 of the code moved to the float's sign bit: -v as the scalar code's. */
         __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24);
-        __m512 v = lookup128(t, c);
+        __m512 v = dr_lookup128_avx512(t, c);
         _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign)));
     }
     return i;
