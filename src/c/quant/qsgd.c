@@ -5,7 +5,7 @@
  * Norms accumulate in double: a float sum of squares overflows or loses the small
  * entries long before the data does. One sweep over x: each bucket's norm and levels are
  * computed while the bucket is in L1. The AVX2/AVX-512 variants (qsgd_simd.c) compute
- * the same levels, eight at a time. */
+ * the same norms and levels, 16 at a time. */
 #include "rng_inline.h"
 #include "qframe.h"
 #include "qsgd_simd.h"

@@ -30,7 +30,8 @@
  * Stochastic quantisers (qsgd, terngrad, natural) take a `key` (see dr_rng_key):
  * element i draws w = dr_rng_u32(key, i), and where a uniform is compared the uniform is
  * (w >> 8) / 2^24, so the same key gives the same bytes on every rank and every SIMD path,
- * and different keys give independent roundings.
+ * and different keys give independent roundings. (The sketch's key draws its sample
+ * positions from dr_rng_u64, as described there.)
  */
 #ifndef DEEPREDUCE_QUANT_H
 #define DEEPREDUCE_QUANT_H
