@@ -98,6 +98,8 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
 #if DR_HAVE_X86_SIMD
     if (scale > 0.0f && simd >= DR_SIMD_AVX512)
         i = dr_eightbit_codes_avx512(x, n, scale, table, decade_up, steps, codes);
+    else if (scale > 0.0f && simd >= DR_SIMD_AVX2)
+        i = dr_eightbit_codes_avx2(x, n, scale, table, decade_up, steps, codes);
 #endif
     for (; i < n; i++) {
         unsigned c = scale > 0.0f ? nearest(table, steps, fabsf(x[i]) / scale) : 0u;

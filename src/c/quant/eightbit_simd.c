@@ -67,6 +67,68 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
     return i;
 }
 
+/* The same search on 8 lanes: the table read by gathers (indices clamped into it, where
+ * the AVX-512 variant wraps them: the lanes that would read outside are masked off by the
+ * c > 0 and c < 127 tests either way). */
+DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, float scale,
+                                             const float *table, const float *up,
+                                             const float *steps, uint8_t *codes)
+{
+    static const float decade[6] = {1e-1f, 1e-2f, 1e-3f, 1e-4f, 1e-5f, 1e-6f};
+    const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(127);
+    const __m256 vscale = _mm256_set1_ps(scale), abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    float up8[8], steps8[8];
+    int32_t width8[8];
+    __m256 vup, vsteps;
+    __m256i vwidth;
+    size_t i = 0;
+    int k;
+    memset(up8, 0, sizeof up8);
+    memset(steps8, 0, sizeof steps8);
+    memset(width8, 0, sizeof width8);
+    for (k = 0; k < 7; k++) {
+        up8[k] = up[k];
+        steps8[k] = steps[k];
+        width8[k] = 1 << (6 - k);
+    }
+    vup = _mm256_loadu_ps(up8);
+    vsteps = _mm256_loadu_ps(steps8);
+    vwidth = _mm256_loadu_si256((const __m256i *)(const void *)width8);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 a = _mm256_div_ps(_mm256_and_ps(v, abs_mask), vscale);
+        __m256i z = zero, w, j1, c, best, take, code;
+        __m256 tt, d_best, dm, dp;
+        for (k = 0; k < 6; k++) /* a compare is all ones (-1): subtracting it counts */
+            z = _mm256_sub_epi32(z, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(decade[k]), _CMP_LE_OQ)));
+        w = _mm256_permutevar8x32_epi32(vwidth, z); /* 2^f */
+        tt = _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(a, _mm256_permutevar8x32_ps(vup, z)), _mm256_set1_ps(0.1f)),
+                           _mm256_permutevar8x32_ps(vsteps, z));
+        j1 = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(_mm256_add_ps(tt, _mm256_set1_ps(0.5f)), _mm256_set1_ps(1.0f))), one);
+        j1 = _mm256_min_epi32(_mm256_max_epi32(j1, zero), w);
+        c = _mm256_add_epi32(_mm256_sub_epi32(w, one), j1);
+        d_best = _mm256_and_ps(_mm256_sub_ps(a, _mm256_i32gather_ps(table, c, 4)), abs_mask);
+        dm = _mm256_and_ps(_mm256_sub_ps(a, _mm256_i32gather_ps(table, _mm256_max_epi32(_mm256_sub_epi32(c, one), zero), 4)),
+                           abs_mask);
+        take = _mm256_and_si256(_mm256_cmpgt_epi32(c, zero), _mm256_castps_si256(_mm256_cmp_ps(dm, d_best, _CMP_LE_OQ)));
+        best = _mm256_add_epi32(c, take); /* take is -1 where c - 1 wins */
+        d_best = _mm256_blendv_ps(d_best, dm, _mm256_castsi256_ps(take));
+        dp = _mm256_and_ps(_mm256_sub_ps(_mm256_i32gather_ps(table, _mm256_min_epi32(_mm256_add_epi32(c, one), top), 4), a),
+                           abs_mask);
+        take = _mm256_and_si256(_mm256_cmpgt_epi32(top, c), _mm256_castps_si256(_mm256_cmp_ps(dp, d_best, _CMP_LT_OQ)));
+        best = _mm256_blendv_epi8(best, _mm256_add_epi32(c, one), take);
+        /* Sign bit for nonzero codes of negative x. */
+        code = _mm256_or_si256(best, _mm256_and_si256(_mm256_set1_epi32(0x80),
+                                                      _mm256_andnot_si256(_mm256_cmpeq_epi32(best, zero),
+                                                                          _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ)))));
+        {
+            __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+            _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(words, words));
+        }
+    }
+    return i;
+}
+
 DR_TARGET_AVX512 size_t dr_eightbit_values_avx512(const uint8_t *codes, size_t n, const float *scaled,
                                                   float *out)
 {
