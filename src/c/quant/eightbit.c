@@ -3,6 +3,7 @@
  * The table is a pure function of the code, built on the stack per call from exact
  * double arithmetic, so every platform gets the same float32 values. */
 #include "eightbit_simd.h"
+#include "lookup_simd.h"
 #include "qframe.h"
 #include "qstats.h"
 
@@ -126,7 +127,7 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     i = 0;
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512)
-        i = dr_eightbit_values_avx512(codes, n, table, out);
+        i = dr_signed_lookup128_avx512(codes, n, table, out);
     else if (dr_simd_active() >= DR_SIMD_AVX2)
         i = dr_eightbit_values_avx2(codes, n, table, out);
 #endif

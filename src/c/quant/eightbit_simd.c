@@ -10,6 +10,19 @@
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
+/* nearest()'s per-decade constants as lane tables of `lanes` entries (8 or 16; entries
+ * past the 7 decades zero): the multiplier up, the steps, and the width 2^f. */
+static void decade_lanes(const float *up, const float *steps, int lanes, float *up_out,
+                         float *steps_out, int32_t *width_out)
+{
+    int k;
+    for (k = 0; k < lanes; k++) {
+        up_out[k] = k < 7 ? up[k] : 0.0f;
+        steps_out[k] = k < 7 ? steps[k] : 0.0f;
+        width_out[k] = k < 7 ? 1 << (6 - k) : 0;
+    }
+}
+
 DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale,
                                                  const float *table, const float *up,
                                                  const float *steps, uint8_t *codes)
@@ -23,14 +36,7 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
     __m512i vwidth;
     size_t i = 0;
     int k;
-    memset(up16, 0, sizeof up16);
-    memset(steps16, 0, sizeof steps16);
-    memset(width16, 0, sizeof width16);
-    for (k = 0; k < 7; k++) {
-        up16[k] = up[k];
-        steps16[k] = steps[k];
-        width16[k] = 1 << (6 - k);
-    }
+    decade_lanes(up, steps, 16, up16, steps16, width16);
     vup = _mm512_loadu_ps(up16);
     vsteps = _mm512_loadu_ps(steps16);
     vwidth = _mm512_loadu_si512((const void *)width16);
@@ -83,14 +89,7 @@ DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, float sca
     __m256i vwidth;
     size_t i = 0;
     int k;
-    memset(up8, 0, sizeof up8);
-    memset(steps8, 0, sizeof steps8);
-    memset(width8, 0, sizeof width8);
-    for (k = 0; k < 7; k++) {
-        up8[k] = up[k];
-        steps8[k] = steps[k];
-        width8[k] = 1 << (6 - k);
-    }
+    decade_lanes(up, steps, 8, up8, steps8, width8);
     vup = _mm256_loadu_ps(up8);
     vsteps = _mm256_loadu_ps(steps8);
     vwidth = _mm256_loadu_si256((const __m256i *)(const void *)width8);
@@ -125,24 +124,6 @@ DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, float sca
             __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
             _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(words, words));
         }
-    }
-    return i;
-}
-
-DR_TARGET_AVX512 size_t dr_eightbit_values_avx512(const uint8_t *codes, size_t n, const float *scaled,
-                                                  float *out)
-{
-    __m512 t[8];
-    size_t i = 0;
-    int k;
-    for (k = 0; k < 8; k++)
-        t[k] = _mm512_loadu_ps(scaled + 16 * k);
-    for (; i + 16 <= n; i += 16) {
-        __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(codes + i)));
-        /* Bit 7 of the code moved to the float's sign bit: -v as the scalar code's. */
-        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24);
-        __m512 v = dr_lookup128_avx512(t, c);
-        _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign)));
     }
     return i;
 }

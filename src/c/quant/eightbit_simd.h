@@ -17,9 +17,8 @@ size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale, const flo
 /* The same by 8 lanes and gathers, whole groups of 8. */
 size_t dr_eightbit_codes_avx2(const float *x, size_t n, float scale, const float *table,
                               const float *up, const float *steps, uint8_t *codes);
-/* out[i] = +-scaled[code i & 127] (sign from bit 7) for a prefix of whole groups of 16
- * (AVX-512, the table in registers) or 8 (AVX2, gathers). */
-size_t dr_eightbit_values_avx512(const uint8_t *codes, size_t n, const float *scaled, float *out);
+/* out[i] = +-scaled[code i & 127] (sign from bit 7) for a prefix of whole groups of 8, by
+ * gathers (AVX-512 takes dr_signed_lookup128_avx512, the table in registers). */
 size_t dr_eightbit_values_avx2(const uint8_t *codes, size_t n, const float *scaled, float *out);
 #endif
 

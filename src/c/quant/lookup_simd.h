@@ -5,6 +5,9 @@
 
 #include "simd_config.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
@@ -20,6 +23,11 @@ DR_TARGET_AVX512 static inline __m512 dr_lookup128_avx512(const __m512 *t, __m51
                                   _mm512_permutex2var_ps(t[6], idx, t[7]));
     return _mm512_mask_mov_ps(a, _mm512_test_epi32_mask(idx, bit6), b);
 }
+
+/* out[i] = table[codes[i] & 127], negated where bit 7 of codes[i] is set, for a prefix of
+ * whole groups of 16; returns its length. The 8-bit decoder's values (a signed code) and
+ * the sketch's (a bin below 128). */
+size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t n, const float *table, float *out);
 #endif
 
 #endif

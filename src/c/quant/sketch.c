@@ -9,6 +9,7 @@
  * S = min(n, DR_SKETCH_SAMPLE). */
 #include "rng_inline.h"
 #include "qframe.h"
+#include "lookup_simd.h"
 #include "sketch_simd.h"
 
 #include <math.h>
@@ -209,7 +210,7 @@ int dr_sketch_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         i = 0;
 #if DR_HAVE_X86_SIMD
         if (bins <= 128u && dr_simd_active() >= DR_SIMD_AVX512)
-            i = dr_sketch_values_avx512(index, n, table, out);
+            i = dr_signed_lookup128_avx512(index, n, table, out); /* bins < 128: no sign bit */
 #endif
         for (; i < n; i++)
             out[i] = table[index[i]];

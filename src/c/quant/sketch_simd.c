@@ -3,7 +3,6 @@
  * gather per step, the AVX2 way, ran slower than the scalar search on the development
  * machine's Zen 4 core, so AVX2 machines take the scalar path.) */
 #include "deepreduce.h"
-#include "lookup_simd.h"
 #include "sketch_simd.h"
 
 #include <string.h>
@@ -73,18 +72,6 @@ DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const ui
         else
             _mm256_storeu_si256((__m256i *)(index + 2 * i), _mm512_cvtepi32_epi16(bins));
     }
-    return i;
-}
-DR_TARGET_AVX512 size_t dr_sketch_values_avx512(const uint8_t *index, size_t n, const float *means,
-                                                float *out)
-{
-    __m512 t[8];
-    size_t i = 0;
-    int k;
-    for (k = 0; k < 8; k++)
-        t[k] = _mm512_loadu_ps(means + 16 * k);
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(out + i, dr_lookup128_avx512(t, _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(index + i)))));
     return i;
 }
 #endif

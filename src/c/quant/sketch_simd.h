@@ -13,9 +13,6 @@
 #if DR_HAVE_X86_SIMD
 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges, uint32_t p,
                              uint32_t last, uint8_t *index, size_t width);
-/* out[i] = means[index[i]] for a prefix of whole groups of 16, byte indices below 128
- * (already checked), means a 128-entry table. */
-size_t dr_sketch_values_avx512(const uint8_t *index, size_t n, const float *means, float *out);
 #endif
 
 #endif
