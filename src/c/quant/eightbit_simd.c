@@ -96,7 +96,7 @@ DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, float sca
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         __m256 a = _mm256_div_ps(_mm256_and_ps(v, abs_mask), vscale);
-        __m256i z = zero, w, j1, c, best, take, code;
+        __m256i z = zero, w, j1, c, best, take, neg, code;
         __m256 tt, d_best, dm, dp;
         for (k = 0; k < 6; k++) /* a compare is all ones (-1): subtracting it counts */
             z = _mm256_sub_epi32(z, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(decade[k]), _CMP_LE_OQ)));
@@ -117,9 +117,9 @@ DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, float sca
         take = _mm256_and_si256(_mm256_cmpgt_epi32(top, c), _mm256_castps_si256(_mm256_cmp_ps(dp, d_best, _CMP_LT_OQ)));
         best = _mm256_blendv_epi8(best, _mm256_add_epi32(c, one), take);
         /* Sign bit for nonzero codes of negative x. */
-        code = _mm256_or_si256(best, _mm256_and_si256(_mm256_set1_epi32(0x80),
-                                                      _mm256_andnot_si256(_mm256_cmpeq_epi32(best, zero),
-                                                                          _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ)))));
+        neg = _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+        neg = _mm256_andnot_si256(_mm256_cmpeq_epi32(best, zero), neg);
+        code = _mm256_or_si256(best, _mm256_and_si256(_mm256_set1_epi32(0x80), neg));
         {
             __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
             _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(words, words));

@@ -209,8 +209,9 @@ int dr_sketch_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         memcpy(table, means, 4u * bins);
         i = 0;
 #if DR_HAVE_X86_SIMD
+        /* Indices below bins <= 128 have no bit 7: the signed lookup keeps the means' signs. */
         if (bins <= 128u && dr_simd_active() >= DR_SIMD_AVX512)
-            i = dr_signed_lookup128_avx512(index, n, table, out); /* bins < 128: no sign bit */
+            i = dr_signed_lookup128_avx512(index, n, table, out);
 #endif
         for (; i < n; i++)
             out[i] = table[index[i]];
