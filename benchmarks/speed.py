@@ -9,7 +9,7 @@ turns on the core); every ratio comes from times of this run. "pass" is one stre
 kernel's time in passes says how close it is to the memory bound.
 
 Tables:
-  top-k      dr_topk_select (through the binding) at n = 1e6, 1e7 (--huge: 1e8) and
+  top-k      dr_topk_select (through the binding) at n = 1e6, 1e7, numel (--huge: 1e8) and
              rho = 0.001, 0.01, 0.1, against torch.topk(|x|), numpy.argpartition(|x|) and a pass.
   grace      every GRACE method, compress + decompress through deepreduce's compressor (as a
              user calls it), against a straightforward torch version of the same algorithm
@@ -397,7 +397,7 @@ def main(argv=None):
     print(f"deepreduce {deepreduce.__version__}, SIMD path {simd_level()}, torch {torch.__version__}, "
           f"numpy {np.__version__}; load average {load:.1f} on {os.cpu_count()} cores")
     if "topk" in tables:
-        topk_table(args.repeat, [10**6, 10**7] + ([10**8] if args.huge else []))
+        topk_table(args.repeat, sorted({10**6, 10**7, args.numel} | ({10**8} if args.huge else set())))
     if "grace" in tables:
         grace_table(args.repeat, args.numel, [m for m in args.methods.split(",") if m])
     if "kernels" in tables:

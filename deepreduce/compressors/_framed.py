@@ -10,11 +10,15 @@ from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, f
 from ..base import Compressor
 
 
-def framed(capacity, encoder, what):
-    """Run ``encoder(buf, cap, written)`` into a fresh buffer; return the frame bytes."""
+def framed(capacity, encoder, what, nonfinite_none=False):
+    """Run ``encoder(buf, cap, written)`` into a fresh buffer; return the frame bytes, or
+    None where ``nonfinite_none`` and the encoder refused an Inf or a NaN (DR_E_NUMERIC)."""
     frame = np.empty(max(int(capacity), 1), dtype=np.uint8)
     written = ffi.new("size_t *")
-    check(encoder(u8(frame), frame.nbytes, written), what)
+    status = encoder(u8(frame), frame.nbytes, written)
+    if nonfinite_none and status == lib.DR_E_NUMERIC:
+        return None
+    check(status, what)
     return frame[:written[0]]
 
 
@@ -54,6 +58,9 @@ class FramedCompressor(Compressor):
     params = ()  # attributes holding the encoder's parameters, in the C order
     stochastic = False  # the encoder takes a per-step key (StepKeys) after the parameters
     scratch = None  # the C name of the size of the scratch the encoder takes, if any
+    # The encoder refuses every Inf and NaN (DR_E_NUMERIC) in the sweep it makes anyway:
+    # compress then skips a finiteness pass of its own, and encode returns None for them.
+    refuses_nonfinite = False
 
     def __init__(self, average=True, tensors_size_are_same=True):
         super().__init__(average, tensors_size_are_same)
@@ -73,15 +80,18 @@ class FramedCompressor(Compressor):
             args.append(work)
         encoder = getattr(lib, self.encoder)
         return framed(getattr(lib, self.size)(flat.size, *params),
-                      lambda buf, cap, w: encoder(*args, buf, cap, w), f"{self.label} of {name!r}")
+                      lambda buf, cap, w: encoder(*args, buf, cap, w), f"{self.label} of {name!r}",
+                      self.refuses_nonfinite)
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        if all_finite(flat):
-            frame = self.encode(flat, name)
-        else:
-            frame = nonfinite_frame(getattr(lib, self.frame_kind), flat.size)
-        return [restore.wrap(frame)], FrameCtx(flat.size, restore)
+        frame = self.encode(flat, name) if self.refuses_nonfinite or all_finite(flat) else None
+        return [restore.wrap(frame if frame is not None else self.nonfinite(flat.size))], \
+            FrameCtx(flat.size, restore)
+
+    def nonfinite(self, numel):
+        """The marker frame sent instead of a tensor holding an Inf or a NaN."""
+        return nonfinite_frame(getattr(lib, self.frame_kind), numel)
 
     def decompress(self, tensors, ctx):
         payload, = tensors

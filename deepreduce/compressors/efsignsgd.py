@@ -10,6 +10,7 @@ class EFSignSGDCompressor(FramedCompressor):
     frame_kind = "DR_KIND_EFSIGNSGD"
     encoder, size, decoder = "dr_efsignsgd_encode", "dr_efsignsgd_size", "dr_efsignsgd_decode"
     label = "efsignsgd"
+    refuses_nonfinite = True
 
     def __init__(self, lr=0.1):
         super().__init__(average=False)

@@ -6,6 +6,7 @@ class EightBitCompressor(FramedCompressor):
     and one of 128 fixed magnitudes, one byte per entry plus the scale."""
 
     frame_kind = "DR_KIND_EIGHTBIT"
+    refuses_nonfinite = True
     encoder, size, decoder = "dr_eightbit_encode", "dr_eightbit_size", "dr_eightbit_decode"
     label = "8bit"
 

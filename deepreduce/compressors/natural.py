@@ -8,6 +8,7 @@ class NaturalCompressor(FramedCompressor):
     frame_kind = "DR_KIND_NATURAL"
     encoder, size, decoder = "dr_natural_encode", "dr_natural_size", "dr_natural_decode"
     label = "natural"
+    refuses_nonfinite = True
     stochastic = True
 
 

@@ -9,3 +9,4 @@ class OneBitCompressor(FramedCompressor):
     frame_kind = "DR_KIND_ONEBIT"
     encoder, size, decoder = "dr_onebit_encode", "dr_onebit_size", "dr_onebit_decode"
     label = "onebit"
+    refuses_nonfinite = True

@@ -11,6 +11,7 @@ class QSGDCompressor(FramedCompressor):
     frame_kind = "DR_KIND_QSGD"
     encoder, size, decoder = "dr_qsgd_encode", "dr_qsgd_size", "dr_qsgd_decode"
     label = "qsgd"
+    refuses_nonfinite = True
     params = ("quantum_num", "bucket_size")
     stochastic = True
 

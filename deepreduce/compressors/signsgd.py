@@ -8,6 +8,7 @@ class SignSGDCompressor(FramedCompressor):
     frame_kind = "DR_KIND_SIGNSGD"
     encoder, size, decoder = "dr_signsgd_encode", "dr_signsgd_size", "dr_signsgd_decode"
     label = "signsgd"
+    refuses_nonfinite = True
 
     def __init__(self):
         super().__init__(average=False)

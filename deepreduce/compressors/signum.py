@@ -1,9 +1,9 @@
 import numpy as np
 
 from .. import edge
-from .._native import all_finite, check, f32, lib
+from .._native import check, f32, lib
 from ..state import TensorState
-from ._framed import FramedCompressor, sign_vote
+from ._framed import FrameCtx, FramedCompressor, sign_vote
 from ..checks import number
 
 
@@ -19,6 +19,7 @@ class SignumCompressor(FramedCompressor):
     frame_kind = "DR_KIND_SIGNUM"
     encoder, size, decoder = "dr_signum_encode", "dr_signum_size", "dr_signum_decode"
     label = "signum"
+    refuses_nonfinite = True
 
     def __init__(self, momentum=0.9):
         super().__init__(average=False)
@@ -32,14 +33,17 @@ class SignumCompressor(FramedCompressor):
     def compress(self, tensor, name):
         self.momentums.settle(name)
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        if not all_finite(flat):
-            return super().compress(tensor, name)  # the marker; the momentum stays
         m, old = self.momentums.write(name, restore, flat.size)
-        if old is not None:
-            np.copyto(m, old)
-        check(lib.dr_signum_momentum(f32(m), f32(flat), flat.size, self.momentum, int(old is None)),
-              f"signum of {name!r}")
-        return super().compress(restore.working(m), name)  # the sign frame of the momentum
+        if old is None:
+            np.copyto(m, flat)
+        else:  # one sweep from the old buffer into the new: no copy first
+            check(lib.dr_signum_momentum_into(f32(m), f32(old), f32(flat), flat.size, self.momentum),
+                  f"signum of {name!r}")
+        frame = self.encode(m, name)  # the sign frame of the momentum
+        if frame is None:  # an Inf or a NaN in the gradient (so in m): the momentum stays
+            self.momentums.undo(name)
+            frame = self.nonfinite(flat.size)
+        return [restore.wrap(frame)], FrameCtx(flat.size, restore)
 
     def rollback(self, name):
         self.momentums.undo(name)

@@ -8,4 +8,5 @@ class TernGradCompressor(FramedCompressor):
     frame_kind = "DR_KIND_TERNGRAD"
     encoder, size, decoder = "dr_terngrad_encode", "dr_terngrad_size", "dr_terngrad_decode"
     label = "terngrad"
+    refuses_nonfinite = True
     stochastic = True

@@ -340,6 +340,26 @@ static void test_efsignsgd_and_vote(void)
     g[0] = -9.0f;
     CHECK_OK(dr_signum_momentum(m, g, 3, 0.5f, 0));
     CHECK(m[0] == -4.0f && m[1] == -1.0f && m[2] == 2.0f);
+    {
+        /* Out of place: the same floats, the old momentum left as it was. */
+        float m_new[3];
+        CHECK_OK(dr_signum_momentum_into(m_new, m, g, 3, 0.5f));
+        CHECK(m_new[0] == -6.5f && m_new[1] == -1.0f && m_new[2] == 2.0f && m[0] == -4.0f);
+        CHECK_STATUS(dr_signum_momentum_into(m_new, m, g, 3, -0.5f), DR_E_ARG);
+        CHECK_STATUS(dr_signum_momentum_into(NULL, m, g, 3, 0.5f), DR_E_ARG);
+    }
+    {
+        /* The sign frames refuse Inf and NaN, wherever they sit (vector body or tail). */
+        float v[37];
+        size_t i, at;
+        for (at = 0; at < 37; at += 12) {
+            for (i = 0; i < 37; i++)
+                v[i] = (float)i - 18.0f;
+            v[at] = (at / 12) % 2 ? -INFINITY : NAN;
+            CHECK_STATUS(dr_signsgd_encode(v, 37, 0, buf, sizeof buf, &len), DR_E_NUMERIC);
+            CHECK_STATUS(dr_signum_encode(v, 37, 0, buf, sizeof buf, &len), DR_E_NUMERIC);
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ stochastic */

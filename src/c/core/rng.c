@@ -24,3 +24,8 @@ float dr_rng_uniform(uint64_t key, uint64_t counter)
 {
     return dr_rng_uniform_fast(key, counter);
 }
+
+uint32_t dr_rng_u32(uint64_t key, uint64_t counter)
+{
+    return dr_rng_u32_fast(key, counter);
+}

@@ -4,10 +4,15 @@
  *
  * The counter's first mix, c * golden + 1, is kept incrementally (one add per block
  * instead of a multiply), which leaves four 64-bit multiplies per draw: one instruction
- * each on AVX-512DQ, three 32x32 multiplies each on AVX2. */
+ * each on AVX-512DQ, three 32x32 multiplies each on AVX2.
+ *
+ * The 32-bit generator dr_rng_u32 likewise, 8 lanes on AVX2 and 16 on AVX-512: lane j of
+ * a block started at counter c holds dr_rng_u32(key, c + j), three 32-bit multiplies per
+ * register of draws. */
 #ifndef DR_RNG_SIMD_H
 #define DR_RNG_SIMD_H
 
+#include "rng_inline.h"
 #include "simd_config.h"
 
 #include <stdint.h>
@@ -76,6 +81,62 @@ DR_TARGET_AVX2 static inline __m256d dr_rng_avx2_uniform_pd(dr_rng_avx2 *r)
     return _mm256_mul_pd(v, _mm256_set1_pd(1.0 / 16777216.0));
 }
 
+/* Blocks of 8 dr_rng_u32 draws. `low` holds the lanes' low counter words plus the key's
+ * low word, `high` the word XOR-ed in after the first multiply (it changes only where the
+ * counter crosses a multiple of 2^32, which the rare path of dr_rng32_avx2_next handles). */
+typedef struct {
+    __m256i low, high;
+    uint64_t key, counter;
+} dr_rng32_avx2;
+
+DR_TARGET_AVX2 static inline dr_rng32_avx2 dr_rng32_avx2_start(uint64_t key, uint64_t counter)
+{
+    dr_rng32_avx2 r;
+    r.key = key;
+    r.counter = counter;
+    r.low = _mm256_add_epi32(_mm256_set1_epi32((int)((uint32_t)counter + (uint32_t)key)),
+                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    r.high = _mm256_set1_epi32((int)((uint32_t)(key >> 32) ^ ((uint32_t)(counter >> 32) * 0x9e3779b9u)));
+    return r;
+}
+
+DR_TARGET_AVX2 static inline __m256i dr_hash32_avx2(__m256i x, __m256i high)
+{
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 17));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0xed5ad4bbu));
+    x = _mm256_xor_si256(x, high);
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 11));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0xac4c1b51u));
+    x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
+    x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x31848babu));
+    return _mm256_xor_si256(x, _mm256_srli_epi32(x, 14));
+}
+
+/* The next 8 draws, as dr_rng_u32. */
+DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next(dr_rng32_avx2 *r)
+{
+    __m256i u;
+    if ((uint32_t)r->counter > 0xffffffffu - 8u) {
+        /* The block reaches a multiple of 2^32: lane by lane, then restart past it. */
+        uint32_t w[8];
+        int j;
+        for (j = 0; j < 8; j++)
+            w[j] = dr_rng_u32_fast(r->key, r->counter + (uint64_t)j);
+        *r = dr_rng32_avx2_start(r->key, r->counter + 8u);
+        return _mm256_loadu_si256((const __m256i *)w);
+    }
+    u = dr_hash32_avx2(r->low, r->high);
+    r->low = _mm256_add_epi32(r->low, _mm256_set1_epi32(8));
+    r->counter += 8u;
+    return u;
+}
+
+/* Draws as dr_rng_u32_uniform. */
+DR_TARGET_AVX2 static inline __m256 dr_rng32_uniform_avx2(__m256i draws)
+{
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(draws, 8)), _mm256_set1_ps(0x1p-24f));
+}
+
 /* --------------------------------------------------------------- AVX-512: 8 lanes */
 
 DR_TARGET_AVX512 static inline __m512i dr_mix64_avx512(__m512i z)
@@ -113,6 +174,57 @@ DR_TARGET_AVX512 static inline __m512d dr_rng_avx512_uniform_pd(dr_rng_avx512 *r
 {
     __m512d v = _mm512_cvtepu64_pd(_mm512_srli_epi64(dr_rng_avx512_next(r), 40));
     return _mm512_mul_pd(v, _mm512_set1_pd(1.0 / 16777216.0));
+}
+
+/* Blocks of 16 dr_rng_u32 draws, as dr_rng32_avx2. */
+typedef struct {
+    __m512i low, high;
+    uint64_t key, counter;
+} dr_rng32_avx512;
+
+DR_TARGET_AVX512 static inline dr_rng32_avx512 dr_rng32_avx512_start(uint64_t key, uint64_t counter)
+{
+    dr_rng32_avx512 r;
+    r.key = key;
+    r.counter = counter;
+    r.low = _mm512_add_epi32(_mm512_set1_epi32((int)((uint32_t)counter + (uint32_t)key)),
+                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    r.high = _mm512_set1_epi32((int)((uint32_t)(key >> 32) ^ ((uint32_t)(counter >> 32) * 0x9e3779b9u)));
+    return r;
+}
+
+DR_TARGET_AVX512 static inline __m512i dr_hash32_avx512(__m512i x, __m512i high)
+{
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 17));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32((int)0xed5ad4bbu));
+    x = _mm512_xor_si512(x, high);
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 11));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32((int)0xac4c1b51u));
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32((int)0x31848babu));
+    return _mm512_xor_si512(x, _mm512_srli_epi32(x, 14));
+}
+
+DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next(dr_rng32_avx512 *r)
+{
+    __m512i u;
+    if ((uint32_t)r->counter > 0xffffffffu - 16u) {
+        uint32_t w[16];
+        int j;
+        for (j = 0; j < 16; j++)
+            w[j] = dr_rng_u32_fast(r->key, r->counter + (uint64_t)j);
+        *r = dr_rng32_avx512_start(r->key, r->counter + 16u);
+        return _mm512_loadu_si512(w);
+    }
+    u = dr_hash32_avx512(r->low, r->high);
+    r->low = _mm512_add_epi32(r->low, _mm512_set1_epi32(16));
+    r->counter += 16u;
+    return u;
+}
+
+DR_TARGET_AVX512 static inline __m512 dr_rng32_uniform_avx512(__m512i draws)
+{
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(draws, 8)), _mm512_set1_ps(0x1p-24f));
 }
 #endif
 

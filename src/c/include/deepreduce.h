@@ -249,6 +249,12 @@ uint64_t dr_rng_u64(uint64_t key, uint64_t counter);
 /* The same word as a float in [0, 1) with 24 random bits. */
 float dr_rng_uniform(uint64_t key, uint64_t counter);
 
+/* A second stream, 32-bit words from 32-bit multiplies only (cheap in SIMD lanes): the
+ * stochastic quantisers' draws. Its own function of (key, counter), not a part of
+ * dr_rng_u64's word. Uniform over 2^32 values; for a fixed key and counter >> 32 it is a
+ * bijection of the counter's low 32 bits. */
+uint32_t dr_rng_u32(uint64_t key, uint64_t counter);
+
 #include "deepreduce/vec.h"
 #include "deepreduce/select.h"
 #include "deepreduce/sparsify.h"

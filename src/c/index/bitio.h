@@ -15,6 +15,10 @@
 #error "deepreduce's wire format code assumes a little-endian host"
 #endif
 
+/* For each byte value, the positions (0..7) of its set bits, ascending, one per byte of
+ * the word from the low byte up (ef.c): unary vectors decode a byte at a time through it. */
+extern const uint64_t dr_byte_ones[256];
+
 /* d may be as large as 2^32 (indices are uint32 < d). */
 #define DR_INDEX_D_LIMIT 4294967296ull
 
@@ -121,6 +125,51 @@ static inline int dr_stream_ends_at(const uint8_t *in, size_t len, uint64_t bits
     if ((uint64_t)len != (bits + 7u) / 8u)
         return 0;
     return (bits & 7u) == 0 || (in[len - 1] >> (bits & 7u)) == 0;
+}
+
+/* The ones of the 64-bit word at byte `off` of the unary vector v[0..len) (zero-filled
+ * past the end): their bit numbers within the word, ascending, into pos[0..count) (pos
+ * holds 72 bytes; 8 bytes of table per byte of the word, no branch per bit), *last_one
+ * set to the highest one's bit number in v when there is one. Returns the count, or
+ * SIZE_MAX when it exceeds `room` (more ones than indices left: a corrupt vector). */
+static inline size_t dr_unary_word(const uint8_t *v, size_t len, size_t off, size_t room,
+                                   uint8_t *pos, uint64_t *last_one)
+{
+    uint64_t word = 0;
+    size_t ones, cnt = 0;
+    unsigned b;
+    if (len - off >= 8u)
+        memcpy(&word, v + off, 8); /* a fixed-size copy is one load, not a call */
+    else
+        memcpy(&word, v + off, len - off);
+    if (word == 0)
+        return 0;
+    ones = (size_t)__builtin_popcountll(word);
+    if (ones > room)
+        return SIZE_MAX;
+    *last_one = (uint64_t)off * 8u + 63u - (uint64_t)__builtin_clzll(word);
+    for (b = 0; b < 8u; b++) {
+        unsigned byte = (unsigned)(word >> (8u * b)) & 0xffu;
+        uint64_t e = dr_byte_ones[byte] + 0x0808080808080808ull * b;
+        memcpy(pos + cnt, &e, 8);
+        cnt += (size_t)__builtin_popcount(byte);
+    }
+    return ones;
+}
+
+/* The block that opens the Elias-Fano and Rice sections: u8 `bits` at in[0] (read by the
+ * caller), then r fields of `bits` bits, bit-packed and byte-aligned. Unpacks them into
+ * out[0..r) and points *rest, *rest_len at the bytes after the block. DR_E_CORRUPT for
+ * a block that is short or has nonzero padding. */
+static inline int dr_low_block(const uint8_t *in, size_t len, size_t r, unsigned bits,
+                               uint32_t *out, const uint8_t **rest, size_t *rest_len)
+{
+    size_t low_bytes = dr_bitpack_size(r, bits);
+    if (len - 1u < low_bytes || !dr_stream_ends_at(in + 1, low_bytes, (uint64_t)r * bits))
+        return DR_E_CORRUPT;
+    *rest = in + 1 + low_bytes;
+    *rest_len = len - 1u - low_bytes;
+    return dr_bitunpack(in + 1, low_bytes, r, bits, out);
 }
 
 #endif

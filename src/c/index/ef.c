@@ -6,8 +6,9 @@
 #include "simd_config.h"
 
 /* For each byte value, the positions (0..7) of its set bits, ascending, one per byte
- * from the low byte up: the upper vector is decoded a byte at a time through it. */
-static const uint64_t ef_byte_ones[256] = {
+ * from the low byte up: the upper vector (and rice's unary one) is decoded a byte at a
+ * time through it. */
+const uint64_t dr_byte_ones[256] = {
     0x0u, 0x0u, 0x1u, 0x100u,
     0x2u, 0x200u, 0x201u, 0x20100u,
     0x3u, 0x300u, 0x301u, 0x30100u,
@@ -138,7 +139,7 @@ DR_ALWAYS_INLINE int ef_decode(const uint8_t *in, size_t len, size_t d, size_t r
                                uint32_t *idx_out)
 {
     const uint8_t *upper;
-    size_t low_bytes, upper_len, j = 0, off;
+    size_t upper_len, j = 0, off;
     unsigned l;
     uint64_t last_one = 0;
     uint32_t bad = 0;
@@ -148,48 +149,26 @@ DR_ALWAYS_INLINE int ef_decode(const uint8_t *in, size_t len, size_t d, size_t r
     if (len < 1u || in[0] > 32u)
         return DR_E_CORRUPT;
     l = in[0];
-    low_bytes = dr_bitpack_size(r, l);
-    if (len - 1u < low_bytes || !dr_stream_ends_at(in + 1, low_bytes, (uint64_t)r * l))
-        return DR_E_CORRUPT;
-    if (r == 0)
-        return len == 1u ? DR_OK : DR_E_CORRUPT;
-    upper = in + 1 + low_bytes;
-    upper_len = len - 1u - low_bytes;
     /* Two sweeps, each simple enough to run near its own speed: the low fields with the
      * bit unpacker, then the set bits of the upper vector, a 64-bit word at a time (its
      * popcount bounds the ones against r once per word, its highest bit is the last one
      * so far). The one for index j sits at bit high_j + j. */
-    st = dr_bitunpack(in + 1, low_bytes, r, l, idx_out);
+    st = dr_low_block(in, len, r, l, idx_out, &upper, &upper_len);
     if (st != DR_OK)
         return st;
+    if (r == 0)
+        return upper_len == 0 ? DR_OK : DR_E_CORRUPT;
     for (off = 0; off < upper_len; off += 8u) {
-        uint64_t word = 0, base = (uint64_t)off * 8u;
-        size_t take = upper_len - off < 8u ? upper_len - off : 8u, ones;
-        memcpy(&word, upper + off, take);
-        if (word == 0)
-            continue;
-        ones = (size_t)__builtin_popcountll(word);
-        if (ones > r - j)
+        uint64_t base = (uint64_t)off * 8u;
+        uint8_t pos[64 + 8];
+        size_t ones = dr_unary_word(upper, upper_len, off, r - j, pos, &last_one), k;
+        if (ones == SIZE_MAX)
             return DR_E_CORRUPT;
-        last_one = base + 63u - (uint64_t)__builtin_clzll(word);
-        /* The positions of the word's ones, 8 bytes of table per byte of the word
-         * (only the first popcount of them count), then high = base + pos - j for
-         * each: no branch per one, and the second loop vectorises. Truncating
+        /* high = base + pos - j for each one: the loop vectorises. Truncating
          * high << l to 32 bits is exact once the range check below holds. */
-        {
-            uint8_t pos[64 + 8];
-            size_t cnt = 0, k;
-            unsigned b;
-            for (b = 0; b < 8u; b++) {
-                unsigned byte = (unsigned)(word >> (8u * b)) & 0xffu;
-                uint64_t e = ef_byte_ones[byte] + 0x0808080808080808ull * b;
-                memcpy(pos + cnt, &e, 8);
-                cnt += (size_t)__builtin_popcount(byte);
-            }
-            for (k = 0; k < ones; k++)
-                idx_out[j + k] |= (uint32_t)((base + pos[k] - (j + k)) << l);
-            j += ones;
-        }
+        for (k = 0; k < ones; k++)
+            idx_out[j + k] |= (uint32_t)((base + pos[k] - (j + k)) << l);
+        j += ones;
     }
     /* Exactly r ones, the vector ending in the byte of the last one. The range check
      * needs only the last index, since high_j never decreases: high_last <= (d-1) >> l

@@ -1,6 +1,8 @@
 /* Golomb-Rice coding of the gaps between sorted indices. For a uniform random r-subset
  * of [0, d) the gaps are close to geometric, for which a Rice code with the right k is
- * within a few hundredths of a bit of the entropy. */
+ * within a few hundredths of a bit of the entropy. The codes' two parts travel apart
+ * (the low bits bit-packed, then the quotients in unary), so that neither decoder has to
+ * find where a code ends before starting the next: the same bits, no serial chain. */
 #include "bitio.h"
 #include "simd_config.h"
 
@@ -28,120 +30,113 @@ static unsigned rice_param(size_t d, size_t r)
     return best_k;
 }
 
+/* The bytes of the unary vector when the quotients sum to q_sum: r ones and q_sum zeros
+ * up to the last one. */
+static uint64_t unary_bytes(uint64_t r, uint64_t q_sum)
+{
+    return r == 0 ? 0 : (q_sum + r + 7u) / 8u;
+}
+
 size_t dr_index_rice_bound(size_t d, size_t r)
 {
     /* The quotients add up to at most (sum of gaps) >> k <= (d - r) >> k. */
     unsigned k = rice_param(d, r);
-    uint64_t bits;
     if (r > d)
         return 0;
-    if (r == 0)
-        return 1;
-    bits = (uint64_t)r * (k + 1u) + (((uint64_t)d - r) >> k);
-    return dr_sat_size(1u + (bits + 7u) / 8u);
+    return dr_sat_size(1u + (uint64_t)dr_bitpack_size(r, k) + unary_bytes(r, ((uint64_t)d - r) >> k));
 }
 
 int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                          size_t *written)
 {
     dr_bitwriter w;
-    size_t j, size;
+    size_t j, size, low_bytes;
     unsigned k;
     uint32_t next = 0, low_mask;
-    uint64_t bits;
+    uint64_t q_sum = 0, p;
+    uint8_t *unary;
     int st = dr_index_check_encode(idx, r, d, out, written);
     if (st != DR_OK)
         return st;
     k = rice_param(d, r);
-    bits = (uint64_t)r * (k + 1u);
     for (j = 0; j < r; j++) {
-        bits += (idx[j] - next) >> k;
+        q_sum += (idx[j] - next) >> k;
         next = idx[j] + 1u;
     }
-    size = dr_sat_size(1u + (bits + 7u) / 8u);
+    low_bytes = dr_bitpack_size(r, k);
+    size = dr_sat_size(1u + (uint64_t)low_bytes + unary_bytes(r, q_sum));
     if (cap < size)
         return DR_E_DST_TOO_SMALL;
     out[0] = (uint8_t)k;
     low_mask = (1u << k) - 1u;
+    /* In one sweep: the low k bits of every gap, bit-packed, and the quotients in unary,
+     * q zeros then a one each: gap j's one at bit Q_j + j, set in place. */
+    unary = out + 1 + low_bytes;
+    memset(unary, 0, size - 1u - low_bytes);
     dr_bw_init(&w, out + 1);
     next = 0;
+    p = 0;
     for (j = 0; j < r; j++) {
-        uint32_t g = idx[j] - next, q = g >> k;
-        if (q + 1u + k <= 32u) {
-            /* The usual case: q zeros, a one, the k low bits, in one write. */
-            dr_bw_put(&w, (uint32_t)((1ull << q) | ((uint64_t)(g & low_mask) << (q + 1u))), q + 1u + k);
-        } else {
-            dr_bw_unary(&w, q);
+        uint32_t g = idx[j] - next;
+        if (k > 0)
             dr_bw_put(&w, g & low_mask, k);
-        }
+        p += g >> k;
+        unary[(p + j) >> 3] |= (uint8_t)(1u << ((p + j) & 7u));
         next = idx[j] + 1u;
     }
-    dr_bw_finish(&w);
+    if (k > 0)
+        dr_bw_finish(&w);
     *written = size;
     return DR_OK;
 }
 
-/* Decode the codes of body[0..blen) (k low bits, q_max the largest quotient) into
- * idx_out[0..r). Several codes come out of each 64-bit load: the loop goes on taking
- * codes from the loaded word while the next one lies wholly inside its real bits. */
-DR_ALWAYS_INLINE int rice_decode(const uint8_t *body, size_t blen, size_t d, size_t r,
-                                 unsigned k, uint32_t *idx_out)
+/* Decode in two sweeps, each simple enough to run near its own speed: the low bits
+ * with the bit unpacker; then the ones of the unary vector a 64-bit word at a time
+ * through a per-byte table of set-bit positions (the one of gap j at bit Q_j + j gives
+ * Q_j, the quotients' running sum, with no branch per code), each index the sum of its
+ * parts and a running sum of the lows. */
+DR_ALWAYS_INLINE int rice_decode(const uint8_t *in, size_t len, size_t d, size_t r,
+                                 uint32_t *idx_out)
 {
-    size_t j = 0;
-    uint64_t bp = 0, total = (uint64_t)blen * 8u, next = 0, q_max = (uint64_t)d >> k;
-    uint64_t low_mask = (1ull << k) - 1u;
-    while (j < r) {
-        uint64_t word = dr_peek64(body, blen, bp);
-        unsigned avail = 64u - (unsigned)(bp & 7u);
-        if (word == 0) {
-            /* A long unary run: count zeros a word at a time, adding them to `next` as
-             * they go (q << k is part of the gap). Bytes past the end read as zero, so
-             * running out shows as bp passing the end. */
-            uint64_t q = 0;
-            do {
-                q += avail;
-                bp += avail;
-                if (bp >= total || q > q_max)
-                    return DR_E_CORRUPT;
-                word = dr_peek64(body, blen, bp);
-                avail = 64u - (unsigned)(bp & 7u);
-            } while (word == 0);
-            q += (uint64_t)__builtin_ctzll(word);
-            if (q > q_max)
-                return DR_E_CORRUPT;
-            /* The run's zeros, except those of this word, which the loop below counts. */
-            next += (q - (uint64_t)__builtin_ctzll(word)) << k;
+    const uint8_t *unary;
+    size_t unary_len, j = 0, off;
+    unsigned k = in[0];
+    uint64_t last_one = 0, carry = 0, value = 0;
+    int st = dr_low_block(in, len, r, k, idx_out, &unary, &unary_len);
+    if (st != DR_OK)
+        return st;
+    if (r == 0)
+        return unary_len == 0 ? DR_OK : DR_E_CORRUPT;
+    for (off = 0; off < unary_len; off += 8u) {
+        uint64_t base = (uint64_t)off * 8u;
+        uint8_t pos[64 + 8];
+        size_t ones = dr_unary_word(unary, unary_len, off, r - j, pos, &last_one), t;
+        if (ones == SIZE_MAX)
+            return DR_E_CORRUPT;
+        /* x_j = (Q_j << k) + (the lows up to j) + j, in 64 bits: strictly ascending by
+         * construction (each gap adds at least one), so the last one's bound, checked
+         * after the sweep, bounds them all and the truncation to 32 bits is exact. */
+        for (t = 0; t < ones; t++) {
+            uint64_t low = idx_out[j + t];
+            value = ((base + pos[t] - (j + t)) << k) + low + carry;
+            carry += low + 1u;
+            idx_out[j + t] = (uint32_t)value;
         }
-        do {
-            /* A code within the word: z zeros, the one, k low bits. Its quotient z < 64
-             * cannot overflow; the range check after the sum covers it. */
-            unsigned z = (unsigned)__builtin_ctzll(word), used = z + 1u + k;
-            uint64_t g;
-            if (used > avail) {
-                /* The low bits run past this word: take them from a fresh load. */
-                g = ((uint64_t)z << k) | (dr_peek64(body, blen, bp + z + 1u) & low_mask);
-                word = 0;
-            } else {
-                g = ((uint64_t)z << k) | ((word >> z >> 1) & low_mask);
-                avail -= used;
-                word = word >> (used - 1u) >> 1;
-            }
-            bp += used;
-            next += g;
-            if (next >= (uint64_t)d)
-                return DR_E_CORRUPT;
-            idx_out[j++] = (uint32_t)next;
-            next++;
-        } while (word != 0 && j < r);
+        j += ones;
     }
-    return bp <= total && dr_stream_ends_at(body, blen, bp) ? DR_OK : DR_E_CORRUPT;
+    /* Exactly r ones, the vector ending in the byte of the last one, the last index
+     * below d (the quotients' sum bounded first, so no shift above wrapped). */
+    return j == r && unary_len == (size_t)(last_one / 8u) + 1u &&
+                   last_one - (r - 1u) <= ((uint64_t)d - 1u) >> k && value < (uint64_t)d
+               ? DR_OK
+               : DR_E_CORRUPT;
 }
 
 #if DR_HAVE_X86_SIMD
-DR_TARGET_AVX2 static int rice_decode_avx2(const uint8_t *body, size_t blen, size_t d, size_t r,
-                                           unsigned k, uint32_t *idx_out)
+DR_TARGET_AVX2 static int rice_decode_avx2(const uint8_t *in, size_t len, size_t d, size_t r,
+                                           uint32_t *idx_out)
 {
-    return rice_decode(body, blen, d, r, k, idx_out);
+    return rice_decode(in, len, d, r, idx_out);
 }
 #endif
 
@@ -154,7 +149,7 @@ int dr_index_rice_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint
         return DR_E_CORRUPT;
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX2)
-        return rice_decode_avx2(in + 1, len - 1u, d, r, in[0], idx_out);
+        return rice_decode_avx2(in, len, d, r, idx_out);
 #endif
-    return rice_decode(in + 1, len - 1u, d, r, in[0], idx_out);
+    return rice_decode(in, len, d, r, idx_out);
 }

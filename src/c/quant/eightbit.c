@@ -3,7 +3,9 @@
  * The table is a pure function of the code, built on the stack per call from exact
  * double arithmetic, so every platform gets the same float32 values. */
 #include "eightbit_simd.h"
+#include "lookup_simd.h"
 #include "qframe.h"
+#include "qstats.h"
 
 #include <math.h>
 
@@ -76,27 +78,29 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
                        size_t *written)
 {
     dr_frame f;
-    float table[128], steps[7], scale = 0.0f;
+    float table[128], steps[7], scale;
     uint8_t *codes;
+    uint32_t top;
     size_t i;
+    int simd = dr_simd_active();
     const uint64_t len[2] = {4, n};
     int st = dr_qf_prepare(&f, DR_KIND_EIGHTBIT, dtype, x, n, 2, len, buf, cap, written);
     if (st != DR_OK)
         return st;
-    for (i = 0; i < n; i++) {
-        float a = fabsf(x[i]);
-        if (!(a <= 3.402823466e38f)) /* Inf or NaN */
-            return DR_E_NUMERIC;
-        scale = a > scale ? a : scale;
-    }
+    top = dr_qs_max_abs_bits(simd, x, n);
+    if (top >= 0x7f800000u) /* Inf or NaN */
+        return DR_E_NUMERIC;
+    memcpy(&scale, &top, sizeof scale);
     build_table(table);
     decade_steps(steps);
     dr_qf_put_f32(buf + f.section_off[0], scale);
     codes = buf + f.section_off[1];
     i = 0;
 #if DR_HAVE_X86_SIMD
-    if (scale > 0.0f && dr_simd_active() >= DR_SIMD_AVX512)
+    if (scale > 0.0f && simd >= DR_SIMD_AVX512)
         i = dr_eightbit_codes_avx512(x, n, scale, table, decade_up, steps, codes);
+    else if (scale > 0.0f && simd >= DR_SIMD_AVX2)
+        i = dr_eightbit_codes_avx2(x, n, scale, table, decade_up, steps, codes);
 #endif
     for (; i < n; i++) {
         unsigned c = scale > 0.0f ? nearest(table, steps, fabsf(x[i]) / scale) : 0u;
@@ -117,8 +121,18 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     if (dr_qf_has_byte(codes, n, 0x80u)) /* a signed zero the encoder never writes */
         return DR_E_CORRUPT;
     build_table(table);
-    for (i = 0; i < n; i++) {
-        float v = table[codes[i] & 0x7fu] * scale;
+    /* The magnitudes times the scale once, not per element: the same products. */
+    for (i = 0; i < 128; i++)
+        table[i] *= scale;
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_signed_lookup128_avx512(codes, n, table, out);
+    else if (dr_simd_active() >= DR_SIMD_AVX2)
+        i = dr_eightbit_values_avx2(codes, n, table, out);
+#endif
+    for (; i < n; i++) {
+        float v = table[codes[i] & 0x7fu];
         out[i] = codes[i] & 0x80u ? -v : v;
     }
     return DR_OK;

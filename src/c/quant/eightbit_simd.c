@@ -3,22 +3,24 @@
  * in its order, so the codes are the same bytes. */
 #include "deepreduce.h"
 #include "eightbit_simd.h"
+#include "lookup_simd.h"
 
 #include <string.h>
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
-/* table[idx & 127] for each lane. */
-DR_TARGET_AVX512 static __m512 lookup128(const __m512 *t, __m512i idx)
+/* nearest()'s per-decade constants as lane tables of `lanes` entries (8 or 16; entries
+ * past the 7 decades zero): the multiplier up, the steps, and the width 2^f. */
+static void decade_lanes(const float *up, const float *steps, int lanes, float *up_out,
+                         float *steps_out, int32_t *width_out)
 {
-    const __m512i bit5 = _mm512_set1_epi32(32), bit6 = _mm512_set1_epi32(64);
-    __mmask16 hi32 = _mm512_test_epi32_mask(idx, bit5);
-    __m512 a = _mm512_mask_mov_ps(_mm512_permutex2var_ps(t[0], idx, t[1]), hi32,
-                                  _mm512_permutex2var_ps(t[2], idx, t[3]));
-    __m512 b = _mm512_mask_mov_ps(_mm512_permutex2var_ps(t[4], idx, t[5]), hi32,
-                                  _mm512_permutex2var_ps(t[6], idx, t[7]));
-    return _mm512_mask_mov_ps(a, _mm512_test_epi32_mask(idx, bit6), b);
+    int k;
+    for (k = 0; k < lanes; k++) {
+        up_out[k] = k < 7 ? up[k] : 0.0f;
+        steps_out[k] = k < 7 ? steps[k] : 0.0f;
+        width_out[k] = k < 7 ? 1 << (6 - k) : 0;
+    }
 }
 
 DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale,
@@ -34,14 +36,7 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
     __m512i vwidth;
     size_t i = 0;
     int k;
-    memset(up16, 0, sizeof up16);
-    memset(steps16, 0, sizeof steps16);
-    memset(width16, 0, sizeof width16);
-    for (k = 0; k < 7; k++) {
-        up16[k] = up[k];
-        steps16[k] = steps[k];
-        width16[k] = 1 << (6 - k);
-    }
+    decade_lanes(up, steps, 16, up16, steps16, width16);
     vup = _mm512_loadu_ps(up16);
     vsteps = _mm512_loadu_ps(steps16);
     vwidth = _mm512_loadu_si512((const void *)width16);
@@ -61,12 +56,12 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
         j1 = _mm512_sub_epi32(_mm512_cvttps_epi32(_mm512_add_ps(_mm512_add_ps(tt, _mm512_set1_ps(0.5f)), _mm512_set1_ps(1.0f))), one);
         j1 = _mm512_min_epi32(_mm512_max_epi32(j1, zero), w);
         c = _mm512_add_epi32(_mm512_sub_epi32(w, one), j1);
-        d_best = _mm512_and_ps(_mm512_sub_ps(a, lookup128(t, c)), abs_mask);
-        dm = _mm512_and_ps(_mm512_sub_ps(a, lookup128(t, _mm512_sub_epi32(c, one))), abs_mask);
+        d_best = _mm512_and_ps(_mm512_sub_ps(a, dr_lookup128_avx512(t, c)), abs_mask);
+        dm = _mm512_and_ps(_mm512_sub_ps(a, dr_lookup128_avx512(t, _mm512_sub_epi32(c, one))), abs_mask);
         take = _mm512_cmpgt_epi32_mask(c, zero) & _mm512_cmp_ps_mask(dm, d_best, _CMP_LE_OQ);
         best = _mm512_mask_sub_epi32(c, take, c, one);
         d_best = _mm512_mask_mov_ps(d_best, take, dm);
-        dp = _mm512_and_ps(_mm512_sub_ps(lookup128(t, _mm512_add_epi32(c, one)), a), abs_mask);
+        dp = _mm512_and_ps(_mm512_sub_ps(dr_lookup128_avx512(t, _mm512_add_epi32(c, one)), a), abs_mask);
         take = _mm512_cmplt_epi32_mask(c, _mm512_set1_epi32(127)) & _mm512_cmp_ps_mask(dp, d_best, _CMP_LT_OQ);
         best = _mm512_mask_add_epi32(best, take, c, one);
         /* Sign bit for nonzero codes of negative x. */
@@ -74,6 +69,74 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
                                               _mm512_test_epi32_mask(best, best),
                                     best, _mm512_set1_epi32(0x80));
         _mm_storeu_si128((__m128i *)(codes + i), _mm512_cvtepi32_epi8(code));
+    }
+    return i;
+}
+
+/* The same search on 8 lanes: the table read by gathers (indices clamped into it, where
+ * the AVX-512 variant wraps them: the lanes that would read outside are masked off by the
+ * c > 0 and c < 127 tests either way). */
+DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, float scale,
+                                             const float *table, const float *up,
+                                             const float *steps, uint8_t *codes)
+{
+    static const float decade[6] = {1e-1f, 1e-2f, 1e-3f, 1e-4f, 1e-5f, 1e-6f};
+    const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256(), top = _mm256_set1_epi32(127);
+    const __m256 vscale = _mm256_set1_ps(scale), abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    float up8[8], steps8[8];
+    int32_t width8[8];
+    __m256 vup, vsteps;
+    __m256i vwidth;
+    size_t i = 0;
+    int k;
+    decade_lanes(up, steps, 8, up8, steps8, width8);
+    vup = _mm256_loadu_ps(up8);
+    vsteps = _mm256_loadu_ps(steps8);
+    vwidth = _mm256_loadu_si256((const __m256i *)(const void *)width8);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 a = _mm256_div_ps(_mm256_and_ps(v, abs_mask), vscale);
+        __m256i z = zero, w, j1, c, best, take, neg, code;
+        __m256 tt, d_best, dm, dp;
+        for (k = 0; k < 6; k++) /* a compare is all ones (-1): subtracting it counts */
+            z = _mm256_sub_epi32(z, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(decade[k]), _CMP_LE_OQ)));
+        w = _mm256_permutevar8x32_epi32(vwidth, z); /* 2^f */
+        tt = _mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(a, _mm256_permutevar8x32_ps(vup, z)), _mm256_set1_ps(0.1f)),
+                           _mm256_permutevar8x32_ps(vsteps, z));
+        j1 = _mm256_sub_epi32(_mm256_cvttps_epi32(_mm256_add_ps(_mm256_add_ps(tt, _mm256_set1_ps(0.5f)), _mm256_set1_ps(1.0f))), one);
+        j1 = _mm256_min_epi32(_mm256_max_epi32(j1, zero), w);
+        c = _mm256_add_epi32(_mm256_sub_epi32(w, one), j1);
+        d_best = _mm256_and_ps(_mm256_sub_ps(a, _mm256_i32gather_ps(table, c, 4)), abs_mask);
+        dm = _mm256_and_ps(_mm256_sub_ps(a, _mm256_i32gather_ps(table, _mm256_max_epi32(_mm256_sub_epi32(c, one), zero), 4)),
+                           abs_mask);
+        take = _mm256_and_si256(_mm256_cmpgt_epi32(c, zero), _mm256_castps_si256(_mm256_cmp_ps(dm, d_best, _CMP_LE_OQ)));
+        best = _mm256_add_epi32(c, take); /* take is -1 where c - 1 wins */
+        d_best = _mm256_blendv_ps(d_best, dm, _mm256_castsi256_ps(take));
+        dp = _mm256_and_ps(_mm256_sub_ps(_mm256_i32gather_ps(table, _mm256_min_epi32(_mm256_add_epi32(c, one), top), 4), a),
+                           abs_mask);
+        take = _mm256_and_si256(_mm256_cmpgt_epi32(top, c), _mm256_castps_si256(_mm256_cmp_ps(dp, d_best, _CMP_LT_OQ)));
+        best = _mm256_blendv_epi8(best, _mm256_add_epi32(c, one), take);
+        /* Sign bit for nonzero codes of negative x. */
+        neg = _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+        neg = _mm256_andnot_si256(_mm256_cmpeq_epi32(best, zero), neg);
+        code = _mm256_or_si256(best, _mm256_and_si256(_mm256_set1_epi32(0x80), neg));
+        {
+            __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+            _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(words, words));
+        }
+    }
+    return i;
+}
+
+DR_TARGET_AVX2 size_t dr_eightbit_values_avx2(const uint8_t *codes, size_t n, const float *scaled,
+                                              float *out)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(codes + i)));
+        __m256i sign = _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x80)), 24);
+        __m256 v = _mm256_i32gather_ps(scaled, _mm256_and_si256(c, _mm256_set1_epi32(0x7f)), 4);
+        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), sign)));
     }
     return i;
 }

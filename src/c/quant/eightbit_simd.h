@@ -1,5 +1,6 @@
-/* Internal: the AVX-512 variant of the 8-bit encoder's codes. It codes a prefix of whole
- * groups of 16 elements exactly as nearest() in eightbit.c does and returns its length. */
+/* Internal: the AVX-512 and AVX2 variants of the 8-bit encoder's codes and decoder's
+ * values. The encoders code a prefix of whole groups of 16 (8) elements exactly as
+ * nearest() in eightbit.c does and return its length. */
 #ifndef DR_EIGHTBIT_SIMD_H
 #define DR_EIGHTBIT_SIMD_H
 
@@ -13,6 +14,12 @@
  * constants nearest() uses (7 each). */
 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale, const float *table,
                                 const float *up, const float *steps, uint8_t *codes);
+/* The same by 8 lanes and gathers, whole groups of 8. */
+size_t dr_eightbit_codes_avx2(const float *x, size_t n, float scale, const float *table,
+                              const float *up, const float *steps, uint8_t *codes);
+/* out[i] = +-scaled[code i & 127] (sign from bit 7) for a prefix of whole groups of 8, by
+ * gathers (AVX-512 takes dr_signed_lookup128_avx512, the table in registers). */
+size_t dr_eightbit_values_avx2(const uint8_t *codes, size_t n, const float *scaled, float *out);
 #endif
 
 #endif

@@ -14,7 +14,7 @@ size_t dr_natural_size(size_t n)
     return dr_frame_header_size(1) + n + DR_FRAME_TRAILER;
 }
 
-static uint8_t natural_code(float v, uint64_t r)
+static uint8_t natural_code(float v, uint32_t r)
 {
     uint32_t u, e, mant;
     unsigned code;
@@ -23,15 +23,14 @@ static uint8_t natural_code(float v, uint64_t r)
     mant = u & 0x7fffffu;
     if (e >= NAT_EXP_MIN) {
         /* |v| = 2^e'(1 + mant/2^23): round up with probability mant/2^23 exactly. */
-        code = e - (NAT_EXP_MIN - 1) + ((uint32_t)(r >> 41) < mant);
+        code = e - (NAT_EXP_MIN - 1) + ((r >> 9) < mant);
         if (code > 127u)
             code = 127u; /* saturate at 2^63 */
     } else {
-        /* Below the smallest power: 2^-63 with probability |v|/2^-63, else 0. The
-         * product is exact (a power-of-two scaling) and below 2^64; truncating it to an
-         * integer threshold costs at most 2^-64 of probability. */
-        float t = fabsf(v) * 0x1p127f;
-        code = r < (uint64_t)t ? 1u : 0u;
+        /* Below the smallest power: 2^-63 with probability |v|/2^-63, else 0, as a 24-bit
+         * draw against |v| * 2^87 < 2^24 (exact: a power-of-two scaling), which is
+         * ceil(|v| * 2^87) / 2^24: at most 2^-24 of probability too high. */
+        code = (float)(r >> 8) < fabsf(v) * 0x1p87f ? 1u : 0u;
     }
     return (uint8_t)(code == 0 ? 0u : code | ((u >> 24) & 0x80u));
 }
@@ -59,7 +58,7 @@ int dr_natural_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, uin
     for (; i < n; i++) {
         if (!isfinite(x[i]))
             return DR_E_NUMERIC;
-        codes[i] = natural_code(x[i], dr_rng_u64_fast(key, i));
+        codes[i] = natural_code(x[i], dr_rng_u32_fast(key, i));
     }
     return dr_frame_seal(&f, buf, cap, written);
 }

@@ -1,11 +1,7 @@
-/* AVX2 and AVX-512 natural compression: natural_code() of natural.c on 64-bit lanes (one
- * draw of the vector generator per element, the same numbers as dr_rng_u64), all in
- * integer arithmetic on the float bits, so the codes are the same bytes.
- *
- * Below the smallest power the scalar code compares the draw with (uint64_t)(|v|*2^127);
- * that product is exact, and its integer part is taken here from v's bits: significand
- * s (with the hidden bit, none for a subnormal) times 2^(e - 23), e the exponent field
- * (1 for a subnormal), i.e. s << (e - 23) or s >> (23 - e). */
+/* AVX2 and AVX-512 natural compression: natural_code() of natural.c on 32-bit lanes,
+ * 8 or 16 at a time (one draw of the vector generator per element, the same numbers as
+ * dr_rng_u32): the normal range in integer arithmetic on the float bits, the range below
+ * 2^-63 as the scalar code's float compare, so the codes are the same bytes. */
 #include "deepreduce.h"
 #include "natural_simd.h"
 #include "rng_simd.h"
@@ -13,82 +9,88 @@
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
-/* Four codes (without sign) in 64-bit lanes from four float bit patterns and draws. */
-DR_TARGET_AVX2 static __m256i codes4_avx2(__m256i u, __m256i r)
+/* The codes of 8 finite floats (bits u) in int32 lanes. */
+DR_TARGET_AVX2 static inline __m256i codes8_avx2(__m256i u, __m256i r)
 {
-    const __m256i one = _mm256_set1_epi64x(1), flip = _mm256_set1_epi64x((long long)0x8000000000000000ull);
-    __m256i e = _mm256_and_si256(_mm256_srli_epi64(u, 23), _mm256_set1_epi64x(0xff));
-    __m256i mant = _mm256_and_si256(u, _mm256_set1_epi64x(0x7fffff));
-    /* Normal range: e - (NAT_EXP_MIN - 1) + (r >> 41 < mant), at most 127. */
-    __m256i up = _mm256_cmpgt_epi64(mant, _mm256_srli_epi64(r, 41));
-    __m256i big = _mm256_sub_epi64(_mm256_sub_epi64(e, _mm256_set1_epi64x(NAT_EXP_MIN - 1)), up);
-    __m256i cap = _mm256_set1_epi64x(127);
-    __m256i is_sub = _mm256_cmpeq_epi64(e, _mm256_setzero_si256());
-    __m256i sig = _mm256_or_si256(mant, _mm256_andnot_si256(is_sub, _mm256_set1_epi64x(1 << 23)));
-    __m256i e1 = _mm256_blendv_epi8(e, one, is_sub);
-    /* Out-of-range shift counts (the negative one of the two) give 0. */
-    __m256i t_int = _mm256_or_si256(_mm256_sllv_epi64(sig, _mm256_sub_epi64(e1, _mm256_set1_epi64x(23))),
-                                    _mm256_srlv_epi64(sig, _mm256_sub_epi64(_mm256_set1_epi64x(23), e1)));
-    __m256i small = _mm256_and_si256(one, _mm256_cmpgt_epi64(_mm256_xor_si256(t_int, flip), _mm256_xor_si256(r, flip)));
-    big = _mm256_blendv_epi8(big, cap, _mm256_cmpgt_epi64(big, cap));
-    return _mm256_blendv_epi8(small, big, _mm256_cmpgt_epi64(e, _mm256_set1_epi64x(NAT_EXP_MIN - 1)));
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256i e = _mm256_and_si256(_mm256_srli_epi32(u, 23), _mm256_set1_epi32(0xff));
+    __m256i mant = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffff));
+    /* Normal range: e - (NAT_EXP_MIN - 1) + (r >> 9 < mant), at most 127 (all operands
+     * below 2^23, so the signed compares are the unsigned ones). */
+    __m256i big = _mm256_sub_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(NAT_EXP_MIN - 1)),
+                                   _mm256_cmpgt_epi32(mant, _mm256_srli_epi32(r, 9)));
+    __m256i normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(NAT_EXP_MIN - 1));
+    __m256i code = _mm256_min_epi32(big, _mm256_set1_epi32(127));
+    /* Below 2^-63 (zeros included): rare but for zeros, so only vectors that hold one
+     * pay for the float compare. */
+    if (!_mm256_testc_si256(normal, _mm256_set1_epi32(-1))) {
+        __m256i small = _mm256_and_si256(_mm256_set1_epi32(1), _mm256_castps_si256(_mm256_cmp_ps(
+            _mm256_cvtepi32_ps(_mm256_srli_epi32(r, 8)),
+            _mm256_mul_ps(_mm256_and_ps(_mm256_castsi256_ps(u), abs_mask), _mm256_set1_ps(0x1p87f)), _CMP_LT_OQ)));
+        code = _mm256_blendv_epi8(small, code, normal);
+    }
+    /* Sign bit 0x80 for nonzero codes. */
+    __m256i sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), _mm256_set1_epi32(0x80));
+    return _mm256_or_si256(code, _mm256_andnot_si256(_mm256_cmpeq_epi32(code, _mm256_setzero_si256()), sign));
 }
 
 DR_TARGET_AVX2 size_t dr_natural_codes_avx2(const float *x, size_t n, uint64_t key, uint8_t *codes)
 {
     const __m256i exp_mask = _mm256_set1_epi32(0x7f800000);
-    const __m256i low_words = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    dr_rng_avx2 r = dr_rng_avx2_start(key, 0);
+    dr_rng32_avx2 rng = dr_rng32_avx2_start(key, 0);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i bits = _mm256_loadu_si256((const __m256i *)(x + i));
-        __m256i lo, hi, c32, sign;
-        __m128i words;
-        if (!_mm256_testz_si256(_mm256_cmpeq_epi32(_mm256_and_si256(bits, exp_mask), exp_mask),
-                                _mm256_set1_epi32(-1)))
+    for (; i + 16 <= n; i += 16) {
+        __m256i u0 = _mm256_loadu_si256((const __m256i *)(x + i)), u1 = _mm256_loadu_si256((const __m256i *)(x + i + 8));
+        __m256i inf_nan = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(u0, exp_mask), exp_mask),
+                                          _mm256_cmpeq_epi32(_mm256_and_si256(u1, exp_mask), exp_mask));
+        __m256i c0, c1, w;
+        if (!_mm256_testz_si256(inf_nan, inf_nan))
             break; /* Inf or NaN: the scalar code refuses it */
-        lo = codes4_avx2(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(bits)), dr_rng_avx2_next(&r));
-        hi = codes4_avx2(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(bits, 1)), dr_rng_avx2_next(&r));
-        c32 = _mm256_inserti128_si256(_mm256_permutevar8x32_epi32(lo, low_words),
-                                      _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(hi, low_words)), 1);
-        /* Sign bit 0x80 for nonzero codes. */
-        sign = _mm256_and_si256(_mm256_srli_epi32(bits, 24), _mm256_set1_epi32(0x80));
-        c32 = _mm256_or_si256(c32, _mm256_andnot_si256(_mm256_cmpeq_epi32(c32, _mm256_setzero_si256()), sign));
-        words = _mm_packus_epi32(_mm256_castsi256_si128(c32), _mm256_extracti128_si256(c32, 1));
-        _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(words, words));
+        c0 = codes8_avx2(u0, dr_rng32_avx2_next(&rng));
+        c1 = codes8_avx2(u1, dr_rng32_avx2_next(&rng));
+        /* Codes are below 256: the packs never saturate; the permute undoes the in-lane
+         * order of the packs. */
+        w = _mm256_packus_epi32(c0, c1);
+        w = _mm256_packus_epi16(w, w);
+        w = _mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
+        _mm_storeu_si128((__m128i *)(codes + i), _mm256_castsi256_si128(w));
     }
     return i;
 }
 
 DR_TARGET_AVX512 size_t dr_natural_codes_avx512(const float *x, size_t n, uint64_t key, uint8_t *codes)
 {
-    const __m512i one = _mm512_set1_epi64(1), cap = _mm512_set1_epi64(127), k23 = _mm512_set1_epi64(23);
-    dr_rng_avx512 rng = dr_rng_avx512_start(key, 0);
+    const __m512i ff = _mm512_set1_epi32(0xff), one = _mm512_set1_epi32(1);
+    dr_rng32_avx512 rng = dr_rng32_avx512_start(key, 0);
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m512i u = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(x + i)));
-        __m512i r = dr_rng_avx512_next(&rng);
-        __m512i e = _mm512_and_si512(_mm512_srli_epi64(u, 23), _mm512_set1_epi64(0xff));
-        __m512i mant = _mm512_and_si512(u, _mm512_set1_epi64(0x7fffff));
-        __mmask8 sub = _mm512_cmpeq_epi64_mask(e, _mm512_setzero_si512());
-        __m512i big, sig, e1, t_int, code, sign;
-        if (_mm512_cmpeq_epi64_mask(e, _mm512_set1_epi64(0xff)))
+    for (; i + 16 <= n; i += 16) {
+        __m512i u = _mm512_loadu_si512(x + i);
+        __m512i e = _mm512_and_si512(_mm512_srli_epi32(u, 23), ff);
+        __m512i mant = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffff));
+        __m512i r, big, code, sign;
+        __mmask16 normal;
+        if (_mm512_cmpeq_epi32_mask(e, ff))
             break; /* Inf or NaN: the scalar code refuses it */
-        big = _mm512_sub_epi64(e, _mm512_set1_epi64(NAT_EXP_MIN - 1));
-        big = _mm512_mask_add_epi64(big, _mm512_cmplt_epu64_mask(_mm512_srli_epi64(r, 41), mant), big, one);
-        big = _mm512_min_epu64(big, cap);
-        sig = _mm512_mask_or_epi64(mant, (__mmask8)~sub, mant, _mm512_set1_epi64(1 << 23));
-        e1 = _mm512_mask_mov_epi64(e, sub, one);
-        t_int = _mm512_or_si512(_mm512_sllv_epi64(sig, _mm512_sub_epi64(e1, k23)),
-                                _mm512_srlv_epi64(sig, _mm512_sub_epi64(k23, e1)));
-        code = _mm512_maskz_mov_epi64(_mm512_cmplt_epu64_mask(r, t_int), one);
-        code = _mm512_mask_mov_epi64(code, _mm512_cmpgt_epu64_mask(e, _mm512_set1_epi64(NAT_EXP_MIN - 1)), big);
-        sign = _mm512_and_si512(_mm512_srli_epi64(u, 24), _mm512_set1_epi64(0x80));
-        code = _mm512_mask_or_epi64(code, _mm512_test_epi64_mask(code, code), code, sign);
-        _mm_storel_epi64((__m128i *)(codes + i), _mm512_cvtepi64_epi8(code));
+        r = dr_rng32_avx512_next(&rng);
+        big = _mm512_sub_epi32(e, _mm512_set1_epi32(NAT_EXP_MIN - 1));
+        big = _mm512_mask_add_epi32(big, _mm512_cmplt_epu32_mask(_mm512_srli_epi32(r, 9), mant), big, one);
+        big = _mm512_min_epu32(big, _mm512_set1_epi32(127));
+        normal = _mm512_cmpgt_epu32_mask(e, _mm512_set1_epi32(NAT_EXP_MIN - 1));
+        code = big;
+        if (normal != 0xffffu) { /* below 2^-63, zeros included: as in the AVX2 variant */
+            __mmask16 small = _mm512_cmp_ps_mask(_mm512_cvtepi32_ps(_mm512_srli_epi32(r, 8)),
+                                                 _mm512_mul_ps(_mm512_abs_ps(_mm512_castsi512_ps(u)),
+                                                               _mm512_set1_ps(0x1p87f)),
+                                                 _CMP_LT_OQ);
+            code = _mm512_mask_mov_epi32(_mm512_maskz_mov_epi32(small, one), normal, big);
+        }
+        sign = _mm512_and_si512(_mm512_srli_epi32(u, 24), _mm512_set1_epi32(0x80));
+        code = _mm512_mask_or_epi32(code, _mm512_test_epi32_mask(code, code), code, sign);
+        _mm_storeu_si128((__m128i *)(codes + i), _mm512_cvtepi32_epi8(code));
     }
     return i;
 }
+
 DR_TARGET_AVX2 size_t dr_natural_values_avx2(const uint8_t *codes, size_t n, float *out)
 {
     const __m256i mag_mask = _mm256_set1_epi32(0x7f), zero = _mm256_setzero_si256();

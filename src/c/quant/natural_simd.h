@@ -1,5 +1,5 @@
 /* Internal: the AVX2 and AVX-512 variants of natural compression's encoder. Each codes a
- * prefix of whole groups of 8 elements and returns its length; it stops before the
+ * prefix of whole groups of 16 elements and returns its length; it stops before the
  * first group holding an Inf or NaN, which the scalar code then refuses. */
 #ifndef DR_NATURAL_SIMD_H
 #define DR_NATURAL_SIMD_H

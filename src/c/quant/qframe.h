@@ -51,7 +51,12 @@ int dr_qf_padding_clear(const uint8_t *bytes, size_t n, unsigned bits_per);
  * never writes). */
 int dr_qf_has_byte(const uint8_t *bytes, size_t n, uint8_t value);
 
-/* The sign-bitmap frame signsgd and signum share (kind tells them apart). */
+/* dr_pack_signs of x[0..n) into out; returns 1 if x is all finite, 0 if it holds an Inf
+ * or a NaN (the bitmap is written either way). One sweep. */
+int dr_qf_pack_signs_finite(const float *x, size_t n, uint8_t *out);
+
+/* The sign-bitmap frame signsgd and signum share (kind tells them apart); DR_E_NUMERIC
+ * for Inf/NaN in x. */
 int dr_qf_sign_encode(uint8_t kind, const float *x, size_t n, uint8_t dtype, uint8_t *buf,
                       size_t cap, size_t *written);
 int dr_qf_sign_decode(uint8_t kind, const uint8_t *buf, size_t len, float *out, size_t n);

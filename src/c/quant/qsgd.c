@@ -5,7 +5,7 @@
  * Norms accumulate in double: a float sum of squares overflows or loses the small
  * entries long before the data does. One sweep over x: each bucket's norm and levels are
  * computed while the bucket is in L1. The AVX2/AVX-512 variants (qsgd_simd.c) compute
- * the same levels, eight at a time. */
+ * the same norms and levels, 16 at a time. */
 #include "rng_inline.h"
 #include "qframe.h"
 #include "qsgd_simd.h"
@@ -33,49 +33,66 @@ size_t dr_qsgd_size(size_t n, uint32_t quantum_num, uint32_t bucket_size)
            n * level_width(quantum_num) + DR_FRAME_TRAILER;
 }
 
-/* The level of b = x[i] (counter i): sign(b) * (floor(a) + Bernoulli(a - floor(a))),
- * a = |b| * ratio, clamped to s. */
-static int32_t level_of(float b, double ratio, uint32_t s, uint64_t key, size_t i)
+/* The level of b = x[i] (counter i) given a = |b| * ratio in float:
+ * sign(b) * min(floor(a) + Bernoulli(a - floor(a)), s), the Bernoulli drawn as a 24-bit
+ * uniform below the fraction (both exact in float, as on the SIMD paths). */
+static int32_t level_of(float b, float a, uint32_t s, uint64_t key, size_t i)
 {
-    double a = fabs((double)b) * ratio;
-    int32_t level;
-    if (a >= (double)s) {
-        /* Only when |x| exceeds the rounded norm by an ulp: clamp to the range. */
-        level = (int32_t)s;
-    } else {
-        double floor_a = floor(a);
-        level = (int32_t)floor_a + ((double)dr_rng_uniform_fast(key, i) < a - floor_a);
-    }
+    float floor_a = floorf(a);
+    int32_t level = (int32_t)floor_a + (dr_rng_u32_uniform(dr_rng_u32_fast(key, i)) < a - floor_a);
+    /* a exceeds s only when |x| exceeds the rounded norm by an ulp: clamp to the range. */
+    level = level > (int32_t)s ? (int32_t)s : level;
     return b < 0.0f ? -level : level;
 }
 
-/* The levels of b[0..m) (element `first` of the tensor onwards) at SIMD level simd. */
+static void put_level(uint8_t *levels, size_t i, size_t width, int32_t level)
+{
+    if (width == 1) {
+        levels[i] = (uint8_t)(int8_t)level;
+    } else {
+        int16_t v = (int16_t)level;
+        memcpy(levels + 2 * i, &v, 2);
+    }
+}
+
+/* The levels of b[0..m) (element `first` of the tensor onwards) at SIMD level simd, for
+ * ratio = s / norm. A ratio beyond float's range (a norm below about s * 1e-38) takes
+ * the product in double on every path; otherwise a = |b| * (float)ratio. */
 static void bucket_levels(int simd, const float *b, size_t m, double ratio, uint32_t s,
                           uint64_t key, size_t first, uint8_t *levels, size_t width)
 {
     size_t i = 0;
+    if (ratio > (double)FLT_MAX) {
+        for (; i < m; i++)
+            put_level(levels, i, width,
+                      level_of(b[i], (float)(fabs((double)b[i]) * ratio), s, key, first + i));
+        return;
+    }
 #if DR_HAVE_X86_SIMD
     if (simd >= DR_SIMD_AVX512)
-        i = dr_qsgd_levels_avx512(b, m, ratio, s, key, first, levels, width);
+        i = dr_qsgd_levels_avx512(b, m, (float)ratio, s, key, first, levels, width);
     else if (simd >= DR_SIMD_AVX2)
-        i = dr_qsgd_levels_avx2(b, m, ratio, s, key, first, levels, width);
+        i = dr_qsgd_levels_avx2(b, m, (float)ratio, s, key, first, levels, width);
+#else
+    (void)simd;
 #endif
-    for (; i < m; i++) {
-        int32_t level = level_of(b[i], ratio, s, key, first + i);
-        if (width == 1) {
-            levels[i] = (uint8_t)(int8_t)level;
-        } else {
-            int16_t v = (int16_t)level;
-            memcpy(levels + 2 * i, &v, 2);
-        }
-    }
+    for (; i < m; i++)
+        put_level(levels, i, width, level_of(b[i], fabsf(b[i]) * (float)ratio, s, key, first + i));
 }
 
 /* Quantise one bucket b[0..m) whose first element is element `first` of the tensor. */
 static int quantise_bucket(int simd, const float *b, size_t m, uint32_t s, uint64_t key,
                            size_t first, uint8_t *norm_out, uint8_t *levels, size_t width)
 {
-    double sq = dr_qs_sum_squares(simd, b, m);
+    double sq;
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX512)
+        sq = dr_qsgd_sum_squares_avx512(b, m);
+    else if (simd >= DR_SIMD_AVX2 && m % 32u == 0)
+        sq = dr_qsgd_sum_squares_avx2(b, m);
+    else
+#endif
+        sq = dr_qs_sum_squares(simd, b, m);
     double ratio;
     float norm;
     if (!(sq <= DBL_MAX))

@@ -1,8 +1,7 @@
-/* AVX2 and AVX-512 qsgd: the levels of eight elements per step, computed in double
- * exactly as the scalar code does (|x| * ratio, floor, one uniform per element from the
- * vector generator, compare with the fraction), so every level is the same integer.
- * The sign is OR-ed in from x's own sign bit: -0.0 gives level -0.0, which converts to
- * the same integer 0 the scalar code writes. */
+/* AVX2 and AVX-512 qsgd: the levels of 8 or 16 elements per step, in float exactly as
+ * the scalar code computes them (|x| * ratio, floor, one 24-bit uniform per element from
+ * the vector generator against the fraction, clamp to s, sign), so every level is the
+ * same integer. */
 #include "deepreduce.h"
 #include "qsgd_simd.h"
 #include "rng_simd.h"
@@ -10,65 +9,125 @@
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
-/* Four levels in double from four x in double (sign included). */
-DR_TARGET_AVX2 static __m256d levels4_avx2(__m256d xd, __m256d ratio, __m256d s, __m256d u)
+/* The levels of 8 elements in int32 lanes. */
+DR_TARGET_AVX2 static inline __m256i levels8_avx2(__m256 x, __m256 ratio, __m256i s, dr_rng32_avx2 *r)
 {
-    const __m256d sign = _mm256_set1_pd(-0.0);
-    __m256d a = _mm256_mul_pd(_mm256_andnot_pd(sign, xd), ratio);
-    __m256d fl = _mm256_floor_pd(a);
-    __m256d up = _mm256_and_pd(_mm256_cmp_pd(u, _mm256_sub_pd(a, fl), _CMP_LT_OQ), _mm256_set1_pd(1.0));
-    __m256d lev = _mm256_blendv_pd(_mm256_add_pd(fl, up), s, _mm256_cmp_pd(a, s, _CMP_GE_OQ));
-    return _mm256_or_pd(lev, _mm256_and_pd(sign, xd));
+    __m256 a = _mm256_mul_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), ratio);
+    __m256 fl = _mm256_floor_ps(a);
+    /* up is all ones (-1) where the draw rounds up: subtracting it adds one. */
+    __m256i up = _mm256_castps_si256(_mm256_cmp_ps(dr_rng32_uniform_avx2(dr_rng32_avx2_next(r)),
+                                                   _mm256_sub_ps(a, fl), _CMP_LT_OQ));
+    __m256i lev = _mm256_min_epi32(_mm256_sub_epi32(_mm256_cvttps_epi32(fl), up), s);
+    /* Negate where x's sign bit is set (its bits OR 1 are never zero, so sign_epi32
+     * never zeroes): that differs from the scalar x < 0 only for -0.0, whose level is 0. */
+    return _mm256_sign_epi32(lev, _mm256_or_si256(_mm256_castps_si256(x), _mm256_set1_epi32(1)));
 }
 
-DR_TARGET_AVX2 size_t dr_qsgd_levels_avx2(const float *b, size_t m, double ratio, uint32_t s,
+DR_TARGET_AVX2 size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio, uint32_t s,
                                           uint64_t key, size_t first, uint8_t *levels,
                                           size_t width)
 {
-    dr_rng_avx2 r = dr_rng_avx2_start(key, first);
-    const __m256d vratio = _mm256_set1_pd(ratio), vs = _mm256_set1_pd((double)s);
+    dr_rng32_avx2 r = dr_rng32_avx2_start(key, first);
+    const __m256 vratio = _mm256_set1_ps(ratio);
+    const __m256i vs = _mm256_set1_epi32((int)s);
     size_t i = 0;
-    for (; i + 8 <= m; i += 8) {
-        __m256 x = _mm256_loadu_ps(b + i);
-        __m256d lo = levels4_avx2(_mm256_cvtps_pd(_mm256_castps256_ps128(x)), vratio, vs,
-                                  dr_rng_avx2_uniform_pd(&r));
-        __m256d hi = levels4_avx2(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)), vratio, vs,
-                                  dr_rng_avx2_uniform_pd(&r));
-        /* |level| <= 32767: the saturating packs never saturate. */
-        __m128i words = _mm_packs_epi32(_mm256_cvttpd_epi32(lo), _mm256_cvttpd_epi32(hi));
-        if (width == 1)
-            _mm_storel_epi64((__m128i *)(levels + i), _mm_packs_epi16(words, words));
-        else
-            _mm_storeu_si128((__m128i *)(levels + 2 * i), words);
+    /* One loop per width: a test of it per step cost as much as the packing. */
+    if (width == 1) {
+        for (; i + 16 <= m; i += 16) {
+            __m256i lo = levels8_avx2(_mm256_loadu_ps(b + i), vratio, vs, &r);
+            __m256i hi = levels8_avx2(_mm256_loadu_ps(b + i + 8), vratio, vs, &r);
+            /* |level| <= 127 here: the saturating packs never saturate. Lane order after
+             * the in-lane packs is fixed by the final permute. */
+            __m256i w = _mm256_packs_epi32(lo, hi);
+            __m256i bytes = _mm256_packs_epi16(w, w);
+            bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
+            _mm_storeu_si128((__m128i *)(levels + i), _mm256_castsi256_si128(bytes));
+        }
+    } else {
+        for (; i + 8 <= m; i += 8) {
+            __m256i lev = levels8_avx2(_mm256_loadu_ps(b + i), vratio, vs, &r);
+            _mm_storeu_si128((__m128i *)(levels + 2 * i),
+                             _mm_packs_epi32(_mm256_castsi256_si128(lev), _mm256_extracti128_si256(lev, 1)));
+        }
     }
     return i;
 }
 
-DR_TARGET_AVX512 size_t dr_qsgd_levels_avx512(const float *b, size_t m, double ratio,
+DR_TARGET_AVX512 size_t dr_qsgd_levels_avx512(const float *b, size_t m, float ratio,
                                               uint32_t s, uint64_t key, size_t first,
                                               uint8_t *levels, size_t width)
 {
-    dr_rng_avx512 r = dr_rng_avx512_start(key, first);
-    const __m512d vratio = _mm512_set1_pd(ratio), vs = _mm512_set1_pd((double)s);
-    const __m512i sign = _mm512_set1_epi64((long long)0x8000000000000000ull);
+    dr_rng32_avx512 r = dr_rng32_avx512_start(key, first);
+    const __m512 vratio = _mm512_set1_ps(ratio);
+    const __m512i vs = _mm512_set1_epi32((int)s), one = _mm512_set1_epi32(1);
     size_t i = 0;
-    for (; i + 8 <= m; i += 8) {
-        __m512d xd = _mm512_cvtps_pd(_mm256_loadu_ps(b + i));
-        __m512d a = _mm512_mul_pd(_mm512_abs_pd(xd), vratio);
-        __m512d fl = _mm512_roundscale_pd(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        __mmask8 up = _mm512_cmp_pd_mask(dr_rng_avx512_uniform_pd(&r), _mm512_sub_pd(a, fl), _CMP_LT_OQ);
-        __m512d lev = _mm512_mask_add_pd(fl, up, fl, _mm512_set1_pd(1.0));
-        __m256i li;
-        lev = _mm512_mask_mov_pd(lev, _mm512_cmp_pd_mask(a, vs, _CMP_GE_OQ), vs);
-        lev = _mm512_castsi512_pd(_mm512_or_si512(_mm512_castpd_si512(lev),
-                                                  _mm512_and_si512(_mm512_castpd_si512(xd), sign)));
-        li = _mm512_cvttpd_epi32(lev);
+    for (; i + 16 <= m; i += 16) {
+        __m512 x = _mm512_loadu_ps(b + i);
+        __m512 a = _mm512_mul_ps(_mm512_abs_ps(x), vratio);
+        __m512 fl = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        __mmask16 up = _mm512_cmp_ps_mask(dr_rng32_uniform_avx512(dr_rng32_avx512_next(&r)),
+                                          _mm512_sub_ps(a, fl), _CMP_LT_OQ);
+        __m512i lev = _mm512_cvttps_epi32(fl);
+        lev = _mm512_min_epi32(_mm512_mask_add_epi32(lev, up, lev, one), vs);
+        lev = _mm512_mask_sub_epi32(lev, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ),
+                                    _mm512_setzero_si512(), lev);
         if (width == 1)
-            _mm_storel_epi64((__m128i *)(levels + i), _mm256_cvtepi32_epi8(li));
+            _mm_storeu_si128((__m128i *)(levels + i), _mm512_cvtepi32_epi8(lev));
         else
-            _mm_storeu_si128((__m128i *)(levels + 2 * i), _mm256_cvtepi32_epi16(li));
+            _mm256_storeu_si256((__m256i *)(levels + 2 * i), _mm512_cvtepi32_epi16(lev));
     }
     return i;
+}
+
+DR_TARGET_AVX512 double dr_qsgd_sum_squares_avx512(const float *b, size_t m)
+{
+    __m512d a[4], t;
+    __m256d h;
+    __m128d q;
+    size_t i = 0;
+    int k;
+    for (k = 0; k < 4; k++)
+        a[k] = _mm512_setzero_pd();
+    /* Lane i % 32 as qstats; the tail by zero-filling loads: adding +0.0 to a sum of
+     * squares (never -0.0) leaves it as it was. */
+    for (; i < m; i += 32) {
+        for (k = 0; k < 4; k++) {
+            size_t at = i + 8u * (size_t)k;
+            __mmask8 live = at >= m ? 0 : m - at >= 8 ? 0xff : (__mmask8)((1u << (m - at)) - 1u);
+            __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(live, b + (at < m ? at : 0)));
+            a[k] = _mm512_add_pd(a[k], _mm512_mul_pd(v, v));
+        }
+    }
+    /* dr_lanes_total's order: fold 32 -> 8, then ((m0+m4)+(m2+m6)) + ((m1+m5)+(m3+m7)). */
+    t = _mm512_add_pd(_mm512_add_pd(a[0], a[1]), _mm512_add_pd(a[2], a[3]));
+    h = _mm256_add_pd(_mm512_castpd512_pd256(t), _mm512_extractf64x4_pd(t, 1));
+    q = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(q, _mm_unpackhi_pd(q, q)));
+}
+
+DR_TARGET_AVX2 double dr_qsgd_sum_squares_avx2(const float *b, size_t m)
+{
+    /* Lanes 4r..4r+3 in register r, r < 8; m is a multiple of 32. */
+    __m256d a[8], t0, t1, t;
+    __m128d q;
+    size_t i;
+    int r;
+    for (r = 0; r < 8; r++)
+        a[r] = _mm256_setzero_pd();
+    for (i = 0; i < m; i += 32)
+        for (r = 0; r < 8; r += 2) {
+            __m256 v = _mm256_loadu_ps(b + i + 4 * r);
+            __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+            a[r] = _mm256_add_pd(a[r], _mm256_mul_pd(lo, lo));
+            a[r + 1] = _mm256_add_pd(a[r + 1], _mm256_mul_pd(hi, hi));
+        }
+    /* dr_lanes_total's order: m_j = (l_j + l_j+8) + (l_j+16 + l_j+24), j < 8 (registers
+     * r and r + 2, r + 4, r + 6), then ((m0+m4) + (m2+m6)) + ((m1+m5) + (m3+m7)). */
+    t0 = _mm256_add_pd(_mm256_add_pd(a[0], a[2]), _mm256_add_pd(a[4], a[6])); /* m0..m3 */
+    t1 = _mm256_add_pd(_mm256_add_pd(a[1], a[3]), _mm256_add_pd(a[5], a[7])); /* m4..m7 */
+    t = _mm256_add_pd(t0, t1); /* m0+m4, m1+m5, m2+m6, m3+m7 */
+    q = _mm_add_pd(_mm256_castpd256_pd128(t), _mm256_extractf128_pd(t, 1)); /* (m0+m4)+(m2+m6), (m1+m5)+(m3+m7) */
+    return _mm_cvtsd_f64(_mm_add_sd(q, _mm_unpackhi_pd(q, q)));
 }
 
 DR_TARGET_AVX2 size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t width,

@@ -1,5 +1,5 @@
 /* Internal: the AVX2 and AVX-512 variants of qsgd's per-element work. Each does a prefix
- * of whole groups of 8 elements and returns its length; the caller does the tail. */
+ * of whole groups of 8 (AVX2) or 16 (AVX-512) elements and returns its length; the caller does the tail. */
 #ifndef DR_QSGD_SIMD_H
 #define DR_QSGD_SIMD_H
 
@@ -9,12 +9,16 @@
 #include <stdint.h>
 
 #if DR_HAVE_X86_SIMD
-/* levels of b[0..m) as quantise_bucket in qsgd.c computes them: element i draws
- * counter first + i; width 1 writes int8, 2 int16. */
-size_t dr_qsgd_levels_avx2(const float *b, size_t m, double ratio, uint32_t s, uint64_t key,
+/* levels of b[0..m) as bucket_levels in qsgd.c computes them for a finite float ratio:
+ * element i draws dr_rng_u32(key, first + i); width 1 writes int8, 2 int16. */
+size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio, uint32_t s, uint64_t key,
                            size_t first, uint8_t *levels, size_t width);
-size_t dr_qsgd_levels_avx512(const float *b, size_t m, double ratio, uint32_t s,
+size_t dr_qsgd_levels_avx512(const float *b, size_t m, float ratio, uint32_t s,
                              uint64_t key, size_t first, uint8_t *levels, size_t width);
+/* dr_qs_sum_squares(b[0..m)) with the sum in registers: the same double (AVX2: for m a
+ * multiple of 32). */
+double dr_qsgd_sum_squares_avx512(const float *b, size_t m);
+double dr_qsgd_sum_squares_avx2(const float *b, size_t m);
 /* out[i] = step * level i, for i < m. */
 size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t width, float step, float *out);
 size_t dr_qsgd_scale_avx512(const uint8_t *levels, size_t m, size_t width, float step,

@@ -2,20 +2,25 @@
  * fixed order on every SIMD path so that their results (and so every frame) are
  * bit-identical between paths.
  *
- * The order: element i is added to lane i % 8 of eight accumulators (both vector widths
- * keep exactly these eight lanes), and the lanes are then summed as
- * ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)), the order a 512- or 256-bit horizontal
+ * The order: element i is added to lane i % 32 of 32 accumulators (four AVX-512 or eight
+ * AVX2 registers: four or eight independent chains of adds, where one chain would wait
+ * on each add's latency), the lanes are folded to eight as
+ * m_j = (l_j + l_{j+8}) + (l_{j+16} + l_{j+24}), and those summed as
+ * ((m0+m4) + (m2+m6)) + ((m1+m5) + (m3+m7)), the order a 512- or 256-bit horizontal
  * reduction takes. */
 #ifndef DR_QSTATS_H
 #define DR_QSTATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Every function takes `simd`, the caller's dr_simd_active(), read once per call of
  * the public function: reading it per bucket would cost more than the bucket. */
 
+#define DR_QS_LANES 32
+
 typedef struct {
-    double lane[8];
+    double lane[DR_QS_LANES];
 } dr_lanes;
 
 /* The sum of the lanes, in the order above. */
@@ -30,6 +35,17 @@ double dr_qs_sum_max_abs(int simd, const float *x, size_t n, float *max_abs);
 
 /* sum (x[i] - mean)^2. */
 double dr_qs_sum_sq_dev(int simd, const float *x, size_t n, double mean);
+
+/* One sweep for a variance: *sum_dev = sum (x[i] - shift), *sum_sq_dev = sum
+ * (x[i] - shift)^2 and *max_abs = max |x[i]| (0 for n = 0). With shift near the mean
+ * (a sample's mean) the variance sum_sq_dev/n - (sum_dev/n)^2 loses no more than the
+ * two-sweep formula does. */
+void dr_qs_shifted_sums(int simd, const float *x, size_t n, double shift, double *sum_dev,
+                        double *sum_sq_dev, float *max_abs);
+
+/* max over i of x[i]'s bits with the sign cleared, as an unsigned integer: the bits of
+ * max |x| (0 for n = 0), at least 0x7f800000 iff x holds an Inf or a NaN. */
+uint32_t dr_qs_max_abs_bits(int simd, const float *x, size_t n);
 
 /* sum |x[i]|. */
 double dr_qs_sum_abs(int simd, const float *x, size_t n);

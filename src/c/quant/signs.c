@@ -2,7 +2,10 @@
  * the IEEE sign bit so that -0.0 counts as non-negative and NaN as negative, the same
  * on every path (the AVX2 variant compares too, then movemasks). */
 #include "deepreduce.h"
+#include "qframe.h"
 #include "signs_simd.h"
+
+#include <string.h>
 
 size_t dr_sign_bytes(size_t n)
 {
@@ -26,6 +29,28 @@ int dr_pack_signs(const float *x, size_t n, uint8_t *out)
         out[i / 8] = (uint8_t)byte;
     }
     return DR_OK;
+}
+
+int dr_qf_pack_signs_finite(const float *x, size_t n, uint8_t *out)
+{
+    uint32_t nonfinite = 0;
+    size_t i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        i = dr_pack_signs_finite_avx2(x, n, out, &nonfinite);
+#endif
+    for (; i < n; i += 8) {
+        size_t j, end = n - i < 8 ? n - i : 8;
+        unsigned byte = 0;
+        for (j = 0; j < end; j++) {
+            uint32_t bits;
+            memcpy(&bits, x + i + j, sizeof bits);
+            nonfinite |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+            byte |= (unsigned)(x[i + j] >= 0.0f) << j;
+        }
+        out[i / 8] = (uint8_t)byte;
+    }
+    return !nonfinite;
 }
 
 int dr_unpack_signs(const uint8_t *bits, size_t n, float if_clear, float if_set, float *out)

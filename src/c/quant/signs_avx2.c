@@ -27,6 +27,25 @@ DR_TARGET_AVX2 size_t dr_pack_signs_avx2(const float *x, size_t n, uint8_t *out)
     return i;
 }
 
+DR_TARGET_AVX2 size_t dr_pack_signs_finite_avx2(const float *x, size_t n, uint8_t *out,
+                                                uint32_t *nonfinite)
+{
+    /* An all-ones exponent is an Inf or a NaN: the largest sign-cleared bit pattern of
+     * the prefix tells (a signed max is the unsigned one below 2^31). */
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+    __m256i top = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        top = _mm256_max_epi32(top, _mm256_and_si256(_mm256_castps_si256(v), abs_mask));
+        out[i / 8] = (uint8_t)_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_GE_OQ));
+    }
+    *nonfinite |= (uint32_t)!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x7f7fffff)),
+                                                _mm256_set1_epi32(-1));
+    return i;
+}
+
 DR_TARGET_AVX2 size_t dr_unpack_signs_avx2(const uint8_t *bits, size_t n, float if_clear,
                                            float if_set, float *out)
 {

@@ -10,7 +10,8 @@ int dr_qf_sign_encode(uint8_t kind, const float *x, size_t n, uint8_t dtype, uin
     int st = dr_qf_prepare(&f, kind, dtype, x, n, 1, len, buf, cap, written);
     if (st != DR_OK)
         return st;
-    dr_pack_signs(x, n, buf + f.section_off[0]);
+    if (!dr_qf_pack_signs_finite(x, n, buf + f.section_off[0]))
+        return DR_E_NUMERIC;
     return dr_frame_seal(&f, buf, cap, written);
 }
 

@@ -18,17 +18,25 @@ int dr_signum_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     return dr_qf_sign_decode(DR_KIND_SIGNUM, buf, len, out, n);
 }
 
-int dr_signum_momentum(float *m, const float *g, size_t n, float beta, int first)
+int dr_signum_momentum_into(float *m_new, const float *m_old, const float *g, size_t n,
+                            float beta)
 {
     size_t i;
     float a = 1.0f - beta;
+    if ((n > 0 && (m_new == NULL || m_old == NULL || g == NULL)) || !(beta >= 0.0f && beta <= 1.0f))
+        return DR_E_ARG;
+    for (i = 0; i < n; i++)
+        m_new[i] = a * g[i] + beta * m_old[i];
+    return DR_OK;
+}
+
+int dr_signum_momentum(float *m, const float *g, size_t n, float beta, int first)
+{
     if ((n > 0 && (m == NULL || g == NULL)) || !(beta >= 0.0f && beta <= 1.0f))
         return DR_E_ARG;
     if (first) {
         memcpy(m, g, n * sizeof *m);
         return DR_OK;
     }
-    for (i = 0; i < n; i++)
-        m[i] = a * g[i] + beta * m[i];
-    return DR_OK;
+    return dr_signum_momentum_into(m, m, g, n, beta);
 }

@@ -1,9 +1,10 @@
 /* TernGrad: clip at 2.5 standard deviations, then round each value stochastically to
  * {-s, 0, +s} with s the largest clipped magnitude. Two bits per element.
  *
- * Three sweeps over x: the sum and max |x|, the squared deviations, the codes (s needs
- * no sweep of its own: the largest clipped magnitude is min(max |x|, clip bound)). The
- * AVX2/AVX-512 variants (terngrad_simd.c) compute the same codes eight at a time. */
+ * Two sweeps over x: the statistics (sums of deviations from a sample's mean, their
+ * squares, and max |x|), then the codes (s needs no sweep of its own: the largest
+ * clipped magnitude is min(max |x|, clip bound)). The AVX2/AVX-512 variants
+ * (terngrad_simd.c) compute the same codes 8 or 16 at a time. */
 #include "rng_inline.h"
 #include "qframe.h"
 #include "qstats.h"
@@ -18,17 +19,31 @@ size_t dr_terngrad_size(size_t n)
     return dr_frame_header_size(2) + 4u + dr_qf_crumb_bytes(n) + DR_FRAME_TRAILER;
 }
 
-/* The clip bound 2.5*sigma, sigma the population standard deviation, by two passes in
- * double (the one-pass formula cancels badly when the mean dominates); *max_abs gets
- * max |x| from the first. */
+/* The mean of up to 256 evenly spaced elements: the shift that keeps the one-sweep
+ * variance as accurate as the two-sweep one (the sums' cancellation is by the sample
+ * mean's distance from the mean, a small fraction of sigma). */
+static double sample_mean(const float *x, size_t n)
+{
+    size_t count = n < 256u ? n : 256u, stride = n / count, j;
+    double sum = 0.0;
+    for (j = 0; j < count; j++)
+        sum += (double)x[j * stride];
+    return sum / (double)count;
+}
+
+/* The clip bound 2.5*sigma, sigma the population standard deviation, in double from one
+ * sweep; *max_abs gets max |x| from the same sweep. */
 static float clip_bound(int simd, const float *x, size_t n, float *max_abs)
 {
-    double mean;
+    double dev, sq, mean_dev, var;
     *max_abs = 0.0f;
     if (n == 0)
         return 0.0f;
-    mean = dr_qs_sum_max_abs(simd, x, n, max_abs) / (double)n;
-    return (float)(2.5 * sqrt(dr_qs_sum_sq_dev(simd, x, n, mean) / (double)n));
+    dr_qs_shifted_sums(simd, x, n, sample_mean(x, n), &dev, &sq, max_abs);
+    mean_dev = dev / (double)n;
+    var = sq / (double)n - mean_dev * mean_dev;
+    /* Rounding can take a zero variance a hair below zero; NaN passes on (refused). */
+    return (float)(2.5 * sqrt(var < 0.0 ? 0.0 : var));
 }
 
 int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, uint8_t *buf,
@@ -50,7 +65,6 @@ int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, ui
     s = fminf(max_abs, c);
     dr_qf_put_f32(buf + f.section_off[0], s);
     codes = buf + f.section_off[1];
-    memset(codes, 0, (size_t)f.section_len[1]);
     if (s > 0.0f) {
 #if DR_HAVE_X86_SIMD
         if (simd >= DR_SIMD_AVX512)
@@ -58,11 +72,15 @@ int dr_terngrad_encode(const float *x, size_t n, uint64_t key, uint8_t dtype, ui
         else if (simd >= DR_SIMD_AVX2)
             i = dr_terngrad_codes_avx2(x, n, c, s, key, codes);
 #endif
+    }
+    /* The vector prefix wrote whole bytes; the rest are OR-ed into from zero. */
+    memset(codes + i / 4, 0, (size_t)f.section_len[1] - i / 4);
+    if (s > 0.0f) {
         for (; i < n; i++) {
-            /* P(nonzero) = |clip(x)|/s; u < 1 always, so |clip(x)| = s is always sent.
-             * The code is computed, not branched to: both tests are coin tosses. */
-            float p = fminf(fabsf(x[i]), c) / s;
-            unsigned sent = dr_rng_uniform_fast(key, i) < p;
+            /* P(nonzero) = |clip(x)|/s, as u*s < |clip(x)| (u <= 1 - 2^-24, so u*s < s
+             * and |clip(x)| = s is always sent). The code is computed, not branched to:
+             * both tests are coin tosses. */
+            unsigned sent = dr_rng_u32_uniform(dr_rng_u32_fast(key, i)) * s < fminf(fabsf(x[i]), c);
             unsigned code = sent << (x[i] < 0.0f); /* TERN_PLUS or TERN_MINUS */
             codes[i / 4] |= (uint8_t)(code << (2 * (i % 4)));
         }
@@ -75,13 +93,16 @@ int dr_terngrad_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     const uint8_t *codes;
     float s, value[3];
     size_t i, nbytes = dr_qf_crumb_bytes(n);
+    unsigned threes = 0;
     int st = dr_qf_open_scaled(buf, len, DR_KIND_TERNGRAD, n, nbytes, 2, out, &s, &codes);
     if (st != DR_OK)
         return st;
-    /* Code 3 is unused: a byte holds it iff some pair of its bits is 11. */
+    /* Code 3 is unused: a byte holds it iff some pair of its bits is 11. OR-ed over all
+     * bytes with no early exit, so the loop vectorises. */
     for (i = 0; i < nbytes; i++)
-        if (codes[i] & (codes[i] >> 1) & 0x55u)
-            return DR_E_CORRUPT;
+        threes |= codes[i] & (codes[i] >> 1);
+    if (threes & 0x55u)
+        return DR_E_CORRUPT;
     value[TERN_ZERO] = 0.0f;
     value[TERN_PLUS] = s;
     value[TERN_MINUS] = -s;

@@ -1,5 +1,5 @@
 /* Internal: the AVX2 and AVX-512 variants of terngrad's per-element work. Each does a
- * prefix of whole groups of 8 elements (two code bytes each) and returns its length. */
+ * prefix of whole groups of 8 (AVX2) or 16 (AVX-512) elements and returns its length. */
 #ifndef DR_TERNGRAD_SIMD_H
 #define DR_TERNGRAD_SIMD_H
 

@@ -7,11 +7,13 @@
  * T from the lowest index up. The histograms live on the stack: no allocation.
  *
  * dr_topk_select first narrows the input to candidates with a sampled threshold (one
- * fast vectorised pass), then runs the same radix select on the candidates alone. Every
+ * vectorised sweep that writes each candidate's index and value), then runs the same
+ * radix select on the candidates alone. Every
  * entry at or above T is a candidate and candidates keep ascending index order, so the
  * ties are broken identically and the answers agree bit for bit. */
 #include "deepreduce.h"
 #include "rng_inline.h"
+#include "topk_simd.h"
 
 #include <math.h>
 #include <string.h>
@@ -121,10 +123,38 @@ static float sampled_threshold(const float *x, size_t n, size_t k, float *sample
     return t;
 }
 
+/* The candidates: the index and value of every entry of magnitude key >= tkey (NaN
+ * never), in index order, into idx/val[0..cap). Returns their count, or cap + 1 if
+ * they do not fit. */
+static size_t collect_candidates(const float *x, size_t n, uint32_t tkey, uint32_t *idx,
+                                 float *val, size_t cap)
+{
+    size_t i = 0, c = 0;
+#if DR_HAVE_X86_SIMD
+    int simd = dr_simd_active();
+    if (simd >= DR_SIMD_AVX512)
+        i = dr_topk_candidates_avx512(x, n, tkey, idx, val, cap, &c);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_topk_candidates_avx2(x, n, tkey, idx, val, cap, &c);
+#endif
+    for (; i < n; i++) {
+        uint32_t key;
+        memcpy(&key, x + i, sizeof key);
+        key &= 0x7fffffffu;
+        if (key >= tkey && key <= 0x7f800000u) {
+            if (c == cap)
+                return cap + 1u;
+            idx[c] = (uint32_t)i;
+            val[c++] = x[i];
+        }
+    }
+    return c;
+}
+
 int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work)
 {
     size_t cap, count = 0, i, out = 0, ties, ties_taken = 0;
-    uint32_t *cand_idx, kth;
+    uint32_t *cand_idx, kth, tkey;
     float *cand_val, *sample, t;
     if (k > n || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
@@ -142,17 +172,22 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     t = sampled_threshold(x, n, k, sample);
     /* A zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
      * candidates; it and a missed estimate fall back to the full select. */
-    if (!(t > 0.0f) || dr_threshold_count(x, n, t, &count) != DR_OK || count < k || count > cap)
+    if (!(t > 0.0f))
         return dr_topk(x, n, k, idx_out);
-    if (dr_threshold_select(x, n, t, cand_idx, cap, &count) != DR_OK)
+    memcpy(&tkey, &t, sizeof tkey);
+    count = collect_candidates(x, n, tkey, cand_idx, cand_val, cap);
+    if (count < k || count > cap)
         return dr_topk(x, n, k, idx_out);
-    if (dr_gather(x, n, cand_idx, count, cand_val) != DR_OK)
-        return DR_E_ARG;
     kth_largest(cand_val, count, k, &kth, &ties);
+    /* As dr_topk's last loop, without a branch per candidate (about one in five is not
+     * taken, at random): every candidate is written at `out`, which only the taken
+     * ones advance (out < k holds at each write). */
     for (i = 0; i < count && out < k; i++) {
         uint32_t key = magnitude_key(cand_val[i]);
-        if (key > kth || (key == kth && ties_taken++ < ties))
-            idx_out[out++] = cand_idx[i];
+        size_t tie = key == kth;
+        idx_out[out] = cand_idx[i];
+        out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
+        ties_taken += tie;
     }
     return DR_OK;
 }

@@ -1,6 +1,7 @@
 /* Dense arithmetic, gathers and scatters. Loops are written so the compiler vectorises
  * them at -O2/-O3; every index is checked before anything is written. */
 #include "deepreduce.h"
+#include "simd_config.h"
 
 #include <math.h>
 #include <string.h>
@@ -26,20 +27,46 @@ float dr_abs_max(const float *x, size_t n)
     return m;
 }
 
-int dr_all_finite(const float *x, size_t n)
+/* The largest of x[0..n)'s bits with the sign cleared: an all-ones exponent (an
+ * infinity or a NaN) iff it is at least 0x7f800000. An integer max vectorises without
+ * reassociating any float arithmetic; written once, compiled plain and for AVX2. */
+DR_ALWAYS_INLINE uint32_t max_abs_bits(const float *x, size_t n)
 {
-    /* An all-ones exponent is an infinity or a NaN. OR-ing per-element tests over
-     * integers vectorises without reassociating any float arithmetic. */
-    uint32_t nonfinite = 0;
+    uint32_t top = 0;
     size_t i;
-    if (n > 0 && x == NULL)
-        return DR_E_ARG;
     for (i = 0; i < n; i++) {
         uint32_t bits;
         memcpy(&bits, x + i, sizeof bits);
-        nonfinite |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+        bits &= 0x7fffffffu;
+        top = bits > top ? bits : top;
     }
-    return nonfinite ? 0 : 1;
+    return top;
+}
+
+static uint32_t max_abs_bits_plain(const float *x, size_t n)
+{
+    return max_abs_bits(x, n);
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static uint32_t max_abs_bits_avx2(const float *x, size_t n)
+{
+    return max_abs_bits(x, n);
+}
+#endif
+
+int dr_all_finite(const float *x, size_t n)
+{
+    uint32_t top;
+    if (n > 0 && x == NULL)
+        return DR_E_ARG;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        top = max_abs_bits_avx2(x, n);
+    else
+#endif
+        top = max_abs_bits_plain(x, n);
+    return top >= 0x7f800000u ? 0 : 1;
 }
 
 static int indices_in_range(const uint32_t *idx, size_t r, size_t n)

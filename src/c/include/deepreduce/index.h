@@ -107,9 +107,13 @@ int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32
 
 /* ----------------------------------------------------------------------------- rice */
 /* Golomb-Rice on gaps. Gaps are g_0 = x_0 and g_j = x_j - x_(j-1) - 1 (all >= 0).
- * Section: u8 k, then per gap: q = g >> k as q zero bits and a one bit, then the low k
- * bits of g. The encoder picks the k in 0..31 that minimises the expected size for a
- * uniform random r-subset of d (geometric gaps with ratio 1 - r/d): on such sets of
+ * Section: u8 k; the low k bits of every gap, bit-packed (a byte-aligned block of
+ * dr_bitpack_size(r, k) bytes); then the quotients q = g >> k in unary, q zero bits and
+ * a one bit per gap (the one of gap j at bit Q_j + j, Q_j = q_0 + ... + q_j), ending
+ * with the byte that holds the last one (empty when r = 0). With the codes' parts apart
+ * neither decodes by a serial chain from code to code (at most 1 byte more than
+ * interleaved codes). The encoder picks the k in 0..31 that minimises the expected size
+ * for a uniform random r-subset of d (geometric gaps with ratio 1 - r/d): on sets of
  * density <= 0.1, within 0.1 bit of log2 C(d, r) / r. Every gap costs at least one
  * bit, so very dense sets do better with rle or ef. The decoder accepts any k <= 31. */
 

@@ -27,9 +27,11 @@
  *                              params out of range, and DR_E_CORRUPT for section contents
  *                              the encoder cannot produce (a level beyond s, a NaN scale,
  *                              nonzero padding bits, ...).
- * Stochastic quantisers take a `key` (see dr_rng_key): element i draws
- * dr_rng_u64(key, i), so the same key gives the same bytes on every rank and every SIMD
- * path, and different keys give independent roundings.
+ * Stochastic quantisers (qsgd, terngrad, natural) take a `key` (see dr_rng_key):
+ * element i draws w = dr_rng_u32(key, i), and where a uniform is compared the uniform is
+ * (w >> 8) / 2^24, so the same key gives the same bytes on every rank and every SIMD path,
+ * and different keys give independent roundings. (The sketch's key draws its sample
+ * positions from dr_rng_u64, as described there.)
  */
 #ifndef DEEPREDUCE_QUANT_H
 #define DEEPREDUCE_QUANT_H
@@ -98,9 +100,10 @@ int dr_onebit_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 
 /* ---------------------------------------------------------------- signsgd, signum */
 /* signSGD (Bernstein et al. 2018): the sign bitmap only (1 = x >= 0 decodes to +1,
- * 0 = x < 0 or NaN decodes to -1). The aggregate is a majority vote: sum the decoded
+ * 0 = x < 0 decodes to -1). The aggregate is a majority vote: sum the decoded
  * tensors of all ranks, then dr_sign_vote.
- *   section 0: sign bitmap. Size: 52 + ceil(n/8) bytes. */
+ *   section 0: sign bitmap. Size: 52 + ceil(n/8) bytes.
+ * DR_E_NUMERIC if x holds Inf/NaN (found in the packing sweep itself). */
 size_t dr_signsgd_size(size_t n);
 int dr_signsgd_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,
                       size_t *written);
@@ -111,7 +114,8 @@ int dr_signsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 int dr_sign_vote(float *sum_inout, size_t n);
 
 /* Signum: signSGD of the momentum. The caller keeps m per tensor and updates it with
- * dr_signum_momentum before encoding m. Frame as signsgd, kind DR_KIND_SIGNUM. */
+ * dr_signum_momentum before encoding m. Frame as signsgd, kind DR_KIND_SIGNUM
+ * (DR_E_NUMERIC for Inf/NaN in m). */
 size_t dr_signum_size(size_t n);
 int dr_signum_encode(const float *m, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,
                      size_t *written);
@@ -120,6 +124,12 @@ int dr_signum_decode(const uint8_t *buf, size_t len, float *out, size_t n);
 /* m = (1 - beta)*g + beta*m, or m = g when `first` is nonzero (m's old contents are then
  * ignored). DR_E_ARG if beta is not in [0, 1]. */
 int dr_signum_momentum(float *m, const float *g, size_t n, float beta, int first);
+
+/* The same update out of place: m_new = (1 - beta)*g + beta*m_old (the same floats as
+ * dr_signum_momentum on a copy of m_old), one sweep where a copy and the update took two.
+ * m_new may be m_old. DR_E_ARG for NULL pointers (n > 0) or beta outside [0, 1]. */
+int dr_signum_momentum_into(float *m_new, const float *m_old, const float *g, size_t n,
+                            float beta);
 
 /* ---------------------------------------------------------------------- efsignsgd */
 /* Error-feedback signSGD (Karimireddy et al. 2019): mean = mean|x| (double accumulate)
@@ -137,9 +147,10 @@ int dr_efsignsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n);
  * 0x80 is refused); c in 1..127 is 2^(c - DR_NATURAL_CODE_OFFSET), i.e. magnitudes
  * 2^-63 .. 2^63.
  * Rounding, for |x| in [2^e, 2^(e+1)) inside that range: up with probability
- * (|x| - 2^e)/2^e, taken from 23 random bits against the 23 mantissa bits, so exactly
- * unbiased. |x| below 2^-63 (subnormals included) becomes 2^-63 with probability
- * |x|/2^-63 and 0 otherwise: unbiased to within 2^-127 absolute. |x| >= 2^63 saturates
+ * (|x| - 2^e)/2^e, taken from 23 random bits (w >> 9) against the 23 mantissa bits, so
+ * exactly unbiased. |x| below 2^-63 (subnormals included) becomes 2^-63 with probability
+ * ceil(|x| * 2^87)/2^24 (a 24-bit draw) and 0 otherwise: unbiased to within 2^-87
+ * absolute. |x| >= 2^63 saturates
  * to 2^63 (biased; gradients never get there). Zero (either sign) gives 0x00.
  *   section 0: n bytes. Size: 52 + n bytes.
  * DR_E_NUMERIC if x holds Inf/NaN. */

@@ -1,0 +1,24 @@
+/* The table lookups of lookup_simd.h that loop over a whole array. */
+#include "deepreduce.h"
+#include "lookup_simd.h"
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX512 size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t n, const float *table,
+                                                   float *out)
+{
+    __m512 t[8];
+    size_t i = 0;
+    int k;
+    for (k = 0; k < 8; k++)
+        t[k] = _mm512_loadu_ps(table + 16 * k);
+    for (; i + 16 <= n; i += 16) {
+        __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(codes + i)));
+        /* Bit 7 of the code moved to the float's sign bit: -v as the scalar code's (a
+         * code below 128 keeps its value's sign). */
+        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24);
+        __m512 v = dr_lookup128_avx512(t, c);
+        _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), sign)));
+    }
+    return i;
+}
+#endif

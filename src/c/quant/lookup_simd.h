@@ -1,0 +1,33 @@
+/* Internal: table lookups in vector registers, shared by the 8-bit and sketch decoders
+ * (and the 8-bit encoder's search). */
+#ifndef DR_LOOKUP_SIMD_H
+#define DR_LOOKUP_SIMD_H
+
+#include "simd_config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if DR_HAVE_X86_SIMD
+#include <immintrin.h>
+
+/* t[idx & 127] for each lane, the 128-entry table in eight registers t[0..8): permutes
+ * over pairs of registers, then selects by bits 5 and 6 of the index. */
+DR_TARGET_AVX512 static inline __m512 dr_lookup128_avx512(const __m512 *t, __m512i idx)
+{
+    const __m512i bit5 = _mm512_set1_epi32(32), bit6 = _mm512_set1_epi32(64);
+    __mmask16 hi32 = _mm512_test_epi32_mask(idx, bit5);
+    __m512 a = _mm512_mask_mov_ps(_mm512_permutex2var_ps(t[0], idx, t[1]), hi32,
+                                  _mm512_permutex2var_ps(t[2], idx, t[3]));
+    __m512 b = _mm512_mask_mov_ps(_mm512_permutex2var_ps(t[4], idx, t[5]), hi32,
+                                  _mm512_permutex2var_ps(t[6], idx, t[7]));
+    return _mm512_mask_mov_ps(a, _mm512_test_epi32_mask(idx, bit6), b);
+}
+
+/* out[i] = table[codes[i] & 127], negated where bit 7 of codes[i] is set, for a prefix of
+ * whole groups of 16; returns its length. The 8-bit decoder's values (a signed code) and
+ * the sketch's (a bin below 128). */
+size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t n, const float *table, float *out);
+#endif
+
+#endif
