@@ -4,12 +4,16 @@ Compression pays when the transfer time it saves exceeds its encode + decode tim
 fast link and a small tensor it often does not: then the tensor goes dense through an
 allreduce. Per tensor name the switch:
 
+0. sends a tensor of fewer than ``min_numel`` elements (``auto_off_min_numel``, 4096: 16 kB)
+   dense without measuring: its transfer is latency-bound either way, so compressing it
+   cannot pay, and its timings are too short to tell the paths apart;
 1. runs ``warmup`` compressed steps, measuring the whole compressed exchange (codec time
    plus transfer) and the bytes it sent;
-2. runs one dense step, measuring the allreduce, unless a link bandwidth is configured
-   (``params['bandwidth']``, bytes per second), in which case the dense and compressed
-   transfer times are modelled from it: ring allreduce 2(P−1)/P·bytes, allgather
-   (P−1)·bytes;
+2. runs as many dense steps, measuring the allreduce (both paths get the same number of
+   samples, so neither is favoured by the noise of the other's), unless a link bandwidth
+   is configured (``params['bandwidth']``, bytes per second), in which case the dense and
+   compressed transfer times are modelled from it: ring allreduce 2(P−1)/P·bytes,
+   allgather (P−1)·bytes;
 3. decides, then re-measures every ``interval`` steps, since gradients and load change.
 
 Timings on a shared machine are noisy, and a wrong "compress" costs a codec and a
@@ -38,34 +42,41 @@ class _TensorCost:
 
 
 class AutoOff:
-    def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1):
+    def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1, min_numel=4096):
         if bandwidth is not None and not bandwidth > 0:
             raise ValueError(f"bandwidth must be a positive number of bytes per second, got {bandwidth!r}")
-        if warmup < 1 or interval <= warmup + 1:
-            raise ValueError("auto_off needs warmup >= 1 and interval > warmup + 1")
+        if warmup < 1 or interval <= 2 * warmup:
+            raise ValueError("auto_off needs auto_off_warmup >= 1 and auto_off_interval > 2 * auto_off_warmup "
+                             f"(each cycle samples both paths), got warmup {warmup!r}, interval {interval!r}")
+        if min_numel < 0:
+            raise ValueError(f"auto_off_min_numel must be >= 0, got {min_numel!r}")
         self.bandwidth = bandwidth
         self.warmup = warmup
         self.interval = interval
         self.margin = margin
+        self.min_numel = min_numel
         self.costs = {}
 
     @classmethod
     def from_params(cls, params):
         if not params.get("auto_off"):
             return None
-        return cls(params.get("bandwidth"), params.get("auto_off_warmup", 2), params.get("auto_off_interval", 100))
+        return cls(params.get("bandwidth"), params.get("auto_off_warmup", 2), params.get("auto_off_interval", 100),
+                   min_numel=params.get("auto_off_min_numel", 4096))
 
     def _phase(self, cost):
         """Where in the measure/decide cycle this tensor's next step falls."""
         position = cost.steps % self.interval
         if position < self.warmup:
             return "measure-compressed"
-        if position == self.warmup and self.bandwidth is None:
+        if position < 2 * self.warmup and self.bandwidth is None:
             return "measure-dense"
         return "decided"
 
     def wants_dense(self, name, transport, numel):
         """Whether this step of ``name`` goes dense. Call once per step, on every rank."""
+        if numel < self.min_numel:  # decided by size: the same on every rank
+            return True
         cost = self.costs.setdefault(name, _TensorCost())
         if cost.steps % self.interval == 0:  # a new cycle samples afresh
             cost.compressed_seconds = cost.codec_seconds = cost.dense_seconds = None
@@ -99,5 +110,7 @@ class AutoOff:
         cost.wire_bytes = wire_bytes
 
     def observe_dense(self, name, seconds):
-        cost = self.costs[name]
+        cost = self.costs.get(name)
+        if cost is None:  # a tensor decided by size: nothing to measure
+            return
         cost.dense_seconds = seconds if cost.dense_seconds is None else min(cost.dense_seconds, seconds)

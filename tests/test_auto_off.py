@@ -31,14 +31,24 @@ def test_auto_off_follows_the_link_and_ranks_agree():
     assert fast_link[0][:2] == ["sparse", "sparse"] and fast_link[0][2:] == ["dense"] * 4
 
 
-def test_auto_off_measures_the_dense_path_when_no_bandwidth_is_given():
+def test_auto_off_samples_both_paths_equally_when_no_bandwidth_is_given():
     from deepreduce import grace_from_params
-    grc = grace_from_params(dict(TOPK))
-    g = np.ones(1000, dtype=np.float32)
-    for _ in range(4):
-        grc.step(g, "w")
+    grc = grace_from_params(dict(TOPK, auto_off_warmup=3))
+    g = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
+    paths = ["dense" if np.count_nonzero(grc.step(g, "w")) > 1000 else "sparse" for _ in range(6)]
+    assert paths == ["sparse"] * 3 + ["dense"] * 3
     cost = grc.auto_off.costs["w"]
-    assert cost.compressed_seconds > 0 and cost.dense_seconds is not None
+    assert cost.compressed_seconds > 0 and cost.dense_seconds > 0
+
+
+def test_auto_off_sends_small_tensors_dense_without_measuring():
+    from deepreduce import grace_from_params
+    grc = grace_from_params(dict(TOPK, auto_off_min_numel=2000))
+    g = np.random.default_rng(0).standard_normal(1999).astype(np.float32)
+    assert all(np.count_nonzero(grc.step(g, "bias")) == 1999 for _ in range(3))
+    assert "bias" not in grc.auto_off.costs
+    with pytest.raises(ValueError, match="auto_off_interval > 2"):
+        grace_from_params(dict(TOPK, auto_off_warmup=3, auto_off_interval=6))
 
 
 def test_auto_off_rejects_a_bad_bandwidth():
@@ -52,7 +62,7 @@ def test_dense_steps_leave_no_memory_behind(memory):
     """A dense step sends the compensated tensor exactly: the memory must hold nothing for
     it afterwards, so a later compressed step does not re-add an old residual."""
     from deepreduce import grace_from_params
-    grc = grace_from_params(dict(TOPK, memory=memory, bandwidth=1e13))  # fast link: dense after warm-up
+    grc = grace_from_params(dict(TOPK, memory=memory, bandwidth=1e13, auto_off_min_numel=0))  # fast link: dense after warm-up
     g = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
     outs = [grc.step(g, "w") for _ in range(4)]
     state = getattr(grc.memory, "residuals", None) or getattr(grc.memory, "gradients", {})
