@@ -243,3 +243,14 @@ def test_a_message_from_another_sender_is_refused():
     message = clients[0].train(model, 1)[0]
     with pytest.raises(FrameError, match="client 1's message of round 1 says sender 0"):
         server.receive(1, message, 1, clients[1].examples)
+
+
+def test_a_c2s_s2c_pair_is_one_run_and_no_params_run_the_baseline_alone():
+    results = fl.run({"c2s": TOPR, "s2c": OURS}, baseline=False, model="cnn", clients=2, rounds=1)
+    assert [r.label for r in results] == ["compressed"]
+    assert results[0].settings.c2s == TOPR and results[0].settings.s2c == OURS
+    from deepreduce.fl.cli import runs_from_args
+    parser = build_parser()
+    assert runs_from_args(parser.parse_args(["fl"])) == {"baseline": {"compressor": "none"}}
+    with pytest.raises(ValueError, match="nothing to run"):
+        runs_from_args(parser.parse_args(["fl", "--no-baseline"]))

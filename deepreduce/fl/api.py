@@ -88,7 +88,8 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     ``out``: a folder for log.json and plot.png. Returns ``Results``."""
     if not isinstance(runs, dict) or not runs:
         raise TypeError("runs must be a dict: {label: params dict}, or one params dict")
-    if not all(isinstance(p, dict) for p in runs.values()):
+    # One run's own params: a params dict, or a {'c2s': ..., 's2c': ...} pair of them.
+    if set(runs) == {"c2s", "s2c"} or not all(isinstance(p, dict) for p in runs.values()):
         runs = {"compressed": runs}
     pairs = [(str(label), _directions(params)) for label, params in runs.items()]
     if baseline and "baseline" not in runs:

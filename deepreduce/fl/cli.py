@@ -94,6 +94,10 @@ def runs_from_args(args):
         if args.params or args.c2s or args.s2c:
             raise ValueError("--rows paper runs the paper's params dicts; leave out --params/--c2s/--s2c")
         return {label: params for label, params in PAPER_ROWS.items() if label != "baseline"}
+    if not (args.params or args.c2s or args.s2c):  # nothing to compress: the baseline alone
+        if args.no_baseline:
+            raise ValueError("nothing to run: give --params, --c2s/--s2c or --rows paper, or drop --no-baseline")
+        return {"baseline": {"compressor": "none"}}
     both = args.params or {"compressor": "none"}
     c2s, s2c = args.c2s or both, args.s2c or both
     return {"compressed": {"c2s": c2s, "s2c": s2c}}
