@@ -31,7 +31,6 @@ import torch
 
 import deepreduce.fl as fl
 from deepreduce.fl.table import PAPER_ROWS, PAPER_TABLE4_SECONDS, PAPER_VOLUMES, mean
-from deepreduce.fl.tasks import build_task
 
 LSTM = dict(model="lstm", clients=8, per_round=4, sentences=128, lr=1.0, batch_size=16, c2s_ef=True, s2c_ef=True)
 MOBILENET = dict(model="mobilenet", clients=10, alpha=0.5, c2s_ef=True, s2c_ef=True)
@@ -67,7 +66,7 @@ def paper_lstm(args, out):
 def paper_mobilenet(args, out):
     results = fl.run(rows_to_run(), rounds=args.mobilenet_rounds, seed=args.seed, out=out / "mobilenet",
                      progress=_progress("mobilenet"), **MOBILENET)
-    table = results.table(title=f"MobileNet-style CNN ({sum(t.numel() for t in build_task(results[0].settings).model().state_dict().values() if t.is_floating_point()):,} "
+    table = results.table(title=f"MobileNet-style CNN ({results[0].dense_bytes // 4:,} "
                                 f"floats), digits, 10 clients, Dirichlet(0.5), {args.mobilenet_rounds} rounds")
     lines = [table, "", f"{'Table 5':<22} {'volume':>8} {'accuracy':>9} | {'paper vol':>9} {'paper acc':>9}"]
     for run, row in zip(results, results.rows()):

@@ -32,13 +32,7 @@ from ..errors import FrameError
 from . import wire
 from .direction import Direction
 from .settings import Settings
-from .tasks import build_task
-
-
-def model_state(model):
-    """The floating-point state a round communicates (parameters and norm statistics), by
-    name, as detached copies."""
-    return {name: t.detach().clone() for name, t in model.state_dict().items() if t.is_floating_point()}
+from .tasks import build_task, model_state
 
 
 def sample_clients(settings, round_):

@@ -14,6 +14,12 @@ from .models import PAD, MobileNetSmall, NextWordLSTM
 from .partition import dirichlet_partition, iid_partition
 
 
+def model_state(model):
+    """The floating-point state a round communicates (parameters and norm statistics), by
+    name, as detached copies."""
+    return {name: t.detach().clone() for name, t in model.state_dict().items() if t.is_floating_point()}
+
+
 class Task:
     """Shards (one (inputs, targets) pair per client), the test pair, and how to train and
     score a model on them."""
@@ -48,7 +54,7 @@ class Task:
                 optimizer.zero_grad(set_to_none=True)
                 self.loss(model, inputs[batch], targets[batch]).backward()
                 optimizer.step()
-        return {name: t.detach().clone() for name, t in model.state_dict().items() if t.is_floating_point()}
+        return model_state(model)
 
     @torch.no_grad()
     def evaluate(self, model, state, batch=256):

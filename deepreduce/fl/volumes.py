@@ -11,15 +11,15 @@ import torch
 from . import wire
 from .direction import Direction
 from .settings import Settings
-from .tasks import build_task
+from .tasks import build_task, model_state
 
 
 def lstm_update(seed=0, sentences=64, batch_size=16, lr=0.3):
-    """(update: name -> tensor, shapes) of one client's local epoch from the initial model."""
+    """The update (name -> tensor) of one client's local epoch from the initial model."""
     settings = Settings(model="lstm", clients=1, sentences=sentences, batch_size=batch_size, lr=lr, seed=seed)
     task = build_task(settings)
     model = task.model()
-    start = {name: t.detach().clone() for name, t in model.state_dict().items()}
+    start = model_state(model)
     trained = task.train(model, task.shards[0], settings, 1, 0)
     return {name: trained[name] - start[name] for name in start}
 
