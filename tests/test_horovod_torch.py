@@ -97,12 +97,16 @@ def _collectives(rank, world_size):
         model, _, _ = model_and_batch(seed=rank)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         sgd = torch.optim.SGD(model.parameters(), lr=0.1 * (rank + 1), momentum=0.5)
+        if rank == 0:  # root resumed with momentum buffers, the other rank fresh: it must take root's
+            for p in model.parameters():
+                sgd.state[p]["momentum_buffer"] = torch.ones_like(p)
         hvd.broadcast_optimizer_state(sgd, root_rank=0)
+        momentum = torch.cat([sgd.state[p]["momentum_buffer"].reshape(-1) for p in model.parameters()]).numpy()
         mean = hvd.allreduce(torch.tensor(float(rank)), name="metric")
         total = hvd.allreduce(torch.tensor([rank + 1]), op=hvd.Sum)
         gathered = hvd.allgather(torch.full((rank + 1, 2), float(rank)))
         weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
-        return weights, sgd.param_groups[0]["lr"], mean.item(), total.tolist(), gathered.tolist(), hvd.size()
+        return weights, sgd.param_groups[0]["lr"], mean.item(), total.tolist(), gathered.tolist(), hvd.size(), momentum
     finally:
         world.shutdown()
 
@@ -112,7 +116,9 @@ def test_collectives_over_gloo():
     ranks = run(_collectives, 2)
     np.testing.assert_array_equal(ranks[0][0], ranks[1][0])  # rank 0's weights everywhere
     assert [r[1] for r in ranks] == [0.1, 0.1]
-    for weights, lr, mean, total, gathered, size in ranks:
+    np.testing.assert_array_equal(ranks[0][6], ranks[1][6])  # root's optimizer state everywhere
+    assert np.all(ranks[1][6] == 1.0)
+    for weights, lr, mean, total, gathered, size, _ in ranks:
         assert mean == 0.5 and total == [3] and size == 2
         assert gathered == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
 

@@ -9,6 +9,7 @@ Horovod does. What differs from real Horovod, and why, is in docs/tensorflow.md.
 """
 import contextlib
 import itertools
+import json
 
 import torch
 
@@ -42,9 +43,10 @@ def allreduce(tensor, average=None, name=None, op=None):
     """The sum (op=Sum) or mean (the default) of ``tensor`` over ranks, as a new tensor."""
     op = _reduce_op(op, average)
     world = current()
-    summed = world.transport.allreduce(tensor.detach().cpu().clone().contiguous(), _name(name, "allreduce"))
+    # One private CPU copy (the transport sums into it), divided in place.
+    summed = world.transport.allreduce(tensor.detach().to("cpu", copy=True).contiguous(), _name(name, "allreduce"))
     if op == Average and world.size > 1:
-        summed = summed / world.size if summed.is_floating_point() else summed // world.size
+        summed = summed.div_(world.size) if summed.is_floating_point() else summed.floor_divide_(world.size)
     return summed.to(tensor.device)
 
 
@@ -80,19 +82,53 @@ def broadcast_parameters(params, root_rank):
 
 def broadcast_optimizer_state(optimizer, root_rank):
     """Root's hyperparameters and per-parameter state (momentum buffers, Adam's moments,
-    step counts), in place. The ranks must hold the same kind of state (run the same
-    number of steps), as with Horovod."""
+    step counts), in place. Root's layout of that state travels first and every rank takes
+    it: a rank resumed from no checkpoint (empty state) gets root's, so no rank waits on a
+    broadcast the others skip."""
     for g, group in enumerate(optimizer.param_groups):
         for key in sorted(k for k, v in group.items() if k != "params" and _is_number(v)):
             group[key] = _broadcast_number(group[key], root_rank, f"optimizer.group{g}.{key}")
+    layout = _state_layout(optimizer) if rank() == root_rank else None
+    layout = _broadcast_json(layout, root_rank, "optimizer.state-layout")
+    kept = {(g, i, key) for g, i, key, _ in layout}
+    for g, group in enumerate(optimizer.param_groups):  # state root does not have goes
         for i, p in enumerate(group["params"]):
-            state = optimizer.state.get(p, {})
-            for key in sorted(state):
-                name = f"optimizer.group{g}.param{i}.{key}"
-                if isinstance(state[key], torch.Tensor):
-                    broadcast_(state[key], root_rank, name=name)
-                elif _is_number(state[key]):
-                    state[key] = _broadcast_number(state[key], root_rank, name)
+            for key in [k for k in optimizer.state.get(p, {}) if (g, i, k) not in kept]:
+                del optimizer.state[p][key]
+    for g, i, key, kind in layout:
+        p = optimizer.param_groups[g]["params"][i]
+        state = optimizer.state[p]
+        name = f"optimizer.group{g}.param{i}.{key}"
+        if kind == "number":
+            state[key] = _broadcast_number(state.get(key, 0.0), root_rank, name)
+            continue
+        shape, dtype = kind
+        mine = state.get(key)
+        if not isinstance(mine, torch.Tensor) or list(mine.shape) != shape or str(mine.dtype) != dtype:
+            state[key] = mine = torch.zeros(shape, dtype=getattr(torch, dtype.split(".")[-1]), device=p.device)
+        broadcast_(mine, root_rank, name=name)
+
+
+def _state_layout(optimizer):
+    """[(group, param, key, "number" or [shape, dtype])] of the state this rank holds."""
+    layout = []
+    for g, group in enumerate(optimizer.param_groups):
+        for i, p in enumerate(group["params"]):
+            for key, value in sorted(optimizer.state.get(p, {}).items()):
+                if isinstance(value, torch.Tensor):
+                    layout.append((g, i, key, [list(value.shape), str(value.dtype)]))
+                elif _is_number(value):
+                    layout.append((g, i, key, "number"))
+    return layout
+
+
+def _broadcast_json(value, root_rank, name):
+    """Root's JSON-able ``value`` on every rank: its length, then its bytes."""
+    data = json.dumps(value).encode() if value is not None else b""
+    length = int(broadcast(torch.tensor([len(data)], dtype=torch.int64), root_rank, f"{name}.length").item())
+    payload = torch.frombuffer(bytearray(data.ljust(length, b"\0")), dtype=torch.uint8) if length else \
+        torch.zeros(0, dtype=torch.uint8)
+    return json.loads(bytes(broadcast(payload, root_rank, name).numpy()).decode()) if length else []
 
 
 def _is_number(value):
