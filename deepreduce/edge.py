@@ -29,8 +29,9 @@ def is_torch(x):
 def is_tensorflow(x):
     """A TensorFlow tensor or variable (eager or symbolic), without importing TensorFlow:
     those cross through NumPy inside ``tf.numpy_function`` (``deepreduce.tensorflow``)."""
-    # The module test first: without TensorFlow imported this costs one dict lookup per step.
-    return "tensorflow" in sys.modules and type(x).__module__.split(".")[0] in ("tensorflow", "keras")
+    # Without TensorFlow imported this costs one dict lookup per step.
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and (tf.is_tensor(x) or isinstance(x, tf.Variable))
 
 
 def _torch():

@@ -79,6 +79,11 @@ def test_graces_tensorflow_keys_names_and_defaults():
     assert tf_grace_from_params({"compressor": "inceptionn", "error_bound": 2e-6}).compressor.bound_bits == 6
     with pytest.raises(ValueError, match="error_bound"):
         tf_grace_from_params({"compressor": "inceptionn", "error_bound": -1.0})
+    for bad in (0.5, 1e-30):  # no band dropped / finer than 24 bits: named as the user's key
+        with pytest.raises(ValueError, match="error_bound"):
+            tf_grace_from_params({"compressor": "inceptionn", "error_bound": bad})
+    assert tf_grace_from_params({"compressor": "inceptionn",
+                                 "error_bound": np.float32(2e-6)}).compressor.bound_bits == 6
     assert type(tf_grace_from_params({"compressor": "u8bit"}).compressor).__name__ == "EightBitCompressor"
     from grace_dl.tensorflow.communicator.allgather import Allgather
     from grace_dl.tensorflow.compressor.inceptionn import INCEPTIONNCompressor
@@ -108,6 +113,8 @@ def test_distributed_gradient_tape_averages_through_grace(one_process_world):
         np.testing.assert_array_equal(g.numpy(), e)
     with pytest.raises(ValueError, match="Compression"):
         hvd.DistributedGradientTape(tape, compression=object())
+    with pytest.raises(ValueError, match="name="):  # a fresh name per call would lose the residuals
+        hvd.allreduce(tf.ones([4]), grace=grace_from_params(TOPK))
 
 
 def test_keras_distributed_optimizer_trains_and_refuses_xla(one_process_world):

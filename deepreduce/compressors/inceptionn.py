@@ -2,7 +2,7 @@ import math
 
 from .._native import f32, ffi, check, lib
 from ._framed import FramedCompressor, framed
-from ..checks import integer
+from ..checks import integer, number
 
 
 class InceptionnCompressor(FramedCompressor):
@@ -35,9 +35,12 @@ def bits_of_error_bound(error_bound):
     """GRACE's TensorFlow INCEPTIONN reads its ``error_bound`` e as the exponent band
     127 + int(log10(e / 2)): values below 2^int(log10(e / 2)) are dropped. Its default
     2e-10 is 2^-10, our default bound_bits of 10."""
-    if not isinstance(error_bound, (int, float)) or isinstance(error_bound, bool) or not 0 < error_bound < 2:
-        raise ValueError(f"error_bound must be a number in (0, 2) (GRACE's default: 2e-10), got {error_bound!r}")
-    return -int(math.log10(error_bound / 2))
+    e = number(error_bound, "error_bound", 0.0, 0.2)  # above 0.2 no band would be dropped
+    bits = -int(math.log10(e / 2)) if e > 0 else lib.DR_INCEPTIONN_MAX_BITS + 1
+    if bits > lib.DR_INCEPTIONN_MAX_BITS:  # finer than the smallest band bound_bits can express
+        raise ValueError(f"error_bound must be in (2e-{lib.DR_INCEPTIONN_MAX_BITS + 1}, 0.2] (GRACE's default: "
+                         f"2e-10), got {error_bound!r}")
+    return bits
 
 
 class INCEPTIONNCompressor(InceptionnCompressor):

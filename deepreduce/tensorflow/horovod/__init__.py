@@ -40,7 +40,10 @@ def allreduce(tensor, average=None, name=None, op=None, grace=None):
     """The mean (default) or sum of ``tensor`` over ranks; with ``grace`` (GRACE's patched
     Horovod) the communicator's compressed average instead."""
     if grace is not None:
-        return step_tensorflow(grace, [tensor], [_name(name, "allreduce")])[0]
+        if name is None:  # the communicator keeps state (residuals) per name: a fresh one per call would lose it
+            raise ValueError("hvd.allreduce(..., grace=grc) needs a name= that is the same at every step "
+                             "(the communicator's error feedback is kept per tensor name)")
+        return step_tensorflow(grace, [tensor], [name])[0]
     op = Sum if average is False else _check_op(op)
     tensor = tf.convert_to_tensor(tensor)
     tag = _name(name, "allreduce")
