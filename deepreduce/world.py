@@ -10,9 +10,8 @@ communicators built by ``grace_from_params`` detect the same engine on their own
 """
 import atexit
 import os
-import sys
 
-from .transports import LocalTransport, Transport
+from .transports import LocalTransport, Transport, _torch_initialised
 
 _LOCAL_RANK_ENV = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
 _LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
@@ -51,16 +50,9 @@ class World:
         return self._env(_LOCAL_SIZE_ENV, self.size)
 
 
-def _torch_group_ready():
-    if sys.modules.get("torch") is None:
-        return False
-    import torch.distributed as dist
-    return dist.is_available() and dist.is_initialized()
-
-
 def discover():
     """The transport of the job this process was started in (see the module's docstring)."""
-    if _torch_group_ready():
+    if _torch_initialised():
         from .transports.torch_dist import TorchTransport
         return TorchTransport()
     if any(name in os.environ for name in _MPI_LAUNCHER_ENV):
