@@ -134,8 +134,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=EPOCHS, help=f"training epochs (default: {EPOCHS})")
     parser.add_argument("--seeds", type=int, default=SEEDS, help=f"initial models and data orders (default: {SEEDS})")
-    parser.add_argument("--quick", action="store_true", help="4 configurations, 1 epoch, 2 seeds")
+    parser.add_argument("--quick", action="store_true",
+                        help="4 configurations, 1 epoch, 2 seeds (overrides --epochs and --seeds)")
     args = parser.parse_args()
+    if args.epochs < 1 or args.seeds < 1:
+        parser.error(f"--epochs and --seeds must be >= 1, got {args.epochs} and {args.seeds}")
     lines = table(QUICK, 1, 2) if args.quick else table(CONFIGS, args.epochs, args.seeds)
     print("\n".join(lines))
 
