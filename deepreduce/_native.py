@@ -37,26 +37,32 @@ def check_frame(status, what):
 def _pointer(ctype, dtype, array):
     """A pointer into a C-contiguous array (no copy). An array of another dtype is
     refused rather than reinterpreted: its bits would be read as the wrong type."""
+    # The common case first, in two identity tests: a NumPy array of exactly that dtype.
+    if type(array) is np.ndarray and array.dtype is dtype:
+        return ffi.from_buffer(ctype, array)
     if isinstance(array, np.ndarray) and array.dtype != dtype:
-        raise TypeError(f"expected a {np.dtype(dtype)} array for a {ctype[:-2]} pointer, got {array.dtype}")
+        raise TypeError(f"expected a {dtype} array for a {ctype[:-2]} pointer, got {array.dtype}")
     return ffi.from_buffer(ctype, array)
+
+
+_F32, _U32, _U16, _U8 = (np.dtype(t) for t in (np.float32, np.uint32, np.uint16, np.uint8))
 
 
 def f32(array):
     """A ``float *`` into a C-contiguous float32 array (no copy)."""
-    return _pointer("float[]", np.float32, array)
+    return _pointer("float[]", _F32, array)
 
 
 def u32(array):
-    return _pointer("uint32_t[]", np.uint32, array)
+    return _pointer("uint32_t[]", _U32, array)
 
 
 def u16(array):
-    return _pointer("uint16_t[]", np.uint16, array)
+    return _pointer("uint16_t[]", _U16, array)
 
 
 def u8(array):
-    return _pointer("uint8_t[]", np.uint8, array)
+    return _pointer("uint8_t[]", _U8, array)
 
 
 def as_frame_bytes(payload, what):
@@ -70,6 +76,16 @@ def as_frame_bytes(payload, what):
 def all_finite(flat):
     """Whether a float32 array holds no NaN and no infinity (one streaming pass in C)."""
     return lib.dr_all_finite(f32(flat), flat.size) == 1
+
+
+def result_finite(result, what):
+    """``all_finite`` of a step's result of either kind. A CPU float32 contiguous torch
+    tensor is read through its data pointer (``result`` holds it alive for the call),
+    without building a NumPy view first; anything else crosses the edge."""
+    if edge.is_torch(result) and result.dtype is edge.torch_float32() and result.is_cpu \
+            and result.is_contiguous():
+        return lib.dr_all_finite(ffi.cast("float *", result.data_ptr()), result.numel()) == 1
+    return all_finite(edge.to_core(result, what=what)[0])
 
 
 def nonfinite_frame(kind, numel):
@@ -92,6 +108,10 @@ def is_nonfinite_frame(buf, kind, numel, what):
 def decoded_marker(buf, kind, numel, what):
     """For a decoder: NaN in all numel entries when ``buf`` is the non-finite marker of
     ``kind``, None when it is any other frame (the codec's own decoder then judges it)."""
+    # Most frames are not markers: their flags byte says so without a C call (the
+    # decoder judges them). A frame whose flag is set gets the full check.
+    if buf.size < lib.DR_FRAME_NONFINITE_SIZE or not buf[10] & lib.DR_FRAME_FLAG_NONFINITE:
+        return None
     return edge.nan_filled(numel) if is_nonfinite_frame(buf, kind, numel, what) else None
 
 

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 
 from . import edge
 from . import stats as _stats
-from ._native import all_finite, check, f32, lib
+from ._native import all_finite, check, f32, lib, result_finite
 
 
 class Compressor(ABC):
@@ -151,12 +151,11 @@ class Communicator(ABC):
         if edge.is_tensorflow(tensor):  # GRACE's TensorFlow flavour: cross through NumPy
             from .tensorflow.crossing import step_tensorflow
             return step_tensorflow(self, [tensor], [name])[0]
-        flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
-        transport = self.transport  # bind now: a missing process group fails before any state changes
         # Memories and compressors see the caller's kind and shape (powersgd needs the
-        # matrix shape; a GRACE-style part needs torch), as a view of flat.
-        working = restore.working(flat)
-        if self.auto_off is not None and self.auto_off.wants_dense(name, transport, flat.size):
+        # matrix shape; a GRACE-style part needs torch), as CPU float32.
+        working, numel, restore = edge.to_working(tensor, what=f"gradient {name!r}")
+        transport = self.transport  # bind now: a missing process group fails before any state changes
+        if self.auto_off is not None and self.auto_off.wants_dense(name, transport, numel):
             return restore(self._dense_step(working, name))
         codec = self.codec()
         start = time.perf_counter()
@@ -166,7 +165,7 @@ class Communicator(ABC):
         encode_seconds = time.perf_counter() - start
         self._decode_seconds = 0.0
         result = self.send_receive(tensors, name, ctx)
-        if not all_finite(edge.to_core(result, what=f"result {name!r}")[0]):
+        if not result_finite(result, f"result {name!r}"):
             # A NaN/Inf on some rank: every rank's result is non-finite and the step is
             # skipped, so every rank takes back what it wrote for this tensor.
             self.memory.rollback(name)
@@ -175,7 +174,7 @@ class Communicator(ABC):
         if self.auto_off is not None:
             self.auto_off.observe_compressed(name, time.perf_counter() - start,
                                              encode_seconds + self._decode_seconds, wire_bytes)
-        self.stats.record(name, bytes_sent=wire_bytes, dense_bytes=4 * flat.size,
+        self.stats.record(name, bytes_sent=wire_bytes, dense_bytes=4 * numel,
                           encode_seconds=encode_seconds, decode_seconds=self._decode_seconds)
         return restore(result)
 

@@ -39,6 +39,10 @@ def _torch():
     return sys.modules["torch"]
 
 
+def torch_float32():
+    return sys.modules["torch"].float32
+
+
 class Restore:
     """Turns a flat float32 result back into the caller's kind of array."""
 
@@ -66,20 +70,21 @@ class Restore:
     def working(self, flat):
         """The flat float32 core array as the roles see it: the caller's kind and shape,
         on the CPU, sharing flat's memory."""
-        return _torch().from_numpy(flat).view(self.shape) if self.is_torch else flat.reshape(self.shape)
+        # NumPy's reshape then from_numpy: a third of the cost of torch's .view(shape).
+        return _torch().from_numpy(flat.reshape(self.shape)) if self.is_torch else flat.reshape(self.shape)
 
     def __call__(self, flat):
         if is_torch(flat):  # a compressor already produced a tensor (e.g. user code)
             if not self.is_torch:
                 return flat.detach().cpu().numpy().reshape(self.shape).astype(self.dtype, copy=False)
-            out = flat.reshape(self.shape)
+            out = flat if flat.shape == self.shape else flat.reshape(self.shape)
         else:
             flat = np.asarray(flat)
             if not self.is_torch:
                 return flat.reshape(self.shape).astype(self.dtype, copy=False)
             if not flat.flags.c_contiguous:
                 flat = np.ascontiguousarray(flat)
-            out = _torch().from_numpy(flat).view(self.shape)
+            out = _torch().from_numpy(flat.reshape(self.shape))
         if out.dtype != self.dtype:
             out = out.to(self.dtype)
         if not self.on_cpu or out.device.type != "cpu":
@@ -103,11 +108,24 @@ def to_core(x, what="tensor"):
     raise TypeError(f"{what}: expected a torch tensor or a NumPy array, got {type(x).__name__}")
 
 
+def to_working(x, what="tensor"):
+    """``(working, numel, restore)`` for a step: ``working`` is x as the roles see it (the
+    caller's kind and shape, CPU float32), ``restore`` the way back. A CPU float32
+    contiguous tensor is its own working tensor (detached if it requires grad): no
+    NumPy view is made, since the roles cross the edge themselves."""
+    if is_torch(x) and x.dtype is _torch().float32 and x.is_cpu and x.is_contiguous():
+        return (x.detach() if x.requires_grad else x), x.numel(), Restore(x.shape, x.dtype, x.device, True, True)
+    flat, restore = to_core(x, what)
+    return restore.working(flat), flat.size, restore
+
+
 def _torch_to_core(t, what):
     torch = _torch()
     dtype = t.dtype
     if dtype is torch.float32 and t.is_cpu:  # the common case, kept short: a view
-        return t.detach().numpy().reshape(-1), Restore(t.shape, dtype, t.device, True, True)
+        # A gradient never requires grad: detach (a new tensor object) only when needed.
+        return (t.detach() if t.requires_grad else t).numpy().reshape(-1), \
+            Restore(t.shape, dtype, t.device, True, True)
     device = t.device
     restore = Restore(t.shape, dtype, device, is_torch=True)
     if not dtype.is_floating_point:

@@ -24,6 +24,11 @@ class TensorState(dict):
         super().__init__()
         self._spare = {}  # name -> the other buffer, reused by the next step's write
         self._undo = {}   # name -> the entry before this step's write (None: there was none)
+        # name -> ((entry, flat, address), ...): the (at most two) buffers write made for
+        # the name, with their flat float32 views, so a step finds its buffers' views by
+        # identity instead of crossing the edge again. An entry a caller put in by hand
+        # is not among them and crosses as before.
+        self._made = {}
 
     def settle(self, name):
         """A new step for ``name`` begins: what the last one wrote is final."""
@@ -33,8 +38,17 @@ class TensorState(dict):
         """The flat float32 NumPy buffer of ``self[name]`` if it has ``size`` elements in
         memory C can write through, else None."""
         entry = self.get(name)
-        view = edge.writable_view(entry) if entry is not None else None
+        view = self._flat(name, entry) if entry is not None else None
         return view if view is not None and view.size == size else None
+
+    def _flat(self, name, entry):
+        """entry's memory as a writable flat float32 view (None if it has none)."""
+        for made, flat, address in self._made.get(name, ()):
+            # A torch entry still on the memory write made (no set_ or .data = since).
+            if made is entry and (address is None or (entry.data_ptr() == address and
+                                                      entry.dtype is edge.torch_float32())):
+                return flat
+        return edge.writable_view(entry)
 
     def write(self, name, restore, size):
         """``(new, old)``: the flat float32 NumPy buffer that now backs ``self[name]``
@@ -47,10 +61,12 @@ class TensorState(dict):
                 return current, current
         old = self.view(name, size)
         spare = self._spare.pop(name, None)
-        new = edge.writable_view(spare) if spare is not None else None
+        new = self._flat(name, spare) if spare is not None else None
         if new is None or new.size != size:
             new = np.empty(size, dtype=edge.CORE_DTYPE)
             spare = restore.working(new) if restore.numel == size else restore.wrap(new)
+            address = spare.data_ptr() if edge.is_torch(spare) else None
+            self._made[name] = ((spare, new, address),) + self._made.get(name, ())[:1]
         previous = self.get(name)
         self._undo[name] = previous
         if previous is not None:
@@ -76,3 +92,4 @@ class TensorState(dict):
         self.pop(name, None)
         self._spare.pop(name, None)
         self._undo.pop(name, None)
+        self._made.pop(name, None)

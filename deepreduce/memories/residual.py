@@ -28,7 +28,9 @@ class ResidualMemory(Memory):
         if name not in self.residuals:
             return tensor
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        residual, _ = edge.to_core(self.residuals[name], what=f"residual of {name!r}")
+        residual = self.residuals.view(name, flat.size)  # the buffer update wrote, found by identity
+        if residual is None:  # a residual put in by hand (of any kind), or of the wrong size
+            residual, _ = edge.to_core(self.residuals[name], what=f"residual of {name!r}")
         if flat.size != residual.size:
             raise ValueError(f"tensor {name!r} has {flat.size} elements but its residual has {residual.size}; "
                              "names must be stable and unique per parameter")
