@@ -34,35 +34,28 @@ def check_frame(status, what):
         raise FrameError(f"{what}: {status_message(status)}")
 
 
-def _pointer(ctype, dtype, array):
-    """A pointer into a C-contiguous array (no copy). An array of another dtype is
-    refused rather than reinterpreted: its bits would be read as the wrong type."""
-    # The common case first, in two identity tests: a NumPy array of exactly that dtype.
-    if type(array) is np.ndarray and array.dtype is dtype:
-        return ffi.from_buffer(ctype, array)
-    if isinstance(array, np.ndarray) and array.dtype != dtype:
-        raise TypeError(f"expected a {dtype} array for a {ctype[:-2]} pointer, got {array.dtype}")
-    return ffi.from_buffer(ctype, array)
+def _pointer_to(ctype, dtype):
+    """The function that makes a ``ctype`` pointer into a C-contiguous array of ``dtype``
+    (no copy). An array of another dtype is refused rather than reinterpreted: its bits
+    would be read as the wrong type."""
+    dtype = np.dtype(dtype)
+    from_buffer = ffi.from_buffer
+
+    def pointer(array):
+        # The common case in two identity tests: a NumPy array of exactly that dtype.
+        if type(array) is np.ndarray and array.dtype is dtype:
+            return from_buffer(ctype, array)
+        if isinstance(array, np.ndarray) and array.dtype != dtype:
+            raise TypeError(f"expected a {dtype} array for a {ctype[:-2]} pointer, got {array.dtype}")
+        return from_buffer(ctype, array)
+
+    return pointer
 
 
-_F32, _U32, _U16, _U8 = (np.dtype(t) for t in (np.float32, np.uint32, np.uint16, np.uint8))
-
-
-def f32(array):
-    """A ``float *`` into a C-contiguous float32 array (no copy)."""
-    return _pointer("float[]", _F32, array)
-
-
-def u32(array):
-    return _pointer("uint32_t[]", _U32, array)
-
-
-def u16(array):
-    return _pointer("uint16_t[]", _U16, array)
-
-
-def u8(array):
-    return _pointer("uint8_t[]", _U8, array)
+f32 = _pointer_to("float[]", np.float32)  # float *
+u32 = _pointer_to("uint32_t[]", np.uint32)
+u16 = _pointer_to("uint16_t[]", np.uint16)
+u8 = _pointer_to("uint8_t[]", np.uint8)
 
 
 def as_frame_bytes(payload, what):

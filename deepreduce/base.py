@@ -219,6 +219,17 @@ class Communicator(ABC):
         return aggregated / size if self.compressor.average and size != 1 else aggregated
 
 
+def crossed(tensor, ctx, what):
+    """``(flat, restore, finite)`` of the tensor a compress was given: kept in its ctx
+    (``source``, ``flat``, ``restore``, ``finite``) by the compressors that keep them, so
+    a memory's update neither crosses the edge nor sweeps for Inf/NaN a second time;
+    else found here."""
+    if getattr(ctx, "source", None) is tensor:
+        return ctx.flat, ctx.restore, ctx.finite
+    flat, restore = edge.to_core(tensor, what=what)
+    return flat, restore, all_finite(flat)
+
+
 def payload_nbytes(t):
     """Bytes of one payload tensor (NumPy array or torch tensor)."""
     nbytes = getattr(t, "nbytes", None)

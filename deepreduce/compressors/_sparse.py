@@ -38,14 +38,19 @@ def decode(kind, payload, numel, what):
 
 class SparseCtx:
     """What a sparsifier keeps locally: the dense size, the indices it sent (memories such
-    as dgc's zero their state there), and the way back to the caller's type."""
+    as dgc's zero their state there), the way back to the caller's type, and the tensor
+    it compressed with its flat view and whether that was finite (``base.crossed``: the
+    memory's update reads them instead of crossing the edge and sweeping again)."""
 
-    __slots__ = ("numel", "indices", "restore")
+    __slots__ = ("numel", "indices", "restore", "source", "flat", "finite")
 
-    def __init__(self, numel, indices, restore):
+    def __init__(self, numel, indices, restore, source=None, flat=None, finite=None):
         self.numel = numel
         self.indices = indices
         self.restore = restore
+        self.source = source
+        self.flat = flat
+        self.finite = finite
 
 
 class Sparsifier(Compressor):
@@ -63,12 +68,13 @@ class Sparsifier(Compressor):
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         kind = getattr(lib, self.frame_kind)
-        if all_finite(flat):
+        finite = all_finite(flat)
+        if finite:
             indices = self.select(flat, name)
             frame = encode(kind, flat, indices, f"{type(self).__name__} of {name!r}")
         else:
             indices, frame = np.empty(0, dtype=np.uint32), nonfinite_frame(kind, flat.size)
-        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore)
+        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, tensor, flat, finite)
 
     def lost(self, flat, tensors, ctx, out):
         """The entries sent travel exactly: what is lost is flat with them zeroed."""

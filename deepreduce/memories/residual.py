@@ -3,8 +3,8 @@ from functools import partial
 import numpy as np
 
 from .. import edge
-from .._native import all_finite, check, f32, lib
-from ..base import Compressor, Memory
+from .._native import check, f32, lib
+from ..base import Compressor, Memory, crossed
 from ..state import TensorState
 
 
@@ -36,11 +36,11 @@ class ResidualMemory(Memory):
                              "names must be stable and unique per parameter")
         out = np.empty_like(flat)
         check(lib.dr_axpby(self.beta, f32(residual), self.gamma, f32(flat), f32(out), flat.size), "compensate")
-        return restore(out)
+        return restore.working(out)  # the caller's kind and shape, CPU float32
 
     def update(self, tensor, name, compressor, tensors, ctx):
-        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        if not all_finite(flat):
+        flat, restore, finite = crossed(tensor, ctx, f"tensor {name!r}")
+        if not finite:
             return
         residual, _ = self.residuals.write(name, restore, flat.size)
         # A compressor that is not one of our classes (duck-typed) gets the default: decompress.
