@@ -63,7 +63,7 @@ def as_frame_bytes(payload, what):
     array = edge.as_numpy(payload)
     if array.dtype != np.uint8:
         raise FrameError(f"{what}: expected a framed uint8 payload, got dtype {array.dtype}")
-    return np.ascontiguousarray(array.reshape(-1))
+    return array if array.ndim == 1 and array.flags.c_contiguous else np.ascontiguousarray(array.reshape(-1))
 
 
 def all_finite(flat):

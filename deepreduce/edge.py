@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 CORE_DTYPE = np.float32
+_F32 = np.dtype(np.float32)
 _NUMPY_FLOATS = (np.float16, np.float32, np.float64)
 
 
@@ -46,7 +47,7 @@ def torch_float32():
 class Restore:
     """Turns a flat float32 result back into the caller's kind of array."""
 
-    __slots__ = ("shape", "dtype", "torch_device", "is_torch", "on_cpu")
+    __slots__ = ("shape", "dtype", "torch_device", "is_torch", "on_cpu", "cpu_float32_torch")
 
     def __init__(self, shape, dtype, torch_device=None, is_torch=False, on_cpu=None):
         self.shape = tuple(shape)
@@ -54,6 +55,8 @@ class Restore:
         self.torch_device = torch_device
         self.is_torch = is_torch
         self.on_cpu = (torch_device is None or torch_device.type == "cpu") if on_cpu is None else on_cpu
+        # The caller's tensor was CPU float32 torch: a float32 result needs no cast or move.
+        self.cpu_float32_torch = is_torch and self.on_cpu and dtype is _torch().float32
 
     @property
     def numel(self):
@@ -74,6 +77,8 @@ class Restore:
         return _torch().from_numpy(flat.reshape(self.shape)) if self.is_torch else flat.reshape(self.shape)
 
     def __call__(self, flat):
+        if self.cpu_float32_torch and type(flat) is np.ndarray and flat.dtype is _F32 and flat.flags.c_contiguous:
+            return _torch().from_numpy(flat.reshape(self.shape))  # the common case, kept short
         if is_torch(flat):  # a compressor already produced a tensor (e.g. user code)
             if not self.is_torch:
                 return flat.detach().cpu().numpy().reshape(self.shape).astype(self.dtype, copy=False)
@@ -145,6 +150,8 @@ def as_numpy(payload):
     (CPU tensors). bfloat16, which NumPy lacks, travels as float32 (``like`` casts back)."""
     if not is_torch(payload):
         return np.asarray(payload)
+    if payload.is_cpu and not payload.requires_grad and payload.dtype is not _torch().bfloat16:
+        return payload.numpy()  # the common case: no detached copy of the tensor object
     t = payload.detach()
     if t.dtype is _torch().bfloat16:
         t = t.float()
