@@ -176,7 +176,11 @@ class Communicator(ABC):
                                              encode_seconds + self._decode_seconds, wire_bytes)
         self.stats.record(name, bytes_sent=wire_bytes, dense_bytes=4 * numel,
                           encode_seconds=encode_seconds, decode_seconds=self._decode_seconds)
-        return restore(result)
+        # With one rank (and on a broadcast's root) 'none' hands back the payload, which
+        # is the caller's tensor itself: copied, so that the result, as on every other
+        # rank, does not change when the caller edits the gradient in place (zero_grad
+        # without set_to_none, gradient accumulation) or the other way round.
+        return edge.unaliased(restore(result), tensor)
 
     # -- GRACE's Horovod-PyTorch flavour (its patched horovod.torch optimizer) --------
     def send_step(self, tensor, name):

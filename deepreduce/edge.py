@@ -145,6 +145,17 @@ def _torch_to_core(t, what):
     return t.reshape(-1).numpy(), restore
 
 
+def unaliased(result, original):
+    """``result``, or a copy of it where it is ``original``'s own memory."""
+    if is_torch(result):
+        if is_torch(original) and result.numel() and result.data_ptr() == original.data_ptr():
+            return result.clone()
+        return result
+    if isinstance(original, np.ndarray) and np.may_share_memory(result, original):
+        return result.copy()
+    return result
+
+
 def as_numpy(payload):
     """A payload of either kind as a NumPy array, without a copy where the memory allows
     (CPU tensors). bfloat16, which NumPy lacks, travels as float32 (``like`` casts back)."""

@@ -14,6 +14,8 @@ undone from the step before), then any number of ``write(name, ...)``, then ``un
 if the step is rejected. A tensor the dict hands out may be written again two steps
 later: callers that keep one longer should copy it.
 """
+import sys
+
 import numpy as np
 
 from . import edge
@@ -93,3 +95,46 @@ class TensorState(dict):
         self._spare.pop(name, None)
         self._undo.pop(name, None)
         self._made.pop(name, None)
+
+
+def _references(buffers, i):
+    """How many references buffers[i] has, counted the way ``Outputs.take`` counts."""
+    return sys.getrefcount(buffers[i])
+
+
+# The count of a buffer that only its pool's list refers to. Measured, not assumed: it
+# depends on how the interpreter counts the references of a call's arguments.
+_ONLY_THE_POOL = _references([np.empty(1, dtype=edge.CORE_DTYPE)], 0)
+
+
+class Outputs:
+    """A decoder's output buffers per tensor name (flat float32), reused once nobody
+    holds them: steady state allocates none (a fresh 100 MB array costs the kernel
+    zeroing its pages, about as long as the decode itself).
+
+    The contract: a result is never written while anything refers to it. Every tensor
+    or array a result is handed out as (``torch.from_numpy``, a view, a reshape) keeps a
+    reference to its buffer for as long as it lives, so a buffer is taken again only
+    when its reference count is back to the pool's own. A caller that keeps results (a
+    list, ``p.grad`` until the next backward) simply gets fresh buffers meanwhile. At
+    most ``keep`` buffers per name are kept (each as large as the tensor); results made
+    while all of them are held are ordinary arrays the pool forgets.
+    """
+
+    def __init__(self, keep=2):
+        self.keep = keep
+        self._buffers = {}  # name -> [flat float32 arrays this pool handed out]
+
+    def take(self, name, size):
+        """A flat float32 array of ``size`` elements that nothing else refers to (its
+        contents undefined)."""
+        buffers = self._buffers.get(name)
+        if buffers is None or (buffers and buffers[0].size != size):  # first use, or the name changed size
+            buffers = self._buffers[name] = []
+        for i in range(len(buffers)):
+            if _references(buffers, i) == _ONLY_THE_POOL:
+                return buffers[i]
+        fresh = np.empty(size, dtype=edge.CORE_DTYPE)
+        if len(buffers) < self.keep:
+            buffers.append(fresh)
+        return fresh

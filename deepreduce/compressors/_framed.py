@@ -8,6 +8,7 @@ from .. import edge
 from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, ffi, lib, name_key,
                        nonfinite_frame, u8, workspace)
 from ..base import Compressor
+from ..state import Outputs
 
 
 def framed(capacity, encoder, what, nonfinite_none=False):
@@ -23,11 +24,15 @@ def framed(capacity, encoder, what, nonfinite_none=False):
 
 
 class FrameCtx:
-    __slots__ = ("numel", "restore")
+    """What decompress needs: the element count, the way back to the caller's type, and
+    the tensor name (its output buffers are reused per name: ``state.Outputs``)."""
 
-    def __init__(self, numel, restore):
+    __slots__ = ("numel", "restore", "name")
+
+    def __init__(self, numel, restore, name=None):
         self.numel = numel
         self.restore = restore
+        self.name = name
 
 
 class StepKeys:
@@ -65,6 +70,7 @@ class FramedCompressor(Compressor):
     def __init__(self, average=True, tensors_size_are_same=True):
         super().__init__(average, tensors_size_are_same)
         self.keys = StepKeys()
+        self.outputs = Outputs()  # decompress's results, reused per name once released
 
     def encode(self, flat, name):
         """Return the frame (uint8 array) for the flat float32 tensor: the encoder is
@@ -87,7 +93,7 @@ class FramedCompressor(Compressor):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         frame = self.encode(flat, name) if self.refuses_nonfinite or all_finite(flat) else None
         return [restore.wrap(frame if frame is not None else self.nonfinite(flat.size))], \
-            FrameCtx(flat.size, restore)
+            FrameCtx(flat.size, restore, name)
 
     def nonfinite(self, numel):
         """The marker frame sent instead of a tensor holding an Inf or a NaN."""
@@ -100,7 +106,7 @@ class FramedCompressor(Compressor):
         marker = decoded_marker(frame, getattr(lib, self.frame_kind), ctx.numel, what)
         if marker is not None:
             return ctx.restore(marker)
-        out = np.empty(ctx.numel, dtype=np.float32)
+        out = self.outputs.take(ctx.name, ctx.numel) if ctx.name is not None else np.empty(ctx.numel, np.float32)
         check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         return ctx.restore(out)
 

@@ -1,9 +1,7 @@
-import numpy as np
-
 from .. import edge
-from .._native import check, f32, lib
+from .._native import f32, ffi, lib
 from ..state import TensorState
-from ._framed import FrameCtx, FramedCompressor, sign_vote
+from ._framed import FrameCtx, FramedCompressor, framed, sign_vote
 from ..checks import number
 
 
@@ -34,16 +32,18 @@ class SignumCompressor(FramedCompressor):
         self.momentums.settle(name)
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         m, old = self.momentums.write(name, restore, flat.size)
-        if old is None:
-            np.copyto(m, flat)
-        else:  # one sweep from the old buffer into the new: no copy first
-            check(lib.dr_signum_momentum_into(f32(m), f32(old), f32(flat), flat.size, self.momentum),
-                  f"signum of {name!r}")
-        frame = self.encode(m, name)  # the sign frame of the momentum
+        # One sweep: the new momentum from the old one (m = g at the first call) and the
+        # sign frame of it, packed while each block of m is still in cache.
+        old_pointer = ffi.NULL if old is None else f32(old)
+        frame = framed(lib.dr_signum_size(flat.size),
+                       lambda buf, cap, written: lib.dr_signum_momentum_encode(
+                           f32(m), old_pointer, f32(flat), flat.size, self.momentum, lib.DR_DTYPE_FLOAT32,
+                           buf, cap, written),
+                       f"signum of {name!r}", nonfinite_none=True)
         if frame is None:  # an Inf or a NaN in the gradient (so in m): the momentum stays
             self.momentums.undo(name)
             frame = self.nonfinite(flat.size)
-        return [restore.wrap(frame)], FrameCtx(flat.size, restore)
+        return [restore.wrap(frame)], FrameCtx(flat.size, restore, name)
 
     def rollback(self, name):
         self.momentums.undo(name)

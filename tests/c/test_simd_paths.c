@@ -112,6 +112,88 @@ static void check_paths(const char *what, encode_fn encode, decode_fn decode, co
     free(got_out);
 }
 
+static int enc_signsgd(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_signsgd_encode(x, n, 0, buf, cap, written);
+}
+
+/* Past this many elements (4 Mi: the internal DR_SIGNS_STREAM_MIN_N) the vector sign
+ * kernels write their float output with non-temporal stores. */
+#define STREAMED_N ((size_t)(4u << 20) + 13u)
+
+/* dr_signum_momentum_encode on every path: the momentum and the frame of the two calls
+ * it fuses (dr_signum_momentum_into, or a copy at the first step, then
+ * dr_signum_encode on the scalar path), in place too, and Inf/NaN refused wherever it
+ * sits; with sizes past the streamed-store threshold. */
+static void test_signum_fused_paths(void)
+{
+    static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 1000, 4099, STREAMED_N};
+    size_t a, p, first;
+    for (a = 0; a < sizeof sizes / sizeof *sizes; a++) {
+        size_t n = sizes[a], cap = dr_signum_size(n), want_len = 0, got_len = 0;
+        float *g = malloc((n + 1) * sizeof *g), *old = malloc((n + 1) * sizeof *g);
+        float *want_m = malloc((n + 1) * sizeof *g), *got_m = malloc((n + 1) * sizeof *g);
+        uint8_t *want = malloc(cap), *got = malloc(cap);
+        fill(g, n, 11 + n, 2.0f);
+        fill(old, n, 13 + n, 1.0f);
+        for (first = 0; first < 2; first++) {
+            int same = 1;
+            setenv("DEEPREDUCE_SIMD", "scalar", 1);
+            if (first)
+                memcpy(want_m, g, n * sizeof *g);
+            else
+                CHECK_OK(dr_signum_momentum_into(want_m, old, g, n, 0.9f));
+            CHECK_OK(dr_signum_encode(want_m, n, 0, want, cap, &want_len));
+            for (p = 0; p < sizeof paths / sizeof *paths; p++) {
+                setenv("DEEPREDUCE_SIMD", paths[p], 1);
+                memset(got, 0, cap);
+                CHECK_OK(dr_signum_momentum_encode(got_m, first ? NULL : old, g, n, 0.9f, 0, got, cap, &got_len));
+                same &= got_len == want_len && memcmp(got, want, want_len) == 0;
+                same &= n == 0 || memcmp(got_m, want_m, n * sizeof *g) == 0;
+                /* In place: the old momentum's buffer becomes the new one. */
+                memcpy(got_m, old, n * sizeof *g);
+                CHECK_OK(dr_signum_momentum_encode(got_m, first ? NULL : got_m, g, n, 0.9f, 0, got, cap, &got_len));
+                same &= got_len == want_len && memcmp(got, want, want_len) == 0;
+                same &= n == 0 || memcmp(got_m, want_m, n * sizeof *g) == 0;
+                if (n > 0) {
+                    size_t at = (n / 3) % n;
+                    float keep = g[at];
+                    g[at] = (p % 2) ? INFINITY : NAN;
+                    CHECK_STATUS(dr_signum_momentum_encode(got_m, first ? NULL : old, g, n, 0.9f, 0, got, cap,
+                                                           &got_len), DR_E_NUMERIC);
+                    g[at] = keep;
+                }
+            }
+            if (!same)
+                fprintf(stderr, "signum fused n=%zu first=%zu: paths differ\n", n, first);
+            CHECK(same);
+        }
+        CHECK_STATUS(dr_signum_momentum_encode(got_m, old, g, n, 1.5f, 0, got, cap, &got_len), DR_E_ARG);
+        CHECK_STATUS(dr_signum_momentum_encode(got_m, old, g, n, 0.9f, 0, got, cap - 1, &got_len),
+                     DR_E_DST_TOO_SMALL);
+        if (n > 0)
+            CHECK_STATUS(dr_signum_momentum_encode(NULL, old, g, n, 0.9f, 0, got, cap, &got_len), DR_E_ARG);
+        unsetenv("DEEPREDUCE_SIMD");
+        free(g);
+        free(old);
+        free(want_m);
+        free(got_m);
+        free(want);
+        free(got);
+    }
+}
+
+/* The sign kernels past the streamed-store threshold: the same frames and outputs on
+ * every path (the decoders' outputs are written with non-temporal stores there). */
+static void test_signs_streamed(void)
+{
+    float *x = malloc(STREAMED_N * sizeof *x);
+    fill(x, STREAMED_N, 21, 1.0f);
+    check_paths("signsgd streamed", enc_signsgd, dr_signsgd_decode, x, STREAMED_N, dr_signsgd_size(STREAMED_N));
+    check_paths("onebit streamed", enc_onebit, dr_onebit_decode, x, STREAMED_N, dr_onebit_size(STREAMED_N));
+    free(x);
+}
+
 /* dr_qsgd_encode/decode on a tensor past DR_THREADS_MIN_NUMEL: the same frame and
  * output for 1, 2 and 3 threads. */
 static void test_threads_same_bytes(void)
@@ -215,5 +297,7 @@ int main(void)
     }
     test_threads_same_bytes();
     test_crc32_paths();
+    test_signum_fused_paths();
+    test_signs_streamed();
     return check_summary("test_simd_paths");
 }

@@ -131,6 +131,18 @@ int dr_signum_momentum(float *m, const float *g, size_t n, float beta, int first
 int dr_signum_momentum_into(float *m_new, const float *m_old, const float *g, size_t n,
                             float beta);
 
+/* The update and the frame in one sweep: m_new = (1 - beta)*g + beta*m_old (m_new = g
+ * when m_old is NULL, the first step), then into buf the frame dr_signum_encode(m_new)
+ * makes: the same floats in m_new and the same bytes in buf as the two calls, without
+ * reading m_new back from memory. Any two of m_new, m_old and g may be the same array
+ * (each element is read before it is written); they must not overlap otherwise. Sizes as
+ * dr_signum_size. DR_E_ARG for NULL pointers (n > 0) or beta outside [0, 1],
+ * DR_E_DST_TOO_SMALL if cap is short, DR_E_NUMERIC if m_new holds an Inf or a NaN
+ * (m_new is written in full either way; buf holds no frame). */
+int dr_signum_momentum_encode(float *m_new, const float *m_old, const float *g, size_t n,
+                              float beta, uint8_t dtype, uint8_t *buf, size_t cap,
+                              size_t *written);
+
 /* ---------------------------------------------------------------------- efsignsgd */
 /* Error-feedback signSGD (Karimireddy et al. 2019): mean = mean|x| (double accumulate)
  * and the sign bitmap. Decode: out = +mean where the bit is 1, -mean where it is 0.

@@ -1,0 +1,106 @@
+"""Who owns the memory a step hands back (docs/performance.md, "Buffers a step reuses"):
+decoders' outputs are reused per tensor name only once nothing refers to them, state
+buffers are found again by identity but never behind a caller's back, and a one-rank
+result is never the caller's own gradient."""
+import gc
+
+import numpy as np
+import pytest
+
+from deepreduce import grace_from_params
+from deepreduce.compressors.qsgd import QSGDCompressor
+from deepreduce.compressors.signum import SignumCompressor
+
+torch = pytest.importorskip("torch")
+
+
+def address(x):
+    return x.data_ptr() if torch.is_tensor(x) else x.__array_interface__["data"][0]
+
+
+def snapshot(x):
+    return x.clone() if torch.is_tensor(x) else x.copy()
+
+
+def gradient(kind, seed, n=1000):
+    values = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    return torch.from_numpy(values) if kind == "torch" else values
+
+
+# ------------------------------------------------------------- decoders' outputs
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+@pytest.mark.parametrize("make", [lambda: SignumCompressor(0.9), lambda: QSGDCompressor(127, 128)],
+                         ids=["signum", "qsgd"])
+def test_a_held_result_is_never_written_and_a_released_one_is_reused(kind, make):
+    compressor = make()
+
+    def round_trip(seed):
+        payload, ctx = compressor.compress(gradient(kind, seed), "w")
+        return compressor.decompress(payload, ctx)
+
+    first = round_trip(1)
+    kept = snapshot(first)
+    second = round_trip(2)
+    third = round_trip(3)  # every buffer of the name is held now: a fresh one
+    assert len({address(first), address(second), address(third)}) == 3
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(kept))
+    held = {address(first), address(second)}
+    del first, second, third
+    gc.collect()
+    assert address(round_trip(4)) in held  # released: taken again, nothing allocated
+
+
+def test_a_view_of_a_result_keeps_its_buffer_held():
+    compressor = SignumCompressor(0.9)
+    payload, ctx = compressor.compress(gradient("torch", 1), "w")
+    tail = compressor.decompress(payload, ctx).view(10, 100)[5:]  # the result itself is dropped
+    kept = tail.clone()
+    for seed in range(2, 6):
+        payload, ctx = compressor.compress(gradient("torch", seed), "w")
+        compressor.decompress(payload, ctx)
+    torch.testing.assert_close(tail, kept, rtol=0, atol=0)
+
+
+def test_signum_steps_held_as_p_grad_stay_the_votes_they_were():
+    """GRACE's loop keeps each step's result as p.grad until the next backward (or for
+    good, in a list): every result keeps the sign of its own step's momentum."""
+    grc = grace_from_params({"compressor": "signum", "memory": "none", "communicator": "allgather",
+                             "momentum": 0.9, "world_size": 1, "transport": "local"})
+    momentum, results, wanted = None, [], []
+    for seed in range(6):
+        g = gradient("torch", seed)
+        momentum = g.clone() if momentum is None else 0.1 * g + 0.9 * momentum
+        results.append(grc.step(g, "w"))
+        wanted.append(torch.where(momentum >= 0, 1.0, -1.0))
+    for got, want in zip(results, wanted):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- state buffers
+def test_a_residual_replaced_by_hand_is_the_one_compensated():
+    grc = grace_from_params({"compressor": "topk", "compress_ratio": 0.1, "memory": "residual",
+                             "communicator": "allgather", "world_size": 1, "transport": "local"})
+    g = gradient("torch", 1)
+    for _ in range(3):
+        grc.step(g, "w")
+    residuals = grc.memory.residuals
+    residuals["w"].set_(torch.full((1000,), -1.0))  # the entry the memory made, moved to other memory
+    torch.testing.assert_close(grc.memory.compensate(g, "w"), g - 1.0)
+    residuals["w"] = torch.full((1000,), 2.0)  # a new entry
+    torch.testing.assert_close(grc.memory.compensate(g, "w"), g + 2.0)
+
+
+# ------------------------------------------------------------ one-rank results
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+@pytest.mark.parametrize("communicator", ["allgather", "broadcast"])
+@pytest.mark.parametrize("memory", ["none", "residual"])
+def test_a_one_rank_result_is_not_the_callers_gradient(kind, communicator, memory):
+    grc = grace_from_params({"compressor": "none", "memory": memory, "communicator": communicator,
+                             "world_size": 1, "transport": "local"})
+    g = gradient(kind, 1)
+    want = np.asarray(snapshot(g))
+    result = grc.step(g, "w")
+    g[:] = 0  # zero_grad(set_to_none=False), or the next backward accumulating into it
+    np.testing.assert_array_equal(np.asarray(result), want)
+    result[:] = 5  # an optimizer's in-place edit of p.grad leaves the gradient alone
+    assert not np.asarray(g).any()
