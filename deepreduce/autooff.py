@@ -7,42 +7,69 @@ allreduce. Per tensor name the switch:
 0. sends a tensor of fewer than ``min_numel`` elements (``auto_off_min_numel``, 4096: 16 kB)
    dense without measuring: its transfer is latency-bound either way, so compressing it
    cannot pay, and its timings are too short to tell the paths apart;
-1. runs ``warmup`` compressed steps, measuring the whole compressed exchange (codec time
-   plus transfer) and the bytes it sent;
-2. runs as many dense steps, measuring the allreduce (both paths get the same number of
-   samples, so neither is favoured by the noise of the other's), unless a link bandwidth
-   is configured (``params['bandwidth']``, bytes per second), in which case the dense and
-   compressed transfer times are modelled from it: ring allreduce 2(P−1)/P·bytes,
-   allgather (P−1)·bytes;
-3. decides, then re-measures every ``interval`` steps, since gradients and load change.
+1. samples both paths, ``warmup`` steps each, alternating (compressed first), measuring
+   the whole compressed exchange (codec time plus transfer) and the bytes it sent, and the
+   dense allreduce. Both paths get the same number of samples, so neither is favoured by
+   the noise of the other's. With a link bandwidth configured (``params['bandwidth']``,
+   bytes per second) only the compressed path is sampled and the transfers are modelled
+   from it: ring allreduce 2(P−1)/P·bytes, allgather (P−1)·bytes;
+2. decides early, after one sample of each path, when one path costs at least twice the
+   other (``clear``): more samples would not change the answer, and each sample of the
+   losing path costs a step spent on it;
+3. decides, then keeps the decision for the rest of the cycle (``interval`` steps). The
+   steps of the chosen path are timed too, so a later cycle samples only the other path
+   and compares it with the chosen path's most recent steps. A cycle whose decision
+   confirms the one before runs twice as long as that one did (up to ``8 * interval``
+   steps): a stable answer is re-checked ever more rarely, a changed one after
+   ``interval`` steps.
 
 Timings on a shared machine are noisy, and a wrong "compress" costs a codec and a
 two-collective allgather on every step until the next decision. So each path's cost is the
-fastest of its samples in the cycle (interference only ever adds time), and compression is
-chosen only when it is clearly cheaper: by more than ``margin`` (10%).
+fastest of its samples (interference only ever adds time), and compression is chosen only
+when it is clearly cheaper: by more than ``margin`` (10%).
 
-Every rank must take the same path for a tensor (the collectives differ), so the two
-costs are averaged across ranks with one tiny allreduce before each decision.
+Every rank must take the same path for a tensor (the collectives differ), so the costs are
+averaged across ranks with one tiny allreduce before each decision (and before an early
+one), and everything else the schedule depends on is the same on every rank.
 """
+from collections import deque
+
 import numpy as np
+
+COMPRESSED, DENSE = 0, 1
 
 
 class _TensorCost:
-    __slots__ = ("steps", "compressed_seconds", "codec_seconds", "wire_bytes", "dense_seconds", "dense",
-                 "decided_cycle")
+    """One tensor's place in its measure/decide cycle and its recent timings."""
 
-    def __init__(self):
-        self.steps = 0
-        self.decided_cycle = -1
-        self.compressed_seconds = None
-        self.codec_seconds = None
+    __slots__ = ("position", "length", "decided", "dense", "early_checked", "seconds", "codec_seconds",
+                 "wire_bytes")
+
+    def __init__(self, interval, warmup):
+        self.position = 0          # steps taken in this cycle
+        self.length = interval     # steps in this cycle
+        self.decided = False       # this cycle's decision is made
+        self.dense = None          # the last decision (None before the first)
+        self.early_checked = False  # this cycle's early look was taken
+        # The last `warmup` timings of each path (seconds per step): the chosen path's
+        # come from its decided steps, so a new cycle need not sample it again.
+        self.seconds = (deque(maxlen=warmup), deque(maxlen=warmup))
+        self.codec_seconds = deque(maxlen=warmup)  # encode + decode of the compressed samples
         self.wire_bytes = 0
-        self.dense_seconds = None
-        self.dense = False
+
+    @property
+    def compressed_seconds(self):
+        return min(self.seconds[COMPRESSED], default=None)
+
+    @property
+    def dense_seconds(self):
+        return min(self.seconds[DENSE], default=None)
 
 
 class AutoOff:
-    def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1, min_numel=4096):
+    MAX_STRETCH = 8  # a stable decision's cycle grows up to 8 * interval steps
+
+    def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1, min_numel=4096, clear=2.0):
         if bandwidth is not None and not bandwidth > 0:
             raise ValueError(f"bandwidth must be a positive number of bytes per second, got {bandwidth!r}")
         if warmup < 1 or interval <= 2 * warmup:
@@ -55,6 +82,7 @@ class AutoOff:
         self.interval = interval
         self.margin = margin
         self.min_numel = min_numel
+        self.clear = clear
         self.costs = {}
 
     @classmethod
@@ -64,53 +92,85 @@ class AutoOff:
         return cls(params.get("bandwidth"), params.get("auto_off_warmup", 2), params.get("auto_off_interval", 100),
                    min_numel=params.get("auto_off_min_numel", 4096))
 
-    def _phase(self, cost):
-        """Where in the measure/decide cycle this tensor's next step falls."""
-        position = cost.steps % self.interval
-        if position < self.warmup:
-            return "measure-compressed"
-        if position < 2 * self.warmup and self.bandwidth is None:
-            return "measure-dense"
-        return "decided"
-
     def wants_dense(self, name, transport, numel):
         """Whether this step of ``name`` goes dense. Call once per step, on every rank."""
         if numel < self.min_numel:  # decided by size: the same on every rank
             return True
-        cost = self.costs.setdefault(name, _TensorCost())
-        if cost.steps % self.interval == 0:  # a new cycle samples afresh
-            cost.compressed_seconds = cost.codec_seconds = cost.dense_seconds = None
-        phase = self._phase(cost)
-        cycle = cost.steps // self.interval
-        cost.steps += 1
-        if phase == "measure-compressed":
-            return False
-        if phase == "measure-dense":
-            return True
-        if cost.decided_cycle != cycle:  # first decided step of this cycle
-            cost.dense = self._decide(cost, transport, name, numel)
-            cost.decided_cycle = cycle
+        cost = self.costs.get(name)
+        if cost is None:
+            cost = self.costs[name] = _TensorCost(self.interval, self.warmup)
+        if cost.position == cost.length:
+            self._next_cycle(cost)
+        cost.position += 1
+        if not cost.decided:
+            path = self._sample_next(cost, transport, name, numel)
+            if path is not None:
+                return path == DENSE
         return cost.dense
 
-    def _decide(self, cost, transport, name, numel):
+    def _next_cycle(self, cost):
+        """Start a new cycle: forget the samples of the path not taken (they are a cycle
+        old); the chosen path's recent steps stand for its samples."""
+        cost.position = 0
+        cost.decided = False
+        cost.early_checked = False
+        if cost.dense:
+            cost.seconds[COMPRESSED].clear()
+            cost.codec_seconds.clear()
+        else:
+            cost.seconds[DENSE].clear()
+
+    def _sample_next(self, cost, transport, name, numel):
+        """The path this step samples, or None once the cycle has decided (now)."""
+        compressed, dense = len(cost.seconds[COMPRESSED]), len(cost.seconds[DENSE])
+        if self.bandwidth is not None:  # the dense transfer is modelled: sample compression only
+            if compressed < self.warmup:
+                return COMPRESSED
+        else:
+            if compressed and dense and not cost.early_checked and min(compressed, dense) < self.warmup:
+                cost.early_checked = True  # one look per cycle (it costs an allreduce)
+                if self._decide(cost, transport, name, numel, early=True):
+                    return None
+            if compressed < self.warmup or dense < self.warmup:
+                return COMPRESSED if compressed <= dense else DENSE
+        self._decide(cost, transport, name, numel)
+        return None
+
+    def _decide(self, cost, transport, name, numel, early=False):
+        """Decide from the costs agreed across ranks; returns whether it did (an early
+        look decides only when one path is ``clear``-ly cheaper)."""
         size = transport.size
         if self.bandwidth is None:
             compressed, dense = cost.compressed_seconds, cost.dense_seconds
         else:
-            dense_bytes = 4 * numel
-            compressed = cost.codec_seconds + (size - 1) * cost.wire_bytes / self.bandwidth
-            dense = 2 * (size - 1) / size * dense_bytes / self.bandwidth
+            compressed = min(cost.codec_seconds) + (size - 1) * cost.wire_bytes / self.bandwidth
+            dense = 2 * (size - 1) / size * 4 * numel / self.bandwidth
         agreed = transport.allreduce(np.array([compressed, dense], dtype=np.float64), f"{name}/auto_off")
-        return not agreed[0] < (1.0 - self.margin) * agreed[1]
+        compressed, dense = float(agreed[0]), float(agreed[1])
+        if early:
+            if compressed >= self.clear * dense:
+                choice = True
+            elif dense >= self.clear * compressed:
+                choice = False
+            else:
+                return False
+        else:
+            choice = not compressed < (1.0 - self.margin) * dense
+        # A decision that confirms the last one earns a longer cycle before the next look.
+        stable = cost.dense is not None and choice == cost.dense
+        cost.length = min(2 * cost.length, self.MAX_STRETCH * self.interval) if stable else self.interval
+        cost.dense = choice
+        cost.decided = True
+        return True
 
     def observe_compressed(self, name, seconds, codec_seconds, wire_bytes):
         cost = self.costs[name]
-        cost.compressed_seconds = seconds if cost.compressed_seconds is None else min(cost.compressed_seconds, seconds)
-        cost.codec_seconds = codec_seconds if cost.codec_seconds is None else min(cost.codec_seconds, codec_seconds)
+        cost.seconds[COMPRESSED].append(seconds)
+        cost.codec_seconds.append(codec_seconds)
         cost.wire_bytes = wire_bytes
 
     def observe_dense(self, name, seconds):
         cost = self.costs.get(name)
         if cost is None:  # a tensor decided by size: nothing to measure
             return
-        cost.dense_seconds = seconds if cost.dense_seconds is None else min(cost.dense_seconds, seconds)
+        cost.seconds[DENSE].append(seconds)

@@ -74,7 +74,7 @@ KEYS = {
     "transport": (None, "communicator, powersgd, dgc memory", "a Transport, 'torch', 'mpi', 'local', None: detect"),
     "auto_off": (None, "communicator", "send a tensor dense when compressing costs more than it saves"),
     "bandwidth": (None, "auto_off", "link bytes/s for auto_off's cost model (None: measured)"),
-    "auto_off_warmup": ("2", "auto_off", "steps measured on each path (compressed, then dense) before deciding"),
+    "auto_off_warmup": ("2", "auto_off", "steps measured on each path (alternating; one each when a path is 2x cheaper) before deciding"),
     "auto_off_interval": ("100", "auto_off", "steps between re-measurements"),
     "auto_off_min_numel": ("4096", "auto_off", "tensors with fewer elements go dense without measuring"),
     "density": ("compress_ratio", "spardl", "SparDL's name for ρ: sets the topk compressor's compress_ratio"),

@@ -31,14 +31,49 @@ def test_auto_off_follows_the_link_and_ranks_agree():
     assert fast_link[0][:2] == ["sparse", "sparse"] and fast_link[0][2:] == ["dense"] * 4
 
 
-def test_auto_off_samples_both_paths_equally_when_no_bandwidth_is_given():
-    from deepreduce import grace_from_params
-    grc = grace_from_params(dict(TOPK, auto_off_warmup=3))
-    g = np.random.default_rng(0).standard_normal(10_000).astype(np.float32)
-    paths = ["dense" if np.count_nonzero(grc.step(g, "w")) > 1000 else "sparse" for _ in range(6)]
-    assert paths == ["sparse"] * 3 + ["dense"] * 3
-    cost = grc.auto_off.costs["w"]
-    assert cost.compressed_seconds > 0 and cost.dense_seconds > 0
+def _schedule(auto_off, compressed_seconds, dense_seconds, steps):
+    """The paths auto_off picks for one tensor over ``steps`` steps when every compressed
+    step takes ``compressed_seconds`` and every dense one ``dense_seconds`` (a list of
+    'C'/'D'), and the cycle lengths it went through."""
+    from deepreduce.transports.local import LocalTransport
+    transport, paths = LocalTransport(), []
+    for _ in range(steps):
+        if auto_off.wants_dense("w", transport, 10_000):
+            paths.append("D")
+            auto_off.observe_dense("w", dense_seconds)
+        else:
+            paths.append("C")
+            auto_off.observe_compressed("w", compressed_seconds, compressed_seconds / 2, 4000)
+    return "".join(paths)
+
+
+def test_auto_off_samples_both_paths_equally_and_alternately_when_they_are_close():
+    from deepreduce.autooff import AutoOff
+    auto_off = AutoOff(warmup=3, interval=20)
+    # 5% apart: no early decision, and not the 10% margin compression needs.
+    assert _schedule(auto_off, 1.05e-3, 1.0e-3, 8) == "CDCDCD" + "DD"
+    cost = auto_off.costs["w"]
+    assert cost.compressed_seconds == 1.05e-3 and cost.dense_seconds == 1.0e-3
+
+
+def test_auto_off_decides_after_one_sample_each_when_one_path_is_clearly_cheaper():
+    from deepreduce.autooff import AutoOff
+    assert _schedule(AutoOff(warmup=3, interval=20), 3e-3, 1e-3, 6) == "CD" + "DDDD"
+    assert _schedule(AutoOff(warmup=3, interval=20), 1e-3, 3e-3, 6) == "CD" + "CCCC"
+
+
+def test_a_confirmed_decision_is_rechecked_ever_more_rarely_sampling_only_the_other_path():
+    from deepreduce.autooff import AutoOff
+    auto_off = AutoOff(warmup=2, interval=10)
+    paths = _schedule(auto_off, 3e-3, 1e-3, 10 + 20 + 40 + 80 + 80)
+    # Cycle 1 samples both; later ones only compression (the dense steps time the dense
+    # path), and each confirmation doubles the cycle up to 8 * interval.
+    assert paths == ("CD" + "D" * 8) + ("C" + "D" * 19) + ("C" + "D" * 39) + ("C" + "D" * 79) * 2
+    # The link slows down. The next look still compares with dense steps timed before
+    # (keeps dense for its 80 steps, which time the slower link); the one after that
+    # switches, early, and its cycle is back to 10 steps; then compression is confirmed.
+    paths = _schedule(auto_off, 1e-3, 3e-3, 80 + 10 + 20)
+    assert paths == ("CC" + "D" * 78) + ("C" + "C" * 9) + ("D" + "C" * 19)
 
 
 def test_auto_off_sends_small_tensors_dense_without_measuring():
