@@ -52,7 +52,8 @@ def _pointer_to(ctype, dtype):
     return pointer
 
 
-f32 = _pointer_to("float[]", np.float32)  # float *
+_F32 = np.dtype(np.float32)
+f32 = _pointer_to("float[]", _F32)  # float *
 u32 = _pointer_to("uint32_t[]", np.uint32)
 u16 = _pointer_to("uint16_t[]", np.uint16)
 u8 = _pointer_to("uint8_t[]", np.uint8)
@@ -72,10 +73,14 @@ def all_finite(flat):
 
 
 def result_finite(result, what):
-    """``all_finite`` of a step's result of either kind. A CPU float32 contiguous torch
-    tensor is read through its data pointer (``result`` holds it alive for the call),
-    without building a NumPy view first; anything else crosses the edge."""
-    if edge.is_torch(result) and result.dtype is edge.torch_float32() and result.is_cpu \
+    """``all_finite`` of a step's result of either kind. A C-contiguous float32 array is
+    read in place, a CPU float32 contiguous torch tensor through its data pointer
+    (``result`` holds it alive for the call), without building a flat view first;
+    anything else crosses the edge."""
+    if type(result) is np.ndarray:
+        if result.dtype is _F32 and result.flags.c_contiguous:  # any shape: C reads it flat
+            return lib.dr_all_finite(f32(result), result.size) == 1
+    elif edge.is_torch(result) and result.dtype is edge.torch_float32() and result.is_cpu \
             and result.is_contiguous():
         return lib.dr_all_finite(ffi.cast("float *", result.data_ptr()), result.numel()) == 1
     return all_finite(edge.to_core(result, what=what)[0])

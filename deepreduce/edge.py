@@ -102,6 +102,11 @@ def to_core(x, what="tensor"):
     x's values (a view when x is CPU float32), ``restore`` the way back."""
     if is_torch(x):
         return _torch_to_core(x, what)
+    return _array_to_core(x, what)
+
+
+def _array_to_core(x, what):
+    """to_core of anything but a torch tensor."""
     if isinstance(x, np.ndarray):
         if x.dtype.type not in _NUMPY_FLOATS:
             raise TypeError(f"{what}: expected a floating-point array (float16/32/64), got dtype {x.dtype}")
@@ -118,9 +123,12 @@ def to_working(x, what="tensor"):
     caller's kind and shape, CPU float32), ``restore`` the way back. A CPU float32
     contiguous tensor is its own working tensor (detached if it requires grad): no
     NumPy view is made, since the roles cross the edge themselves."""
-    if is_torch(x) and x.dtype is _torch().float32 and x.is_cpu and x.is_contiguous():
-        return (x.detach() if x.requires_grad else x), x.numel(), Restore(x.shape, x.dtype, x.device, True, True)
-    flat, restore = to_core(x, what)
+    if is_torch(x):
+        if x.dtype is _torch().float32 and x.is_cpu and x.is_contiguous():
+            return (x.detach() if x.requires_grad else x), x.numel(), Restore(x.shape, x.dtype, x.device, True, True)
+        flat, restore = _torch_to_core(x, what)
+    else:
+        flat, restore = _array_to_core(x, what)
     return restore.working(flat), flat.size, restore
 
 
