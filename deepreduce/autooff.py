@@ -13,9 +13,14 @@ allreduce. Per tensor name the switch:
    the noise of the other's. With a link bandwidth configured (``params['bandwidth']``,
    bytes per second) only the compressed path is sampled and the transfers are modelled
    from it: ring allreduce 2(P−1)/P·bytes, allgather (P−1)·bytes;
-2. decides early, after one sample of each path, when one path costs at least twice the
-   other (``clear``): more samples would not change the answer, and each sample of the
-   losing path costs a step spent on it;
+2. decides early, after one sample of each path, when one path is clearly cheaper: dense
+   when compressing costs at least twice as much (``clear_dense``), compressed when dense
+   costs at least four times as much (``clear_compressed``). More samples would not change
+   such an answer, and each sample of the losing path costs a step spent on it. The bar
+   is higher for compression because a wrong early "compress" is the costly mistake where
+   noise can cause it: on a fast link, where a single dense sample stretched by the
+   machine's other work could make compression look cheaper (on a slow link dense
+   costs tens of times more, far past either bar);
 3. decides, then keeps the decision for the rest of the cycle (``interval`` steps). The
    steps of the chosen path are timed too, so a later cycle samples only the other path
    and compares it with the chosen path's most recent steps. A cycle whose decision
@@ -69,7 +74,8 @@ class _TensorCost:
 class AutoOff:
     MAX_STRETCH = 8  # a stable decision's cycle grows up to 8 * interval steps
 
-    def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1, min_numel=4096, clear=2.0):
+    def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1, min_numel=4096, clear_dense=2.0,
+                 clear_compressed=4.0):
         if bandwidth is not None and not bandwidth > 0:
             raise ValueError(f"bandwidth must be a positive number of bytes per second, got {bandwidth!r}")
         if warmup < 1 or interval <= 2 * warmup:
@@ -82,7 +88,8 @@ class AutoOff:
         self.interval = interval
         self.margin = margin
         self.min_numel = min_numel
-        self.clear = clear
+        self.clear_dense = clear_dense
+        self.clear_compressed = clear_compressed
         self.costs = {}
 
     @classmethod
@@ -138,7 +145,7 @@ class AutoOff:
 
     def _decide(self, cost, transport, name, numel, early=False):
         """Decide from the costs agreed across ranks; returns whether it did (an early
-        look decides only when one path is ``clear``-ly cheaper)."""
+        look decides only when one path is clearly cheaper)."""
         size = transport.size
         if self.bandwidth is None:
             compressed, dense = cost.compressed_seconds, cost.dense_seconds
@@ -148,9 +155,9 @@ class AutoOff:
         agreed = transport.allreduce(np.array([compressed, dense], dtype=np.float64), f"{name}/auto_off")
         compressed, dense = float(agreed[0]), float(agreed[1])
         if early:
-            if compressed >= self.clear * dense:
+            if compressed >= self.clear_dense * dense:
                 choice = True
-            elif dense >= self.clear * compressed:
+            elif dense >= self.clear_compressed * compressed:
                 choice = False
             else:
                 return False

@@ -58,8 +58,10 @@ def test_auto_off_samples_both_paths_equally_and_alternately_when_they_are_close
 
 def test_auto_off_decides_after_one_sample_each_when_one_path_is_clearly_cheaper():
     from deepreduce.autooff import AutoOff
-    assert _schedule(AutoOff(warmup=3, interval=20), 3e-3, 1e-3, 6) == "CD" + "DDDD"
-    assert _schedule(AutoOff(warmup=3, interval=20), 1e-3, 3e-3, 6) == "CD" + "CCCC"
+    # Dense early at 2x, compression early only at 4x (a wrong "compress" costs more).
+    assert _schedule(AutoOff(warmup=3, interval=20), 2e-3, 1e-3, 6) == "CD" + "DDDD"
+    assert _schedule(AutoOff(warmup=3, interval=20), 1e-3, 4e-3, 6) == "CD" + "CCCC"
+    assert _schedule(AutoOff(warmup=3, interval=20), 1e-3, 3e-3, 8) == "CDCDCD" + "CC"
 
 
 def test_a_confirmed_decision_is_rechecked_ever_more_rarely_sampling_only_the_other_path():
@@ -72,7 +74,7 @@ def test_a_confirmed_decision_is_rechecked_ever_more_rarely_sampling_only_the_ot
     # The link slows down. The next look still compares with dense steps timed before
     # (keeps dense for its 80 steps, which time the slower link); the one after that
     # switches, early, and its cycle is back to 10 steps; then compression is confirmed.
-    paths = _schedule(auto_off, 1e-3, 3e-3, 80 + 10 + 20)
+    paths = _schedule(auto_off, 1e-3, 5e-3, 80 + 10 + 20)
     assert paths == ("CC" + "D" * 78) + ("C" + "C" * 9) + ("D" + "C" * 19)
 
 
