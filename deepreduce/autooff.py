@@ -13,7 +13,9 @@ allreduce. Per tensor name the switch:
    the noise of the other's. With a link bandwidth configured (``params['bandwidth']``,
    bytes per second) only the compressed path is sampled and the transfers are modelled
    from it: ring allreduce 2(P−1)/P·bytes, allgather (P−1)·bytes;
-2. decides early, after one sample of each path, when one path is clearly cheaper: dense
+2. from the second cycle on (the first samples of each path pay one-time costs, fresh
+   buffers and a collective's first use, so the first cycle takes all of its samples),
+   decides early, after one sample of each path, when one path is clearly cheaper: dense
    when compressing costs at least twice as much (``clear_dense``), compressed when dense
    costs at least four times as much (``clear_compressed``). More samples would not change
    such an answer, and each sample of the losing path costs a step spent on it. The bar
@@ -134,7 +136,8 @@ class AutoOff:
             if compressed < self.warmup:
                 return COMPRESSED
         else:
-            if compressed and dense and not cost.early_checked and min(compressed, dense) < self.warmup:
+            if cost.dense is not None and compressed and dense and not cost.early_checked \
+                    and min(compressed, dense) < self.warmup:
                 cost.early_checked = True  # one look per cycle (it costs an allreduce)
                 if self._decide(cost, transport, name, numel, early=True):
                     return None

@@ -56,12 +56,15 @@ def test_auto_off_samples_both_paths_equally_and_alternately_when_they_are_close
     assert cost.compressed_seconds == 1.05e-3 and cost.dense_seconds == 1.0e-3
 
 
-def test_auto_off_decides_after_one_sample_each_when_one_path_is_clearly_cheaper():
+def test_auto_off_rechecks_after_one_sample_when_one_path_is_clearly_cheaper():
     from deepreduce.autooff import AutoOff
-    # Dense early at 2x, compression early only at 4x (a wrong "compress" costs more).
-    assert _schedule(AutoOff(warmup=3, interval=20), 2e-3, 1e-3, 6) == "CD" + "DDDD"
-    assert _schedule(AutoOff(warmup=3, interval=20), 1e-3, 4e-3, 6) == "CD" + "CCCC"
-    assert _schedule(AutoOff(warmup=3, interval=20), 1e-3, 3e-3, 8) == "CDCDCD" + "CC"
+    # The first cycle takes every sample (first steps pay one-time costs); a re-check
+    # samples the other path once and decides: dense early at 2x, compression early
+    # only at 4x (a wrong "compress" is the costlier mistake).
+    assert _schedule(AutoOff(warmup=3, interval=20), 2e-3, 1e-3, 40) == "CDCDCD" + "D" * 14 + "C" + "D" * 19
+    assert _schedule(AutoOff(warmup=3, interval=20), 1e-3, 4e-3, 40) == "CDCDCD" + "C" * 14 + "D" + "C" * 19
+    # 3x: not clear enough to compress early; the re-check takes all three dense samples.
+    assert _schedule(AutoOff(warmup=3, interval=20), 1e-3, 3e-3, 40) == "CDCDCD" + "C" * 14 + "DDD" + "C" * 17
 
 
 def test_a_confirmed_decision_is_rechecked_ever_more_rarely_sampling_only_the_other_path():
@@ -70,7 +73,7 @@ def test_a_confirmed_decision_is_rechecked_ever_more_rarely_sampling_only_the_ot
     paths = _schedule(auto_off, 3e-3, 1e-3, 10 + 20 + 40 + 80 + 80)
     # Cycle 1 samples both; later ones only compression (the dense steps time the dense
     # path), and each confirmation doubles the cycle up to 8 * interval.
-    assert paths == ("CD" + "D" * 8) + ("C" + "D" * 19) + ("C" + "D" * 39) + ("C" + "D" * 79) * 2
+    assert paths == ("CDCD" + "D" * 6) + ("C" + "D" * 19) + ("C" + "D" * 39) + ("C" + "D" * 79) * 2
     # The link slows down. The next look still compares with dense steps timed before
     # (keeps dense for its 80 steps, which time the slower link); the one after that
     # switches, early, and its cycle is back to 10 steps; then compression is confirmed.
