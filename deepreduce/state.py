@@ -118,7 +118,9 @@ class Outputs:
     when its reference count is back to the pool's own. A caller that keeps results (a
     list, ``p.grad`` until the next backward) simply gets fresh buffers meanwhile. At
     most ``keep`` buffers per name are kept (each as large as the tensor); results made
-    while all of them are held are ordinary arrays the pool forgets.
+    while all of them are held are ordinary arrays the pool forgets. Like ``TensorState``,
+    a name is served by one thread at a time (the DDP hook's worker runs its buckets in
+    turn).
     """
 
     def __init__(self, keep=2):
