@@ -104,3 +104,20 @@ def test_a_one_rank_result_is_not_the_callers_gradient(kind, communicator, memor
     np.testing.assert_array_equal(np.asarray(result), want)
     result[:] = 5  # an optimizer's in-place edit of p.grad leaves the gradient alone
     assert not np.asarray(g).any()
+
+
+def test_the_compensated_tensor_is_reused_only_once_released():
+    grc = grace_from_params({"compressor": "none", "memory": "residual", "communicator": "allgather",
+                             "world_size": 1, "transport": "local"})
+    g = gradient("torch", 1)
+    grc.step(g, "w")  # from the next step on the memory holds a residual: compensate makes a tensor
+    held = grc.step(g, "w")  # with 'none' and one rank: the compensated tensor itself
+    kept = held.clone()
+    later = grc.step(gradient("torch", 2), "w")
+    for seed in range(3, 6):
+        grc.step(gradient("torch", seed), "w")
+    torch.testing.assert_close(held, kept, rtol=0, atol=0)
+    released = address(later)
+    del later
+    gc.collect()
+    assert address(grc.memory.compensate(g, "w")) == released != address(held)

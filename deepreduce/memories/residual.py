@@ -1,11 +1,9 @@
 from functools import partial
 
-import numpy as np
-
 from .. import edge
 from .._native import check, f32, lib
 from ..base import Compressor, Memory, crossed
-from ..state import TensorState
+from ..state import Outputs, TensorState
 
 
 class ResidualMemory(Memory):
@@ -22,6 +20,9 @@ class ResidualMemory(Memory):
         self.residuals = TensorState()
         self.beta = beta
         self.gamma = gamma
+        # The compensated tensors, reused per name once nothing refers to them (with
+        # 'none' the payload, and so a one-rank result, may be the compensated tensor).
+        self.compensated = Outputs()
 
     def compensate(self, tensor, name):
         self.residuals.settle(name)
@@ -34,7 +35,7 @@ class ResidualMemory(Memory):
         if flat.size != residual.size:
             raise ValueError(f"tensor {name!r} has {flat.size} elements but its residual has {residual.size}; "
                              "names must be stable and unique per parameter")
-        out = np.empty_like(flat)
+        out = self.compensated.take(name, flat.size)
         check(lib.dr_axpby(self.beta, f32(residual), self.gamma, f32(flat), f32(out), flat.size), "compensate")
         return restore.working(out)  # the caller's kind and shape, CPU float32
 
