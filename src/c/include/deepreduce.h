@@ -226,12 +226,16 @@ const char *dr_simd_name(int level);
 /* AVX-512 here means F, BW, VL and DQ (the vector generator multiplies 64-bit lanes). */
 
 /* How many threads a kernel that can split its work may use: DEEPREDUCE_THREADS when it
- * holds an integer in 1..DR_MAX_THREADS, else 1. Read afresh on every call. Kernels that
- * split (dr_qsgd_encode and dr_qsgd_decode, on tensors of at least DR_THREADS_MIN_NUMEL
+ * holds an integer in 1..DR_MAX_THREADS (anything else there means 1); unset, the cores
+ * this process may run on (its CPU affinity), at most DR_DEFAULT_THREADS_CAP, since the
+ * kernels that split are bound by memory bandwidth, which a few cores fill. Read afresh
+ * on every call. Kernels that split (dr_qsgd_encode and dr_qsgd_decode, and the
+ * candidate sweep of dr_topk_select, on tensors of at least DR_THREADS_MIN_NUMEL
  * elements) give the same bytes for every thread count: the work is cut into fixed
  * ranges, each with its own counter-RNG draws and outputs. Threads are started and
  * joined inside the call; none outlives it. Without POSIX threads the count is 1. */
 #define DR_MAX_THREADS 64
+#define DR_DEFAULT_THREADS_CAP 8
 #define DR_THREADS_MIN_NUMEL 1048576u
 int dr_thread_count(void);
 
