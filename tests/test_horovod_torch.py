@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import deepreduce.torch.horovod as hvd
-from deepreduce import grace_from_params, world
+from deepreduce import CommunicationError, grace_from_params, world
 from deepreduce.transports import LocalTransport
 from tests.distributed import run
 
@@ -22,6 +22,24 @@ def one_process_world():
     hvd.init(LocalTransport())
     yield
     world.shutdown()
+
+
+LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                "PMI_SIZE", "PMI_RANK", "PMIX_RANK")
+
+
+def test_init_finds_the_world_the_communicators_find(monkeypatch):
+    """hvd.init() and grace_from_params's communicators choose the engine in one place
+    (transports.resolve): alone, a world of one; an environment that names a larger world
+    without the means to join it is refused by both, never run as a world of one."""
+    for name in LAUNCHER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert isinstance(world.discover(), LocalTransport)
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(CommunicationError, match="world size is 3"):
+        world.discover()
+    with pytest.raises(CommunicationError, match="world size is 3"):
+        grace_from_params(TOPK).step(torch.ones(4), "w")
 
 
 def model_and_batch(seed=0):
