@@ -102,6 +102,12 @@ def test_distributed_optimizer_checks_its_arguments(one_process_world):
         hvd.DistributedOptimizer(sgd, backward_passes_per_step=2)
     with pytest.raises(ValueError, match="Adasum"):
         hvd.DistributedOptimizer(sgd, op="adasum")
+    with pytest.raises(ValueError, match="compressor': 'fp16'"):
+        hvd.DistributedOptimizer(sgd, compression="fp16")
+    with pytest.raises(ValueError, match="Adasum"):
+        hvd.allreduce(torch.ones(2), op="adasum")
+    with pytest.raises(ValueError, match="only op="):  # Horovod's rule: op supersedes the deprecated flag
+        hvd.allreduce(torch.ones(2), average=True, op=hvd.Sum)
     with pytest.raises(TypeError, match="torch.optim.Optimizer"):
         hvd.DistributedOptimizer(object())
     world.shutdown()
@@ -122,6 +128,7 @@ def _collectives(rank, world_size):
         momentum = torch.cat([sgd.state[p]["momentum_buffer"].reshape(-1) for p in model.parameters()]).numpy()
         mean = hvd.allreduce(torch.tensor(float(rank)), name="metric")
         total = hvd.allreduce(torch.tensor([rank + 1]), op=hvd.Sum)
+        assert hvd.allreduce(torch.tensor([rank + 1]), average=False).tolist() == total.tolist()
         gathered = hvd.allgather(torch.full((rank + 1, 2), float(rank)))
         weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
         return weights, sgd.param_groups[0]["lr"], mean.item(), total.tolist(), gathered.tolist(), hvd.size(), momentum
