@@ -116,6 +116,12 @@ def test_unusable_params_fail_before_any_round():
         Settings(s2c_update="sometimes")
     with pytest.raises(ValueError, match="per_round"):
         Settings(clients=4, per_round=5)
+    with pytest.raises(ValueError, match="server_lr must be a finite number > 0, got 0"):
+        Settings(server_lr=0)
+    with pytest.raises(ValueError, match=r"alpha \(or None for an IID split\) must be a finite number > 0"):
+        Settings(alpha=0.0)
+    with pytest.raises(TypeError, match="lr must be a number, got '0.1'"):
+        Settings(lr="0.1")
     with pytest.raises(TypeError, match="unknown settings: round"):
         fl.run(TOPR, round=3)
     with pytest.raises(ValueError, match="one frame per tensor"):  # the second run's, before the first runs

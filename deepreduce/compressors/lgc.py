@@ -49,6 +49,7 @@ import numpy as np
 from .. import edge
 from .._native import all_finite, check, f32, ffi, lib, u32
 from ..base import Compressor
+from ..checks import fraction
 from ..codecs.index import LosslessIndex
 from ..params import LGC_KEYS
 from . import _lgc_frames as frames
@@ -73,13 +74,6 @@ def _step_count(params, key):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{key} must be a non-negative integer (a number of steps), got {value!r}")
     return int(value)
-
-
-def _ratio(params, key):
-    value = params[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
-        raise ValueError(f"{key} must be a number in (0, 1], got {value!r}")
-    return float(value)
 
 
 class Selector:
@@ -212,8 +206,8 @@ class LGCCompressor(Compressor):
         if p["lgc_index"] not in ("rice", "ef", "varint"):
             raise ValueError(f"lgc_index must be a lossless index codec (rice, ef, varint), got {p['lgc_index']!r}")
         return cls(variant=p["lgc_variant"], dense_steps=_step_count(p, "lgc_dense_steps"),
-                   train_steps=_step_count(p, "lgc_train_steps"), compress_ratio=_ratio(p, "compress_ratio"),
-                   innovation_ratio=_ratio(p, "lgc_innovation_ratio"), channels=p["lgc_channels"],
+                   train_steps=_step_count(p, "lgc_train_steps"), compress_ratio=fraction(p["compress_ratio"], "compress_ratio"),
+                   innovation_ratio=fraction(p["lgc_innovation_ratio"], "lgc_innovation_ratio"), channels=p["lgc_channels"],
                    latent_channels=p["lgc_latent_channels"], ae_lr=float(p["lgc_lr"]),
                    buffer_size=_step_count(p, "lgc_buffer"), replay=_step_count(p, "lgc_replay"),
                    train_iters=_step_count(p, "lgc_train_iters"),

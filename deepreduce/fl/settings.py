@@ -4,6 +4,8 @@ from dataclasses import MISSING, dataclass, field, fields
 
 import numpy as np
 
+from ..checks import number
+
 MODELS = ("mobilenet", "cnn", "lstm")
 OPTIMIZERS = ("sgd", "adam")
 DENSE = {"compressor": "none", "memory": "none"}
@@ -54,10 +56,10 @@ class Settings:
                              "(the change since the client's last round, or since the previous round)")
         if self.weighting not in WEIGHTINGS:
             raise ValueError(f"weighting={self.weighting!r}; valid: {', '.join(WEIGHTINGS)}")
-        if self.alpha is not None and not self.alpha > 0:
-            raise ValueError(f"alpha={self.alpha} must be > 0, or None for an IID split")
-        if not (self.lr > 0 and self.server_lr > 0):
-            raise ValueError(f"lr={self.lr} and server_lr={self.server_lr} must be > 0")
+        if self.alpha is not None:
+            number(self.alpha, "alpha (or None for an IID split)", 0, low_open=True)
+        number(self.lr, "lr", 0, low_open=True)
+        number(self.server_lr, "server_lr", 0, low_open=True)
         from .direction import Direction  # torch is imported only when a run is set up
         Direction(self.c2s, self.c2s_ef, self.compress_1d, "c2s")  # a bad params dict fails here
         Direction(self.s2c, self.s2c_ef, self.compress_1d, "s2c")
