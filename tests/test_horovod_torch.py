@@ -16,14 +16,6 @@ from tests.distributed import run
 TOPK = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.2}
 
 
-@pytest.fixture
-def one_process_world():
-    world.shutdown()
-    hvd.init(LocalTransport())
-    yield
-    world.shutdown()
-
-
 LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
                 "PMI_SIZE", "PMI_RANK", "PMIX_RANK")
 

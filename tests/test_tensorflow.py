@@ -12,7 +12,6 @@ tf = pytest.importorskip("tensorflow")
 import deepreduce.tensorflow.horovod as hvd  # noqa: E402
 import deepreduce.tensorflow.horovod.keras as hvd_keras  # noqa: E402
 from deepreduce import edge, grace_from_params, world  # noqa: E402
-from deepreduce.transports import LocalTransport  # noqa: E402
 from grace_dl.tensorflow.helper import grace_from_params as tf_grace_from_params  # noqa: E402
 from tests.distributed import run  # noqa: E402
 
@@ -24,14 +23,6 @@ TF_ONLY = ("adaq", "inceptionn", "sketch", "u8bit")  # GRACE's TensorFlow-only m
 def gradients(seed, shapes=((20, 50), (50,))):
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal(shape) * 1e-2).astype(np.float32) for shape in shapes]
-
-
-@pytest.fixture
-def one_process_world():
-    world.shutdown()
-    world.init(LocalTransport())
-    yield
-    world.shutdown()
 
 
 @pytest.mark.parametrize("params", [TOPK, QSGD, dict(QSGD, compressor="adaq", memory="residual")])

@@ -52,6 +52,7 @@ from ..base import Compressor
 from ..checks import fraction
 from ..codecs.index import LosslessIndex
 from ..params import LGC_KEYS
+from ..transports.binding import TransportAtFirstUse
 from . import _lgc_frames as frames
 
 STAGE_DENSE, STAGE_TOPK, STAGE_LGC = 1, 2, 3
@@ -158,7 +159,7 @@ class LGCCtx:
         self.finish, self.result = finish, result
 
 
-class LGCCompressor(Compressor):
+class LGCCompressor(TransportAtFirstUse, Compressor):
     def __init__(self, variant=DEFAULTS["lgc_variant"], dense_steps=DEFAULTS["lgc_dense_steps"],
                  train_steps=DEFAULTS["lgc_train_steps"], compress_ratio=1e-3,
                  innovation_ratio=DEFAULTS["lgc_innovation_ratio"], channels=DEFAULTS["lgc_channels"],
@@ -186,7 +187,7 @@ class LGCCompressor(Compressor):
         self.frames = frames.FrameCodec(LosslessIndex(index))
         self.select = Selector()
         self.timings = Timings()
-        self._transport_choice, self._world_size, self._transport = transport, world_size, None
+        self._bind_later(transport, world_size)
         # State (what state_dict holds):
         self.steps = {}        # name -> finite steps taken
         self.order = []        # names in the order of their first call (first/last tensor)
@@ -214,13 +215,6 @@ class LGCCompressor(Compressor):
                    seed=int(p["lgc_seed"]), dense_ends=bool(p["lgc_dense_ends"]),
                    min_numel=_step_count(p, "lgc_min_numel"), index=p["lgc_index"],
                    transport=p["transport"], world_size=p["world_size"])
-
-    @property
-    def transport(self):
-        if self._transport is None:
-            from ..transports import resolve
-            self._transport = resolve(self._transport_choice, self._world_size)
-        return self._transport
 
     # -- which stage, which tensors ------------------------------------------------------
     def stage(self, name):
