@@ -61,7 +61,8 @@ def number(value, what, low, high=math.inf, *, low_open=False, high_open=False):
 
 
 def _span(low, high, low_open, high_open):
-    """The allowed values, as the error message says them: "> 0.0", "in (0, 1]"."""
+    """The allowed values, as the error message says them: "a finite number > 0.0",
+    "in (0, 1]"."""
     if high == math.inf:
         return f"a finite number {'>' if low_open else '>='} {low}"
     return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"

@@ -8,6 +8,7 @@ namespace, every message crosses a real ``tc tbf`` link."""
 import os
 import pickle
 import tempfile
+
 import numpy as np
 import torch
 import torch.distributed as dist

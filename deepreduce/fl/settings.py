@@ -60,7 +60,7 @@ class Settings:
             number(self.alpha, "alpha (or None for an IID split)", 0, low_open=True)
         number(self.lr, "lr", 0, low_open=True)
         number(self.server_lr, "server_lr", 0, low_open=True)
-        from .direction import Direction  # torch is imported only when a run is set up
+        from .direction import Direction  # torch: imported when Settings are made, not with this module
         Direction(self.c2s, self.c2s_ef, self.compress_1d, "c2s")  # a bad params dict fails here
         Direction(self.s2c, self.s2c_ef, self.compress_1d, "s2c")
 
