@@ -110,6 +110,27 @@ def bloom_row(fpr, policy, seeds=5, value="qsgd"):
     return dict(zip(keys, np.mean(rows, axis=0).tolist()))
 
 
+def residual_growth(policy, steps=50, fpr=1e-3):
+    """The largest |residual| / |gradient| over `steps` steps of error feedback (residual
+    memory) through the bloom index with `policy`, on fresh Laplace gradients each step
+    (seeds 0..steps-1). A policy whose rebuilt tensor errs by less than the entries it drops
+    settles near a few gradient norms; BF-naive's shifted values put entries of the
+    size of the largest on the wrong indices, the residual takes them back, and the
+    next selection picks them: the norm grows without bound."""
+    from deepreduce import deepreduce_from_params
+    grc = deepreduce_from_params({"compressor": "topk", "memory": "residual", "communicator": "allgather",
+                                  "compress_ratio": RATIO, "deepreduce": "index", "index": "bloom", "fpr": fpr,
+                                  "policy": policy, "transport": "local"})
+    peak = 0.0
+    for step in range(steps):
+        g = gradient(step)
+        x = grc.memory.compensate(g, "conv")
+        tensors, ctx = grc.compressor.compress(x, "conv")
+        grc.memory.update(x, "conv", grc.compressor, tensors, ctx)
+        peak = max(peak, float(np.linalg.norm(grc.memory.residuals["conv"]) / np.linalg.norm(g)))
+    return peak
+
+
 def fpr_sweep(seeds=5, fprs=FPRS):
     """Bloom policies across fpr (Fig. 15's volume side, and Figs. 4/17's error: BF-Naive's
     shifted values show there): bloom_row for each fpr and policy."""
