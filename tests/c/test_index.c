@@ -667,9 +667,26 @@ static void test_skcompress_layout(void)
     CHECK_STATUS(dr_index_skcompress_decode(want, 0, 100000, 4, back), DR_E_CORRUPT);
 }
 
+/* A permutation passes and ends unchanged; an entry out of range or repeated is refused,
+ * and the marks the check sets are cleared either way. */
+static void test_permutation_check(void)
+{
+    uint32_t good[5] = {3, 0, 4, 1, 2}, repeat[5] = {3, 0, 3, 1, 2}, wide[3] = {0, 3, 1};
+    static const uint32_t good0[5] = {3, 0, 4, 1, 2}, repeat0[5] = {3, 0, 3, 1, 2};
+    CHECK_OK(dr_permutation_check(good, 5));
+    CHECK(memcmp(good, good0, sizeof good) == 0);
+    CHECK_STATUS(dr_permutation_check(repeat, 5), DR_E_CORRUPT);
+    CHECK(memcmp(repeat, repeat0, sizeof repeat) == 0);
+    CHECK_STATUS(dr_permutation_check(wide, 3), DR_E_CORRUPT);
+    CHECK(wide[0] == 0 && wide[1] == 3 && wide[2] == 1);
+    CHECK_OK(dr_permutation_check(NULL, 0));
+    CHECK_STATUS(dr_permutation_check(NULL, 1), DR_E_ARG);
+}
+
 int main(void)
 {
     test_bitpack();
+    test_permutation_check();
     test_skcompress_layout();
     test_lossless_edges();
     test_lossless_random();

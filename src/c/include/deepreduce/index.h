@@ -49,6 +49,14 @@ int dr_bitpack(const uint32_t *v, size_t n, unsigned bits, uint8_t *out, size_t 
  * not inspected. DR_E_ARG if bits > 32; DR_E_CORRUPT if len < dr_bitpack_size(n, bits). */
 int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_t *out);
 
+/* ---------------------------------------------------------------------- permutations */
+
+/* DR_OK if perm[0..n) holds every value 0..n-1 exactly once, DR_E_CORRUPT if an entry is
+ * n or more or repeats. The check marks entries in place (the top bit of perm[v] records
+ * that v was seen) and clears every mark before returning, so perm ends as it began and
+ * no scratch is needed: O(n). DR_E_ARG if n > 2^31 or perm is NULL with n > 0. */
+int dr_permutation_check(uint32_t *perm, size_t n);
+
 /* ------------------------------------------------------------------------------ rle */
 /* Section: u8 width w, u32 run count n, then n run lengths bit-packed at w bits.
  * The runs are those of the 0/1 bitmap of length d, alternating zero-run, one-run, ...
