@@ -578,6 +578,16 @@ static void test_sort_passes(void)
 
 /* ----------------------------------------------------------------------- sketch */
 
+/* The truncation and byte-change sweep of a section whose only parameter is its bins. */
+static void sweep_bins(int codec, size_t r, uint32_t bins, const uint8_t *sec, size_t len)
+{
+    dec_ctx c = {0, 0, 0, 0, NULL};
+    c.codec = codec;
+    c.r = r;
+    c.p1 = bins;
+    sweep(&c, sec, len);
+}
+
 /* SKCompress's values: the section is the sketch compressor's two sections, byte for
  * byte; every value comes back as its bin's mean; damaged sections are refused. */
 static void test_sketch_values(void)
@@ -609,12 +619,8 @@ static void test_sketch_values(void)
         CHECK(same);
         printf("sketch values r=%zu bins=%u: %zu bytes, rel L2 error %.4f\n", r, bins, written,
                rel_l2(val, NULL, dec, r));
-        if (t == 0) {
-            dec_ctx c = {C_SKETCH, 0, 0, 0, NULL};
-            c.r = r;
-            c.p1 = bins;
-            sweep(&c, sec, written);
-        }
+        if (t == 0)
+            sweep_bins(C_SKETCH, r, bins, sec, written);
         CHECK_STATUS(dr_value_sketch_decode(sec, written, r, 0, dec), DR_E_ARG);
         sec[4u * bins] = (uint8_t)(bins <= 256 ? bins : 0); /* an index out of range */
         if (bins <= 256)
@@ -660,10 +666,7 @@ static void test_skcompress_values(void)
         printf("skcompress values r=%zu bins=%u: %zu bytes, rel L2 error %.4f\n", r, bins, written,
                rel_l2(val, NULL, dec, r));
         if (bins == 4) {
-            dec_ctx c = {C_SKCOMPRESS, 0, 0, 0, NULL};
-            c.r = r;
-            c.p1 = bins;
-            sweep(&c, sec, written);
+            sweep_bins(C_SKCOMPRESS, r, bins, sec, written);
             sec[4] = 0x00;
             sec[5] = 0x80; /* a mean of -32768 */
             CHECK_STATUS(dr_value_skcompress_decode(sec, written, r, bins, dec), DR_E_CORRUPT);
