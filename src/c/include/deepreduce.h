@@ -100,7 +100,7 @@ enum dr_index_codec {
     DR_INDEX_EF = 4,      /* Elias-Fano                                              */
     DR_INDEX_RICE = 5,    /* Golomb-Rice on gaps                                     */
     DR_INDEX_VARINT = 6,  /* delta + LEB128                                          */
-    DR_INDEX_SKCOMPRESS = 7, /* delta-binary keys, 2-bit byte-count prefixes (SketchML) */
+    DR_INDEX_SKCOMPRESS = 7, /* delta-binary keys, Huffman-coded byte counts (SKCompress) */
     DR_INDEX_COUNT_ = 8
 };
 
@@ -114,7 +114,8 @@ enum dr_value_codec {
     DR_VALUE_FP16 = 5,    /* IEEE half                                               */
     DR_VALUE_BF16 = 6,    /* bfloat16                                                */
     DR_VALUE_SKETCH = 7,  /* SketchML quantile sketch: bin means + bin indices       */
-    DR_VALUE_COUNT_ = 8
+    DR_VALUE_SKCOMPRESS = 8, /* SKCompress: quantile sketch, Huffman-coded bin indices */
+    DR_VALUE_COUNT_ = 9
 };
 
 /* ---------------------------------------------------------------------------------- */
