@@ -52,6 +52,13 @@ static int enc_natural(const float *x, size_t n, uint8_t *buf, size_t cap, size_
     return dr_natural_encode(x, n, 0x99u, 0, buf, cap, written);
 }
 
+static float g_ratio = 0.01f;
+static void *g_adaq_work;
+static int enc_adaq(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_adaq_encode(x, n, g_ratio, 0x3131u, 0, g_adaq_work, buf, cap, written);
+}
+
 /* A mix of normal values, exact zeros, -0.0, and runs of equal values. */
 static void fill(float *x, size_t n, uint64_t key, float scale)
 {
@@ -147,6 +154,34 @@ static void test_threads_same_bytes(void)
     free(got);
 }
 
+/* adaq's one sweep (its counts, maxima and candidates) on every path: tensors large
+ * enough for the candidates (with a ragged tail), ratios that take them and one that
+ * sweeps x per count instead, signs out of balance, and a tensor whose sample sets the
+ * cut at a value most entries share, so the candidates overflow their room. */
+static void test_adaq_paths(void)
+{
+    const size_t n = 100003;
+    static const float ratios[] = {0.001f, 0.01f, 0.02f, 0.2f};
+    float *x = malloc(n * sizeof *x);
+    size_t i, r;
+    g_adaq_work = malloc(dr_adaq_workspace_size(n));
+    fill(x, n, 5, 2.0f);
+    for (r = 0; r < sizeof ratios / sizeof *ratios; r++) {
+        g_ratio = ratios[r];
+        check_paths("adaq", enc_adaq, dr_adaq_decode, x, n, dr_adaq_bound(n));
+        check_paths("adaq tail", enc_adaq, dr_adaq_decode, x, n - 77, dr_adaq_bound(n));
+    }
+    for (i = 0; i < n; i++)
+        x[i] = x[i] < 0.0f ? x[i] * 0.01f : x[i];
+    g_ratio = 0.01f;
+    check_paths("adaq lopsided", enc_adaq, dr_adaq_decode, x, n, dr_adaq_bound(n));
+    for (i = 0; i < n; i++)
+        x[i] = i % 1000 == 0 ? -3.0f : 1.0f;
+    check_paths("adaq ties", enc_adaq, dr_adaq_decode, x, n, dr_adaq_bound(n));
+    free(g_adaq_work);
+    free(x);
+}
+
 /* dr_crc32 on every path equals zlib's crc32, for lengths around the vector loop's
  * steps, unaligned starts and a running crc carried in. */
 static void test_crc32_paths(void)
@@ -214,6 +249,7 @@ int main(void)
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     test_threads_same_bytes();
+    test_adaq_paths();
     test_crc32_paths();
     return check_summary("test_simd_paths");
 }

@@ -175,6 +175,22 @@ static void test_adaq(void)
         CHECK_OK(dr_adaq_encode(x, n, 0.01f, 11, 0, work, buf, need, &len));
         CHECK(len == need);
     }
+    /* Few distinct magnitudes: the sample puts the positives' cut at the value they all
+     * share, so the candidates outgrow their room and the counts sweep x; every entry of
+     * each side is sent (no threshold splits equal magnitudes). */
+    for (i = 0; i < n; i++)
+        x[i] = i % 1000 == 0 ? -3.0f : 1.0f;
+    CHECK_OK(dr_adaq_encode(x, n, 0.01f, 11, 0, work, buf, cap, &len));
+    CHECK(len == 68 + 4 * n);
+    {
+        float *out = malloc(n * sizeof *out);
+        int same = 1;
+        CHECK_OK(dr_adaq_decode(buf, len, out, n));
+        for (i = 0; i < n; i++)
+            same &= out[i] == x[i];
+        CHECK(same);
+        free(out);
+    }
     CHECK_STATUS(dr_adaq_encode(x, n, 0.0f, 11, 0, work, buf, cap, &len), DR_E_ARG);
     CHECK_STATUS(dr_adaq_encode(x, n, 1.5f, 11, 0, work, buf, cap, &len), DR_E_ARG);
     x[5] = NAN;
