@@ -391,30 +391,34 @@ static int ascending_in_range(const uint8_t *p, size_t r, size_t n)
     return 1;
 }
 
-/* Whether two strictly ascending lists share an index (a merge walk). */
+/* Whether two strictly ascending lists share an index: a merge walk that advances by
+ * comparisons, not branches (which list moves next is a coin toss), equal entries
+ * noted on the way. */
 static int overlap(const uint8_t *a, size_t ra, const uint8_t *b, size_t rb)
 {
     size_t i = 0, j = 0;
+    int shared = 0;
     while (i < ra && j < rb) {
         uint32_t u, v;
         memcpy(&u, a + 4 * i, 4);
         memcpy(&v, b + 4 * j, 4);
-        if (u == v)
-            return 1;
-        if (u < v)
-            i++;
-        else
-            j++;
+        shared |= u == v;
+        i += (size_t)(u <= v);
+        j += (size_t)(v <= u);
     }
-    return 0;
+    return shared;
 }
 
-int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+/* A frame's parts, after every check the decoders make. */
+typedef struct {
+    size_t np, nn;
+    float mean_pos, mean_neg;
+    const uint8_t *ip, *in; /* the positives' and negatives' indices */
+} adaq_parts;
+
+static int adaq_parse(const uint8_t *buf, size_t len, const float *out, size_t n, adaq_parts *p)
 {
     dr_frame f;
-    size_t np, nn, j;
-    float mean_pos, mean_neg;
-    const uint8_t *ip, *in;
     int st = dr_frame_parse(buf, len, &f);
     if (st != DR_OK)
         return st;
@@ -426,26 +430,50 @@ int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         return DR_E_FRAME_FIELD;
     if (n > 0 && out == NULL)
         return DR_E_ARG;
-    np = (size_t)f.section_len[1] / 4;
-    nn = (size_t)f.section_len[2] / 4;
-    memcpy(&mean_pos, buf + f.section_off[0], 4);
-    memcpy(&mean_neg, buf + f.section_off[0] + 4, 4);
-    ip = buf + f.section_off[1];
-    in = buf + f.section_off[2];
-    if (!(mean_pos >= 0.0f && isfinite(mean_pos)) || !(mean_neg <= 0.0f && isfinite(mean_neg)) ||
-        !ascending_in_range(ip, np, n) || !ascending_in_range(in, nn, n) || overlap(ip, np, in, nn))
+    p->np = (size_t)f.section_len[1] / 4;
+    p->nn = (size_t)f.section_len[2] / 4;
+    memcpy(&p->mean_pos, buf + f.section_off[0], 4);
+    memcpy(&p->mean_neg, buf + f.section_off[0] + 4, 4);
+    p->ip = buf + f.section_off[1];
+    p->in = buf + f.section_off[2];
+    if (!(p->mean_pos >= 0.0f && isfinite(p->mean_pos)) || !(p->mean_neg <= 0.0f && isfinite(p->mean_neg)) ||
+        !ascending_in_range(p->ip, p->np, n) || !ascending_in_range(p->in, p->nn, n) ||
+        overlap(p->ip, p->np, p->in, p->nn))
         return DR_E_CORRUPT;
+    return DR_OK;
+}
+
+/* out[idx[j]] = v (add = 0) or += v (add = 1) for the r indices at p. */
+static void scatter(float *out, const uint8_t *p, size_t r, float v, int add)
+{
+    size_t j;
+    for (j = 0; j < r; j++) {
+        uint32_t i;
+        memcpy(&i, p + 4 * j, 4);
+        out[i] = add ? out[i] + v : v;
+    }
+}
+
+int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    adaq_parts p;
+    int st = adaq_parse(buf, len, out, n, &p);
+    if (st != DR_OK)
+        return st;
     if (n > 0)
         memset(out, 0, n * sizeof *out);
-    for (j = 0; j < np; j++) {
-        uint32_t i;
-        memcpy(&i, ip + 4 * j, 4);
-        out[i] = mean_pos;
-    }
-    for (j = 0; j < nn; j++) {
-        uint32_t i;
-        memcpy(&i, in + 4 * j, 4);
-        out[i] = mean_neg;
-    }
+    scatter(out, p.ip, p.np, p.mean_pos, 0);
+    scatter(out, p.in, p.nn, p.mean_neg, 0);
+    return DR_OK;
+}
+
+int dr_adaq_decode_add(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    adaq_parts p;
+    int st = adaq_parse(buf, len, out, n, &p);
+    if (st != DR_OK)
+        return st;
+    scatter(out, p.ip, p.np, p.mean_pos, 1);
+    scatter(out, p.in, p.nn, p.mean_neg, 1);
     return DR_OK;
 }

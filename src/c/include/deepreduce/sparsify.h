@@ -57,11 +57,17 @@ int dr_dgc_select(const float *x, size_t n, size_t k, uint64_t key, uint32_t *id
  * dr_adaq_decode: writes all of out[0..n): mean_pos at the positive indices, mean_neg at
  * the negative ones, 0 elsewhere. Refuses (before writing) indices >= n, lists not
  * strictly ascending, an index in both lists, mean_pos < 0, mean_neg > 0 or non-finite
- * means, besides the frame checks every decoder makes (see quant.h). */
+ * means, besides the frame checks every decoder makes (see quant.h).
+ * dr_adaq_decode_add: the same checks, then adds mean_pos at the positive indices and
+ * mean_neg at the negative ones to out, leaving the other entries as they are: on a
+ * zeroed out (e.g. fresh pages from calloc, which need no clearing pass) it gives what
+ * dr_adaq_decode gives (a zero's sign aside); on a running sum it accumulates a rank's payload. Refused frames
+ * leave out untouched. */
 size_t dr_adaq_workspace_size(size_t n);
 size_t dr_adaq_bound(size_t n);
 int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t dtype,
                    void *work, uint8_t *buf, size_t cap, size_t *written);
 int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n);
+int dr_adaq_decode_add(const uint8_t *buf, size_t len, float *out, size_t n);
 
 #endif /* DEEPREDUCE_SPARSIFY_H */
