@@ -3,6 +3,7 @@
  * zeros, negative zeros, ties at bucket norms and huge values. The paths are chosen
  * with DEEPREDUCE_SIMD, which the library reads on every call. */
 #define _POSIX_C_SOURCE 200112L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -154,6 +155,31 @@ static void test_threads_same_bytes(void)
     free(got);
 }
 
+/* inceptionn on the magnitudes where its tags change, for every bound: each edge (the
+ * drop bound 2^-b, the 8-bit top 255*2^-b, the 16-bit top 65535*2^-(k16+1), 1) and the
+ * float on either side of it, both signs, repeated to fill whole vectors. */
+static void test_inceptionn_band_edges(void)
+{
+    enum { N = 16 * 24 + 5 };
+    static float x[N];
+    size_t i;
+    for (g_bound = 1; g_bound <= DR_INCEPTIONN_MAX_BITS; g_bound++) {
+        int b = (int)g_bound, k16 = b - 1 > 15 ? b - 1 : 15;
+        float edges[4];
+        edges[0] = ldexpf(1.0f, -b);
+        edges[1] = ldexpf(255.0f, -b);
+        edges[2] = ldexpf(65535.0f, -(k16 + 1));
+        edges[3] = 1.0f;
+        for (i = 0; i < N; i++) {
+            float e = edges[(i / 6) % 4];
+            float v = i % 3 == 0 ? nextafterf(e, 0.0f) : i % 3 == 1 ? e : nextafterf(e, 2.0f);
+            x[i] = (i / 3) % 2 ? -v : v;
+        }
+        check_paths("inceptionn edges", enc_inceptionn, dr_inceptionn_decode, x, N, dr_inceptionn_bound(N));
+    }
+    g_bound = 10;
+}
+
 /* adaq's one sweep (its counts, maxima and candidates) on every path: tensors large
  * enough for the candidates (with a ragged tail), ratios that take them and one that
  * sweeps x per count instead, signs out of balance, and a tensor whose sample sets the
@@ -244,12 +270,14 @@ int main(void)
         }
         fill_bits(x, n, 3 + n);
         check_paths("8bit bits", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
-        g_bound = 10;
-        check_paths("inceptionn bits", enc_inceptionn, dr_inceptionn_decode, x, n, dr_inceptionn_bound(n));
+        /* Every bound: the vector paths tag by thresholds derived from it. */
+        for (g_bound = 1; g_bound <= DR_INCEPTIONN_MAX_BITS; g_bound++)
+            check_paths("inceptionn bits", enc_inceptionn, dr_inceptionn_decode, x, n, dr_inceptionn_bound(n));
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     test_threads_same_bytes();
     test_adaq_paths();
+    test_inceptionn_band_edges();
     test_crc32_paths();
     return check_summary("test_simd_paths");
 }
