@@ -180,6 +180,33 @@ static void test_inceptionn_band_edges(void)
     g_bound = 10;
 }
 
+/* 8bit on tensors large enough for the AVX-512 search by code bounds: gradients, huge
+ * and tiny scales, every exponent, and the table's entries and midpoints times the scale
+ * (where the nearest entry changes). */
+static void test_eightbit_paths(void)
+{
+    const size_t n = 100003;
+    float *x = malloc(n * sizeof *x), table[128];
+    size_t i;
+    static const float scales[] = {3.0f, 3e37f, 2e-29f, 7e-31f};
+    CHECK_OK(dr_eightbit_table(table));
+    for (i = 0; i < sizeof scales / sizeof *scales; i++) {
+        fill(x, n, 11 + i, scales[i]);
+        check_paths("8bit large", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+    }
+    fill_bits(x, n, 13);
+    check_paths("8bit large bits", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+    for (i = 0; i < n; i++) {
+        float scale = 1.7f, t = table[(i / 4) % 127], t1 = table[(i / 4) % 127 + 1];
+        float v = i % 4 == 0 ? t * scale : i % 4 == 1 ? 0.5f * (t + t1) * scale
+                : i % 4 == 2 ? nextafterf(0.5f * (t + t1) * scale, 0.0f) : nextafterf(0.5f * (t + t1) * scale, 9.0f);
+        x[i] = (i / 508) % 2 ? -v : v;
+    }
+    x[0] = 1.7f;
+    check_paths("8bit large midpoints", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+    free(x);
+}
+
 /* adaq's one sweep (its counts, maxima and candidates) on every path: tensors large
  * enough for the candidates (with a ragged tail), ratios that take them and one that
  * sweeps x per count instead, signs out of balance, and a tensor whose sample sets the
@@ -277,6 +304,7 @@ int main(void)
     }
     test_threads_same_bytes();
     test_adaq_paths();
+    test_eightbit_paths();
     test_inceptionn_band_edges();
     test_crc32_paths();
     return check_summary("test_simd_paths");
