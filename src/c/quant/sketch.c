@@ -11,6 +11,7 @@
 #include "qframe.h"
 #include "lookup_simd.h"
 #include "sketch_simd.h"
+#include "sketch_fill.h"
 
 #include <math.h>
 #if defined(__SSE2__)
@@ -104,9 +105,7 @@ static void tally_add(double *tally, uint32_t b, float v)
 #endif
 }
 
-/* The sketch of x[0..n): bin indices to index[0..n * width), bin means (float32) to
- * means[0..4 bins). DR_E_NUMERIC if a mean is not finite (x held Inf/NaN). */
-static int sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *work,
+int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *work,
                        uint8_t *means, uint8_t *index)
 {
     double *tally;
@@ -225,7 +224,7 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
     if (st != DR_OK)
         return st;
     f.params[0] = bins;
-    st = sketch_fill(x, n, bins, key, work, buf + f.section_off[0], buf + f.section_off[1]);
+    st = dr_sketch_fill(x, n, bins, key, work, buf + f.section_off[0], buf + f.section_off[1]);
     if (st != DR_OK)
         return st;
     return dr_frame_seal(&f, buf, cap, written);
@@ -265,7 +264,7 @@ int dr_value_sketch_encode(const float *val, size_t r, uint32_t bins, uint64_t k
         return DR_E_ARG;
     if (cap < need)
         return DR_E_DST_TOO_SMALL;
-    st = sketch_fill(val, r, bins, key, work, out, out + 4u * (size_t)bins);
+    st = dr_sketch_fill(val, r, bins, key, work, out, out + 4u * (size_t)bins);
     if (st != DR_OK)
         return st;
     *written = need;

@@ -7,11 +7,13 @@
  * T from the lowest index up. The histograms live on the stack: no allocation.
  *
  * dr_topk_select first narrows the input to candidates with a sampled threshold (one
- * vectorised sweep that writes each candidate's index and value), then runs the same
- * radix select on the candidates alone. Every
+ * vectorised sweep that writes each candidate's index and value, split over
+ * dr_thread_count() threads on large tensors), then runs the same radix select on the
+ * candidates alone. Every
  * entry at or above T is a candidate and candidates keep ascending index order, so the
  * ties are broken identically and the answers agree bit for bit. */
 #include "deepreduce.h"
+#include "parallel.h"
 #include "rng_inline.h"
 #include "topk_simd.h"
 
@@ -123,21 +125,21 @@ static float sampled_threshold(const float *x, size_t n, size_t k, float *sample
     return t;
 }
 
-/* The candidates: the index and value of every entry of magnitude key >= tkey (NaN
- * never), in index order, into idx/val[0..cap). Returns their count, or cap + 1 if
- * they do not fit. */
-static size_t collect_candidates(const float *x, size_t n, uint32_t tkey, uint32_t *idx,
-                                 float *val, size_t cap)
+/* The candidates among x[begin..end): the index and value of every entry of magnitude
+ * key >= tkey (NaN never), in index order, into idx/val[0..cap). Returns their count,
+ * or cap + 1 if they do not fit. */
+static size_t collect_candidates(const float *x, size_t begin, size_t end, uint32_t tkey,
+                                 uint32_t *idx, float *val, size_t cap)
 {
-    size_t i = 0, c = 0;
+    size_t i = begin, c = 0;
 #if DR_HAVE_X86_SIMD
     int simd = dr_simd_active();
     if (simd >= DR_SIMD_AVX512)
-        i = dr_topk_candidates_avx512(x, n, tkey, idx, val, cap, &c);
+        i = dr_topk_candidates_avx512(x, begin, end, tkey, idx, val, cap, &c);
     else if (simd >= DR_SIMD_AVX2)
-        i = dr_topk_candidates_avx2(x, n, tkey, idx, val, cap, &c);
+        i = dr_topk_candidates_avx2(x, begin, end, tkey, idx, val, cap, &c);
 #endif
-    for (; i < n; i++) {
+    for (; i < end; i++) {
         uint32_t key;
         memcpy(&key, x + i, sizeof key);
         key &= 0x7fffffffu;
@@ -147,6 +149,65 @@ static size_t collect_candidates(const float *x, size_t n, uint32_t tkey, uint32
             idx[c] = (uint32_t)i;
             val[c++] = x[i];
         }
+    }
+    return c;
+}
+
+/* The candidate sweep cut into parts, one per thread: part p sweeps its share of x
+ * into its share of the candidate room, so no part waits on another. */
+typedef struct {
+    const float *x;
+    size_t n, cap, parts;
+    uint32_t tkey;
+    uint32_t *idx;
+    float *val;
+    size_t found[DR_MAX_THREADS]; /* per part: its count, or more than its room */
+} candidate_sweep;
+
+static size_t share(size_t total, size_t parts, size_t p)
+{
+    return (size_t)((uint64_t)total * p / parts);
+}
+
+static int sweep_parts(void *ctx, size_t begin, size_t end)
+{
+    candidate_sweep *s = (candidate_sweep *)ctx;
+    size_t p;
+    for (p = begin; p < end; p++) {
+        size_t room = share(s->cap, s->parts, p);
+        s->found[p] = collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1),
+                                         s->tkey, s->idx + room, s->val + room,
+                                         share(s->cap, s->parts, p + 1) - room);
+    }
+    return DR_OK;
+}
+
+/* Every candidate of x, in index order, into idx/val[0..cap), as collect_candidates over
+ * the whole of x. Each thread fills a share of the room proportional to its share of
+ * x; the shares are then closed up. When one share overflows (candidates bunched in one
+ * part of x), the sweep is redone on one thread with the whole room. */
+static size_t collect_candidates_split(const float *x, size_t n, uint32_t tkey, uint32_t *idx,
+                                       float *val, size_t cap, int threads)
+{
+    candidate_sweep s;
+    size_t p, c;
+    if (threads <= 1)
+        return collect_candidates(x, 0, n, tkey, idx, val, cap);
+    s.x = x;
+    s.n = n;
+    s.cap = cap;
+    s.parts = (size_t)threads;
+    s.tkey = tkey;
+    s.idx = idx;
+    s.val = val;
+    dr_parallel_for(s.parts, threads, sweep_parts, &s);
+    for (p = 0, c = 0; p < s.parts; p++) {
+        size_t room = share(cap, s.parts, p);
+        if (s.found[p] > share(cap, s.parts, p + 1) - room)
+            return collect_candidates(x, 0, n, tkey, idx, val, cap);
+        memmove(idx + c, idx + room, s.found[p] * sizeof *idx);
+        memmove(val + c, val + room, s.found[p] * sizeof *val);
+        c += s.found[p];
     }
     return c;
 }
@@ -175,7 +236,8 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     if (!(t > 0.0f))
         return dr_topk(x, n, k, idx_out);
     memcpy(&tkey, &t, sizeof tkey);
-    count = collect_candidates(x, n, tkey, cand_idx, cand_val, cap);
+    count = collect_candidates_split(x, n, tkey, cand_idx, cand_val, cap,
+                                     n >= DR_THREADS_MIN_NUMEL ? dr_thread_count() : 1);
     if (count < k || count > cap)
         return dr_topk(x, n, k, idx_out);
     kth_largest(cand_val, count, k, &kth, &ties);
