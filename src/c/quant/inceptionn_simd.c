@@ -79,7 +79,8 @@ DR_TARGET_AVX512 size_t dr_inceptionn_fill_avx512(const float *x, size_t n, cons
     const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
     /* The cursors in locals: through the pointer, every store to a section could alias
      * them, and the compiler would reload them per step. */
-    size_t i = 0, n8 = cursor[0], n16 = cursor[1], n32 = cursor[2];
+    size_t i = 0, at[3];
+    memcpy(at, cursor, sizeof at);
     for (; i + 16 <= n; i += 16) {
         __m512 v = _mm512_loadu_ps(x + i);
         __m512i bits = _mm512_castps_si512(v), sign = _mm512_srli_epi32(bits, 31);
@@ -96,25 +97,23 @@ DR_TARGET_AVX512 size_t dr_inceptionn_fill_avx512(const float *x, size_t n, cons
         memcpy(tags + i / 4, &t, 4);
         /* Whole stores while 16 entries fit before the section's end (the lanes past
          * the step's entries are overwritten by the next step's), masked ones after. */
-        if (n8 + 16 <= total[0])
-            _mm_storeu_si128((__m128i *)(void *)(p8 + n8), e8);
+        if (at[0] + 16 <= total[0])
+            _mm_storeu_si128((__m128i *)(void *)(p8 + at[0]), e8);
         else
-            _mm_mask_storeu_epi8(p8 + n8, first_lanes(c8), e8);
-        if (n16 + 16 <= total[1])
-            _mm256_storeu_si256((__m256i *)(void *)(p16 + 2 * n16), e16);
+            _mm_mask_storeu_epi8(p8 + at[0], first_lanes(c8), e8);
+        if (at[1] + 16 <= total[1])
+            _mm256_storeu_si256((__m256i *)(void *)(p16 + 2 * at[1]), e16);
         else
-            _mm256_mask_storeu_epi16(p16 + 2 * n16, first_lanes(c16), e16);
-        if (n32 + 16 <= total[2])
-            _mm512_storeu_si512(p32 + 4 * n32, e32);
+            _mm256_mask_storeu_epi16(p16 + 2 * at[1], first_lanes(c16), e16);
+        if (at[2] + 16 <= total[2])
+            _mm512_storeu_si512(p32 + 4 * at[2], e32);
         else
-            _mm512_mask_storeu_epi32(p32 + 4 * n32, first_lanes(c32), e32);
-        n8 += c8;
-        n16 += c16;
-        n32 += c32;
+            _mm512_mask_storeu_epi32(p32 + 4 * at[2], first_lanes(c32), e32);
+        at[0] += c8;
+        at[1] += c16;
+        at[2] += c32;
     }
-    cursor[0] = n8;
-    cursor[1] = n16;
-    cursor[2] = n32;
+    memcpy(cursor, at, sizeof at);
     return i;
 }
 
@@ -125,7 +124,8 @@ DR_TARGET_AVX512 size_t dr_inceptionn_values_avx512(const uint8_t *tags, size_t 
                                                     float *out)
 {
     const __m512 vs8 = _mm512_set1_ps(step8), vs16 = _mm512_set1_ps(step16);
-    size_t i = 0, n8 = cursor[0], n16 = cursor[1], n32 = cursor[2]; /* as in fill */
+    size_t i = 0, at[3]; /* as in fill */
+    memcpy(at, cursor, sizeof at);
     for (; i + 16 <= n; i += 16) {
         uint32_t t;
         unsigned c8, c16, c32;
@@ -144,12 +144,12 @@ DR_TARGET_AVX512 size_t dr_inceptionn_values_avx512(const uint8_t *tags, size_t 
         c32 = (unsigned)_mm_popcnt_u32(m32);
         /* Whole loads while 16 entries fit before the section's end (expand takes only
          * the step's entries), masked ones after. */
-        l8 = n8 + 16 <= total[0] ? _mm_loadu_si128((const __m128i *)(const void *)(p8 + n8))
-                                 : _mm_maskz_loadu_epi8(first_lanes(c8), p8 + n8);
-        l16 = n16 + 16 <= total[1] ? _mm256_loadu_si256((const __m256i *)(const void *)(p16 + 2 * n16))
-                                   : _mm256_maskz_loadu_epi16(first_lanes(c16), p16 + 2 * n16);
-        l32 = n32 + 16 <= total[2] ? _mm512_loadu_si512(p32 + 4 * n32)
-                                   : _mm512_maskz_loadu_epi32(first_lanes(c32), p32 + 4 * n32);
+        l8 = at[0] + 16 <= total[0] ? _mm_loadu_si128((const __m128i *)(const void *)(p8 + at[0]))
+                                 : _mm_maskz_loadu_epi8(first_lanes(c8), p8 + at[0]);
+        l16 = at[1] + 16 <= total[1] ? _mm256_loadu_si256((const __m256i *)(const void *)(p16 + 2 * at[1]))
+                                   : _mm256_maskz_loadu_epi16(first_lanes(c16), p16 + 2 * at[1]);
+        l32 = at[2] + 16 <= total[2] ? _mm512_loadu_si512(p32 + 4 * at[2])
+                                   : _mm512_maskz_loadu_epi32(first_lanes(c32), p32 + 4 * at[2]);
         e8 = _mm512_maskz_expand_epi32(m8, _mm512_cvtepu8_epi32(l8));
         e16 = _mm512_maskz_expand_epi32(m16, _mm512_cvtepu16_epi32(l16));
         e32 = _mm512_maskz_expand_epi32(m32, l32);
@@ -162,13 +162,11 @@ DR_TARGET_AVX512 size_t dr_inceptionn_values_avx512(const uint8_t *tags, size_t 
         r = _mm512_mask_mov_epi32(r, m16, b16);
         r = _mm512_mask_mov_epi32(r, m32, e32);
         _mm512_storeu_si512((void *)(out + i), r);
-        n8 += c8;
-        n16 += c16;
-        n32 += c32;
+        at[0] += c8;
+        at[1] += c16;
+        at[2] += c32;
     }
-    cursor[0] = n8;
-    cursor[1] = n16;
-    cursor[2] = n32;
+    memcpy(cursor, at, sizeof at);
     return i;
 }
 #endif

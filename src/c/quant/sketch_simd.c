@@ -31,9 +31,9 @@ DR_TARGET_AVX512 static __m512i level_edge(const __m512i *t, uint32_t count, __m
     return e;
 }
 
-/* The search with `levels` = log2(p) a constant at each call site below, so the level
- * loop unrolls, each level's table stays in registers and level_edge's branches fold
- * (a loop over a run-time level count reloaded the tables and branched per level). */
+/* The search over `levels` = log2(p) levels; where the call passes a constant, the level
+ * loop unrolls, each level's table stays in registers and level_edge's branches fold (a
+ * loop over a run-time level count reloads the tables and branches per level). */
 DR_TARGET_AVX512 static inline __attribute__((always_inline)) void
 bins_body(const float *x, size_t n, __m512i regs[8][8], unsigned levels, uint32_t p, uint32_t last,
           uint8_t *index, size_t width)
@@ -81,35 +81,13 @@ DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const ui
         for (r = 0; r < 8u; r++)
             regs[lv][r] = _mm512_loadu_si512((const void *)(table[lv] + 16u * r));
     }
-    switch (levels) {
-    case 0: /* one bin: every index is 0 */
-        bins_body(x, n, regs, 0, p, last, index, width);
-        break;
-    case 1:
-        bins_body(x, n, regs, 1, p, last, index, width);
-        break;
-    case 2:
-        bins_body(x, n, regs, 2, p, last, index, width);
-        break;
-    case 3:
-        bins_body(x, n, regs, 3, p, last, index, width);
-        break;
-    case 4:
-        bins_body(x, n, regs, 4, p, last, index, width);
-        break;
-    case 5:
-        bins_body(x, n, regs, 5, p, last, index, width);
-        break;
-    case 6:
-        bins_body(x, n, regs, 6, p, last, index, width);
-        break;
-    case 7:
+    /* Constant level counts for 65..128 bins (GRACE's default is 127) and 129..256. */
+    if (levels == 7)
         bins_body(x, n, regs, 7, p, last, index, width);
-        break;
-    default:
+    else if (levels == 8)
         bins_body(x, n, regs, 8, p, last, index, width);
-        break;
-    }
+    else
+        bins_body(x, n, regs, levels, p, last, index, width);
     return n - n % 16;
 }
 #endif

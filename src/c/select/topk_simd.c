@@ -4,6 +4,7 @@
  * the mask's popcount, no branch per lane; AVX2: the mask's set bits walked). */
 #include "deepreduce.h"
 #include "topk_simd.h"
+#include "append_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -43,20 +44,7 @@ DR_TARGET_AVX512 size_t dr_topk_candidates_avx512(const float *x, size_t begin, 
         __m512i v = _mm512_loadu_si512(x + i);
         __m512i key = _mm512_and_si512(v, abs_mask);
         __mmask16 m = _mm512_cmpgt_epi32_mask(key, below) & _mm512_cmpgt_epi32_mask(nan_floor, key);
-        /* Compressed in registers, then stored whole: the lanes past the count are
-         * overwritten by the next store (a compressing store to memory is slow on some
-         * cores). Only the low half when it holds them all, as almost always: fewer
-         * cache lines written and crossed. */
-        __m512i ci = _mm512_maskz_compress_epi32(m, lanes), cv = _mm512_maskz_compress_epi32(m, v);
-        unsigned k = (unsigned)_mm_popcnt_u32(m);
-        if (k <= 8) {
-            _mm256_storeu_si256((__m256i *)(void *)(idx + c), _mm512_castsi512_si256(ci));
-            _mm256_storeu_si256((__m256i *)(void *)(val + c), _mm512_castsi512_si256(cv));
-        } else {
-            _mm512_storeu_si512(idx + c, ci);
-            _mm512_storeu_si512(val + c, cv);
-        }
-        c += k;
+        c += dr_append_avx512(m, lanes, v, idx + c, val + c);
         lanes = _mm512_add_epi32(lanes, step);
     }
     *count = c;

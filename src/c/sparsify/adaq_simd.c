@@ -4,6 +4,7 @@
  * and stored whole; AVX2: permuted by a table of left-packing orders and stored whole),
  * the count advanced by the mask's popcount. */
 #include "adaq_simd.h"
+#include "append_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -112,20 +113,7 @@ DR_TARGET_AVX512 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t 
         nneg = _mm512_mask_add_epi32(nneg, _mm512_cmpgt_epu32_mask(u, negzero), nneg, one);
         smax = _mm512_max_epi32(smax, u);
         umax = _mm512_max_epu32(umax, u);
-        /* A compressing store to memory is slow on some cores: compress in registers and
-         * store whole; the lanes past the count are overwritten by the next store. Almost
-         * every vector has at most 8 candidates, and storing only the low half then
-         * takes a quarter off the sweep's time (fewer cache lines written and crossed). */
-        __m512i ci = _mm512_maskz_compress_epi32(m, lanes), cv = _mm512_maskz_compress_epi32(m, u);
-        unsigned k = (unsigned)_mm_popcnt_u32(m);
-        if (k <= 8) {
-            _mm256_storeu_si256((__m256i *)(void *)(idx + c), _mm512_castsi512_si256(ci));
-            _mm256_storeu_si256((__m256i *)(void *)(val + c), _mm512_castsi512_si256(cv));
-        } else {
-            _mm512_storeu_si512(idx + c, ci);
-            _mm512_storeu_si512(val + c, cv);
-        }
-        c += k;
+        c += dr_append_avx512(m, lanes, u, idx + c, val + c);
         lanes = _mm512_add_epi32(lanes, step);
     }
     t->pos += (uint32_t)_mm512_reduce_add_epi32(npos);
