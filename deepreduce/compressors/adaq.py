@@ -10,7 +10,8 @@ class AdaqCompressor(FramedCompressor):
 
     frame_kind = "DR_KIND_ADAQ"
     decoder = "dr_adaq_decode"
-    refuses_nonfinite = True  # the encoder's first sweep refuses Inf and NaN (DR_E_NUMERIC)
+    decoder_add = "dr_adaq_decode_add"  # a sparse frame: fresh zero pages, then a scatter
+    refuses_nonfinite = True  # its sweep counting the signs finds them (DR_E_NUMERIC)
 
     def __init__(self, compress_ratio=0.01):
         super().__init__(tensors_size_are_same=False)

@@ -4,6 +4,7 @@
  * the mask's popcount, no branch per lane; AVX2: the mask's set bits walked). */
 #include "deepreduce.h"
 #include "topk_simd.h"
+#include "append_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -43,12 +44,7 @@ DR_TARGET_AVX512 size_t dr_topk_candidates_avx512(const float *x, size_t begin, 
         __m512i v = _mm512_loadu_si512(x + i);
         __m512i key = _mm512_and_si512(v, abs_mask);
         __mmask16 m = _mm512_cmpgt_epi32_mask(key, below) & _mm512_cmpgt_epi32_mask(nan_floor, key);
-        /* Compressed in registers, then stored whole: the lanes past the count are
-         * overwritten by the next store (a compressing store to memory is slow on some
-         * cores). */
-        _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(m, lanes));
-        _mm512_storeu_si512(val + c, _mm512_maskz_compress_epi32(m, v));
-        c += (size_t)_mm_popcnt_u32(m);
+        c += dr_append_avx512(m, lanes, v, idx + c, val + c);
         lanes = _mm512_add_epi32(lanes, step);
     }
     *count = c;
