@@ -72,8 +72,12 @@ FIG8_BARS = [
     Bar("DR Fit-DExp", "raw", "dexp", (0.02, 1.00, 10.9, 2.96, "GPU")),
     Bar("DR BF-P2 Fit-DExp", "bloom", "dexp", (0.02, 0.73, 15.4, 5.24, "GPU")),
     Bar("DR BF-P2 QSGD", "bloom", "qsgd", (0.25, 0.45, 4.98, 2.87, "GPU")),
-    # SKCompress: SketchML's quantile sketch for the values, its delta-binary keys for the indices.
-    Bar("SKCompress", "skcompress", "sketch", (0.04, 0.30, 709.0, 2277.0, "CPU")),
+    # SKCompress: delta-binary keys with Huffman-coded prefixes; quantile-sketch values with
+    # Huffman-coded bins (num_quantiles 4, the default; 2 reach the paper's total), and
+    # SketchML's plain sketch (127 bins, float32 means, a byte a value) beside them.
+    Bar("SKCompress", "skcompress", "skcompress", (0.04, 0.30, 709.0, 2277.0, "CPU")),
+    Bar("SKCompress, 2 quantiles", "skcompress", "skcompress", (0.04, 0.30, None, None, ""), {"num_quantiles": 2}),
+    Bar("SKCompress keys + sketch", "skcompress", "sketch"),
     # Ours, beyond the paper: the lossless set codecs at the floor.
     Bar("DR rice + QSGD (ours)", "rice", "qsgd"),
     Bar("DR EF + QSGD (ours)", "ef", "qsgd"),
@@ -98,10 +102,13 @@ FIG15_PAPER = {
     "Top-r": (0.0200, 0.9012), "Baseline": (1.0, 0.9109),
 }
 
-# Figs. 4 and 17 at FPR 1e-3. Fig. 17a (ResNet-20) has no naive marker; Fig. 4 only says
-# naive "achieves much lower accuracy".
-POLICY_ROWS = [("BF-naive", "naive"), ("BF-leftmost (ours)", "leftmost"), ("BF-P0", "p0"),
-               ("BF-P1", "random"), ("BF-P2", "conflict_sets")]
+# Figs. 4 and 17 at FPR 1e-3: (label, policy, params beyond bloom_params). Fig. 17a
+# (ResNet-20) has no naive marker; Fig. 4 only says naive "achieves much lower accuracy".
+# BF-naive under the residual memory diverges (its peak residual column shows why), so it
+# also runs without memory, where its shifted values only cost accuracy.
+POLICY_ROWS = [("BF-naive", "naive", {}), ("BF-naive, no memory", "naive", {"memory": "none"}),
+               ("BF-leftmost (ours)", "leftmost", {}), ("BF-P0", "p0", {}), ("BF-P1", "random", {}),
+               ("BF-P2", "conflict_sets", {})]
 # Fig. 4 (page 7): test accuracy along training, every 4th of the 41 points of each curve.
 FIG4_STEPS = (0.19, 0.97, 1.75, 2.54, 3.32, 4.1, 4.88, 5.66, 6.44, 7.22, 8.0)  # thousands of steps
 FIG4_PAPER = {
@@ -112,7 +119,7 @@ FIG4_PAPER = {
     "BF-P1": (0.100, 0.154, 0.303, 0.347, 0.292, 0.467, 0.651, 0.781, 0.860, 0.897, 0.899),
     "BF-P2": (0.102, 0.214, 0.271, 0.303, 0.593, 0.729, 0.770, 0.831, 0.873, 0.896, 0.903),
 }
-POLICY_COLORS = {"BF-naive": "tab:gray", "BF-leftmost (ours)": "tab:olive", "BF-P0": "tab:red", "BF-P1": "tab:purple",
+POLICY_COLORS = {"BF-naive": "tab:gray", "BF-naive, no memory": "tab:pink", "BF-leftmost (ours)": "tab:olive", "BF-P0": "tab:red", "BF-P1": "tab:purple",
                  "BF-P2": "tab:brown", "Top-r": "tab:orange", "Baseline": "black"}
 FIG17_PAPER = {"Top-r": (0.0200, 0.9012), "BF-P0": (0.01580, 0.9068), "BF-P1": (0.01470, 0.9046),
                "BF-P2": (0.01470, 0.9055), "Baseline": (1.0, 0.9109)}
@@ -121,8 +128,9 @@ FIG17_PAPER = {"Top-r": (0.0200, 0.9012), "BF-P0": (0.01580, 0.9068), "BF-P1": (
 TABLE6 = [
     ("Baseline (dense)", {"compressor": "none"}, (1.0, 0.9497)),
     ("non-zeros, raw", {"compressor": "none", "deepreduce": "both", "index": "raw", "value": "raw"}, None),
-    ("SKCompress", {"compressor": "none", "deepreduce": "both", "index": "skcompress", "value": "sketch",
-                    "quantum_num": 127}, (0.2175, 0.9513)),
+    # The reference's SKCompressCPU run on NCF: num_quantiles 128.
+    ("SKCompress", {"compressor": "none", "deepreduce": "both", "index": "skcompress", "value": "skcompress",
+                    "num_quantiles": 128}, (0.2175, 0.9513)),
     ("DR QSGD BF-P0 (fpr 0.6)", {"compressor": "none", "deepreduce": "both", "index": "bloom", "policy": "p0",
                                  "fpr": 0.6, "value": "qsgd", "quantum_num": 127, "bucket_size": 512},
      (0.2063, 0.9496)),
@@ -184,7 +192,10 @@ def fig8_measure(repeat):
         rows.append((bar, (vb, ib + pb, enc, dec)))
     standalone = []
     for label, params in STANDALONE:
-        c = deepreduce_from_params(dict(params, memory="none", communicator="allgather")).compressor
+        c = one_call_compressor(params)
+        if c is None:
+            standalone.append((label, None, None, None))
+            continue
         tensors, ctx = c.compress(g, "conv")
         enc = fig8.best_seconds(lambda: c.compress(g, "conv"), repeat)
         dec = fig8.best_seconds(lambda: c.decompress(tensors, ctx), repeat)
@@ -209,8 +220,9 @@ def fig8_report(report, rows, standalone, repeat):
         out.append(f"{bar.label:<26} | {vb:7d} {ib:7d} {100 * vb / dense:6.3f}% {100 * ib / dense:6.3f}% "
                    f"{total:6.3f}% | {paper} | {ratio}")
     for label, nbytes, _, _ in standalone:
-        out.append(f"{label:<26} | {nbytes:7d} {'':>7} {100 * nbytes / dense:6.3f}% {'':>7} "
-                   f"{100 * nbytes / dense:6.3f}% | {'(Fig. 16 comparison, dense input)':>35} |")
+        mine = f"{NOT_BUILT:>39}" if nbytes is None else \
+            f"{nbytes:7d} {'':>7} {100 * nbytes / dense:6.3f}% {'':>7} {100 * nbytes / dense:6.3f}%"
+        out.append(f"{label:<26} | {mine} | {'(Fig. 16 comparison, dense input)':>35} |")
     report.table(f"Fig. 8a: data volume, d={fig8.D}, r={int(fig8.D * fig8.RATIO)}, fpr 1e-3, bloom P2; "
                  f"% of dense float32 ({dense} B), frame header and CRC left out", head, out)
 
@@ -221,8 +233,9 @@ def fig8_report(report, rows, standalone, repeat):
         paper = f"{p[2]:12.3f} {p[3]:12.3f} {p[4]:>4}" if p and p[2] else ""
         mine = f"{1e6 * m[2]:9.0f} {1e6 * m[3]:9.0f}" if m else f"{NOT_BUILT:>19}"
         out.append(f"{bar.label:<26} | {mine} | {paper}")
-    for label, _, enc, dec in standalone:
-        out.append(f"{label:<26} | {1e6 * enc:9.0f} {1e6 * dec:9.0f} |")
+    for label, nbytes, enc, dec in standalone:
+        mine = f"{NOT_BUILT:>19}" if nbytes is None else f"{1e6 * enc:9.0f} {1e6 * dec:9.0f}"
+        out.append(f"{label:<26} | {mine} |")
     report.table(f"Fig. 8b: encode / decode time, ours on one CPU core (best of {repeat}; encode includes the "
                  f"top-k selection) against the paper's (GPU or CPU as marked)", head, out, deterministic=False)
 
@@ -297,6 +310,12 @@ def runnable(params):
     return params if built(lambda: deepreduce_from_params(dict(params))) is not None else None
 
 
+def one_call_compressor(params):
+    """The compressor params name (wrapped as they say), without memory, for measuring one
+    call; None where a codec is not in this build."""
+    return built(lambda: deepreduce_from_params(dict(params, memory="none", communicator="allgather")).compressor)
+
+
 def bloom_params(fpr, policy):
     return dict(accuracy.BASE, compressor="topk", deepreduce="index", index="bloom", fpr=fpr, policy=policy)
 
@@ -310,9 +329,13 @@ def fig15(report, trainer, seeds, path, fprs=FIG15_FPRS):
     out, points = [], {}
     jobs = [(name, policy, fpr) for name, policy in FIG15_POLICIES for fpr in fprs]
     for name, policy, fpr in progress(jobs, "Fig. 15 runs"):
-        layer = fig8.bloom_row(fpr, policy, seeds)["raw_pct"]
-        run = trainer(bloom_params(fpr, policy))
         pv, pa = FIG15_PAPER[name][fpr]
+        params = runnable(bloom_params(fpr, policy))
+        if params is None:
+            out.append(f"{name:<6} {fpr:6.3f} | {NOT_BUILT:>42} | {100 * pv:10.3f}% {100 * pa:10.2f}%")
+            continue
+        layer = fig8.bloom_row(fpr, policy, seeds)["raw_pct"]
+        run = trainer(params)
         points.setdefault(name, []).append((fpr, run["volume"], run["acc"], pv, pa))
         out.append(f"{name:<6} {fpr:6.3f} | {layer:10.3f}% {100 * run['volume']:8.3f}% {100 * run['acc']:9.2f}% "
                    f"{run['loss']:9.4f} | {100 * pv:10.3f}% {100 * pa:10.2f}%")
@@ -328,7 +351,7 @@ def fig15(report, trainer, seeds, path, fprs=FIG15_FPRS):
     for col, (name, _) in enumerate(FIG15_POLICIES):
         for row, (who, vi, ai) in enumerate((("ours: digits MLP", 1, 2), ("paper: ResNet-20, CIFAR-10", 3, 4))):
             ax = axes[row][col]
-            for fpr, *vals in points[name]:
+            for fpr, *vals in points.get(name, []):
                 ax.scatter(100 * vals[vi - 1], 100 * vals[ai - 1], s=45, label=f"FPR={fpr:g}")
             ref = (topk["volume"], topk["acc"], dense["acc"]) if row == 0 else \
                 (FIG15_PAPER["Top-r"][0], FIG15_PAPER["Top-r"][1], FIG15_PAPER["Baseline"][1])
@@ -346,27 +369,32 @@ def fig15(report, trainer, seeds, path, fprs=FIG15_FPRS):
 
 def fig4_17(report, trainer, seeds, path):
     dense, topk = trainer(accuracy.DENSE), trainer(accuracy.TOPK)
-    head = f"{'policy':<19} | {'FP kept':>7} {'missed':>6} {'energy':>6} {'error':>6} | {'run vol %':>9} " \
-           f"{'test acc %':>10} {'test loss':>9} | {'paper vol %':>11} {'paper acc %':>11} {'Fig. 4 end %':>12}"
+    head = f"{'policy':<20} | {'FP kept':>7} {'missed':>6} {'energy':>6} {'error':>6} {'peak resid':>10} | " \
+           f"{'run vol %':>9} {'test acc %':>10} {'test loss':>9} | {'paper vol %':>11} {'paper acc %':>11} " \
+           f"{'Fig. 4 end %':>12}"
     out, runs = [], {}
-    for label, policy in progress(POLICY_ROWS, "Figs. 4/17 runs"):
-        params = runnable(bloom_params(1e-3, policy))
+    for label, policy, extra in progress(POLICY_ROWS, "Figs. 4/17 runs"):
+        params = runnable(dict(bloom_params(1e-3, policy), **extra))
         paper_txt = paper_columns(label)
         if params is None:
-            out.append(f"{label:<19} | {NOT_BUILT:>28} | {'':>30} | {paper_txt}")
+            out.append(f"{label:<20} | {NOT_BUILT:>39} | {'':>30} | {paper_txt}")
             continue
         err = fig8.bloom_row(1e-3, policy, seeds)
+        resid = f"{fig8.residual_growth(policy):10.1f}" if params["memory"] == "residual" else f"{'no memory':>10}"
         runs[label] = trainer(params)
         run = runs[label]
-        out.append(f"{label:<19} | {err['fp_kept']:7.1f} {err['missed']:6.1f} {err['energy']:6.3f} "
-                   f"{err['error']:6.3f} | {100 * run['volume']:8.3f}% {100 * run['acc']:9.2f}% {run['loss']:9.4f} | "
+        # A run that diverged ends with NaN weights: say so rather than print nan.
+        loss = f"{run['loss']:9.4f}" if math.isfinite(run["loss"]) else f"{'diverged':>9}"
+        out.append(f"{label:<20} | {err['fp_kept']:7.1f} {err['missed']:6.1f} {err['energy']:6.3f} "
+                   f"{err['error']:6.3f} {resid} | {100 * run['volume']:8.3f}% {100 * run['acc']:9.2f}% {loss} | "
                    f"{paper_txt}")
     for label, run in (("Top-r", topk), ("Baseline", dense)):
-        out.append(f"{label:<19} | {'':>28} | {100 * run['volume']:8.3f}% {100 * run['acc']:9.2f}% "
+        out.append(f"{label:<20} | {'':>39} | {100 * run['volume']:8.3f}% {100 * run['acc']:9.2f}% "
                    f"{run['loss']:9.4f} | {paper_columns(label)}")
     report.table(f"Figs. 4 and 17: bloom policies at fpr 1e-3. error columns: the Fig. 8 layer, means over {seeds} "
-                 f"gradients (energy = |sent|^2/|top-r|^2, error = |sent - top-r|/|top-r|); run columns: "
-                 f"{TASK(trainer)}", head, out)
+                 f"gradients (energy = |sent|^2/|top-r|^2, error = |sent - top-r|/|top-r|; peak resid: the largest "
+                 f"|residual|/|gradient| over 50 steps of error feedback, fig8.residual_growth); run columns: "
+                 f"{TASK(trainer)}; 'diverged': the loss turned NaN (the ranks then send non-finite markers)", head, out)
 
     pyplot = plt()
     fig, (a, d, b, c) = pyplot.subplots(1, 4, figsize=(20, 4.5))
@@ -439,7 +467,7 @@ def table6(report, repeat, batch, path):
     out, timings, bars = [], [], []
     for label, params, paper in progress(TABLE6, "Table 6 codecs"):
         paper_txt = f"{paper[0]:14.4f} {paper[1]:14.4f}" if paper else ""
-        c = built(lambda: deepreduce_from_params(dict(params, memory="none", communicator="allgather")).compressor)
+        c = one_call_compressor(params)
         if c is None:
             out.append(f"{label:<24} | {NOT_BUILT:>22} | {paper_txt}")
             continue

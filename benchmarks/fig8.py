@@ -7,6 +7,8 @@ overhead (header + CRC, which the paper's figures leave out), and encode / decod
     python benchmarks/fig8.py               # Fig. 8 and the full codec grid
     python benchmarks/fig8.py --fpr-sweep   # bloom policies, BF-Naive included, across fpr (Figs. 4, 15, 17)
     python benchmarks/fig8.py --value-fits  # Fit-Poly, polyfit_cpu, Fit-DExp: bytes and error, 5 gradients
+    python benchmarks/fig8.py --skcompress  # SKCompress across num_quantiles: bytes and error, 5 gradients
+    python benchmarks/fig8.py --residual-growth  # error feedback through each bloom policy, BF-Naive's blow-up
 """
 import argparse
 import time
@@ -19,7 +21,7 @@ from deepreduce.wrappers import section_bytes
 D = 36_864
 RATIO = 0.01
 INDEX = ["raw", "bloom", "rle", "huffman", "ef", "rice", "varint", "skcompress"]
-VALUE = ["raw", "polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "sketch"]
+VALUE = ["raw", "polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "sketch", "skcompress"]
 POLICIES = ["naive", "leftmost", "random", "p0", "conflict_sets"]
 
 
@@ -59,7 +61,7 @@ def pct(nbytes):
 PAPER = {("raw", "raw"): "2.00%", ("bloom", "raw"): "idx 0.449% (662 B)", ("raw", "qsgd"): "val 0.252% (372 B)",
          ("raw", "polyfit"): "val 0.17% (~251 B)", ("bloom", "polyfit"): "+ 9-bit perm (414 B)",
          ("raw", "dexp"): "val 20-32 B", ("bloom", "dexp"): "+ perm with signs (460 B)",
-         ("skcompress", "sketch"): "SKCompress 0.34%"}
+         ("skcompress", "skcompress"): "SKCompress 0.34%"}
 
 
 def fig8(repeat):
@@ -110,6 +112,27 @@ def bloom_row(fpr, policy, seeds=5, value="qsgd"):
     return dict(zip(keys, np.mean(rows, axis=0).tolist()))
 
 
+def residual_growth(policy, steps=50, fpr=1e-3):
+    """The largest |residual| / |gradient| over `steps` steps of error feedback (residual
+    memory) through the bloom index with `policy`, on fresh Laplace gradients each step
+    (seeds 0..steps-1). A policy whose rebuilt tensor errs by less than the entries it drops
+    settles near a few gradient norms; BF-naive's shifted values put entries of the
+    size of the largest on the wrong indices, the residual takes them back, and the
+    next selection picks them: the norm grows without bound."""
+    from deepreduce import deepreduce_from_params
+    grc = deepreduce_from_params({"compressor": "topk", "memory": "residual", "communicator": "allgather",
+                                  "compress_ratio": RATIO, "deepreduce": "index", "index": "bloom", "fpr": fpr,
+                                  "policy": policy, "transport": "local"})
+    peak = 0.0
+    for step in range(steps):
+        g = gradient(step)
+        x = grc.memory.compensate(g, "conv")
+        tensors, ctx = grc.compressor.compress(x, "conv")
+        grc.memory.update(x, "conv", grc.compressor, tensors, ctx)
+        peak = max(peak, float(np.linalg.norm(grc.memory.residuals["conv"]) / np.linalg.norm(g)))
+    return peak
+
+
 def fpr_sweep(seeds=5, fprs=FPRS):
     """Bloom policies across fpr (Fig. 15's volume side, and Figs. 4/17's error: BF-Naive's
     shifted values show there): bloom_row for each fpr and policy."""
@@ -138,28 +161,76 @@ def value_fits(seeds=5):
     print("-" * len(head))
     for seed in range(seeds):
         g = gradient(seed)
-        exact = np.zeros_like(g)
-        true = np.argsort(-np.abs(g), kind="stable")[:r]
-        exact[true] = g[true]
         cells = []
         for name in codecs:
-            w = wrapper("raw", name)
-            tensors, ctx = w.compress(g, "conv")
-            err = np.linalg.norm(w.decompress(tensors, ctx) - exact) / np.linalg.norm(exact)
-            cells.append(f"{section_bytes(tensors[0])[1]:5d} B  err {err:.4f}")
+            sections, err = rel_error_to_top_r(wrapper("raw", name), g)
+            cells.append(f"{sections[1]:5d} B  err {err:.4f}")
         print(f"{seed:>4} | " + " | ".join(f"{c:>18}" for c in cells))
+
+
+def rel_error_to_top_r(w, g):
+    """(sections of w's frame for g, relative L2 error of the decoded tensor against the
+    exact top-r tensor)."""
+    r = int(D * RATIO)
+    exact = np.zeros_like(g)
+    true = np.argsort(-np.abs(g), kind="stable")[:r]
+    exact[true] = g[true]
+    tensors, ctx = w.compress(g, "conv")
+    err = np.linalg.norm(w.decompress(tensors, ctx) - exact) / np.linalg.norm(exact)
+    return section_bytes(tensors[0]), float(err)
+
+
+SKCOMPRESS_QUANTILES = (2, 4, 8, 16, 128)
+
+
+def skcompress_sweep(seeds=5):
+    """SKCompress ({'index': 'skcompress', 'value': 'skcompress'}) across num_quantiles on
+    the Fig. 8 layer: key and value bytes, total % of dense, and the relative L2 error of
+    the decoded top-r tensor; SketchML's plain sketch (quantum_num 127) beside them."""
+    print(f"SKCompress, d={D}, r={int(D * RATIO)}: bytes (mean over {seeds} gradients) and relative L2 error "
+          f"against the top-r tensor (mean, max)")
+    head = f"{'values':>22} | {'key B':>6} {'value B':>7} {'total %':>7} | {'error':>6} {'max':>6}"
+    print(head)
+    print("-" * len(head))
+    rows = [(f"skcompress, {q:>3} bins", "skcompress", {"num_quantiles": q}) for q in SKCOMPRESS_QUANTILES]
+    rows.append(("sketch, 127 bins", "sketch", {"quantum_num": 127}))
+    for label, value, extra in rows:
+        w = wrapper("skcompress", value, **extra)
+        measured = [rel_error_to_top_r(w, gradient(seed)) for seed in range(seeds)]
+        keys = np.mean([m[0][0] for m in measured])
+        vals = np.mean([m[0][1] for m in measured])
+        errs = [m[1] for m in measured]
+        print(f"{label:>22} | {keys:6.1f} {vals:7.1f} {pct(keys + vals):6.3f}% | {np.mean(errs):6.4f} {max(errs):6.4f}")
+
+
+def residual_growth_table(steps=(5, 10, 20, 50)):
+    """residual_growth for every bloom policy after several step counts."""
+    print(f"Error feedback through the bloom index, d={D}, r={int(D * RATIO)}, fpr 1e-3: the largest "
+          f"|residual| / |gradient| over the first n steps (fresh Laplace gradients each step)")
+    head = f"{'policy':>13} | " + " ".join(f"{f'n={n}':>9}" for n in steps)
+    print(head)
+    print("-" * len(head))
+    for policy in POLICIES:
+        print(f"{policy:>13} | " + " ".join(f"{residual_growth(policy, n):9.1f}" for n in steps))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fpr-sweep", action="store_true", help="bloom policies across fpr instead of Fig. 8")
     parser.add_argument("--value-fits", action="store_true", help="Fit-Poly, polyfit_cpu and Fit-DExp bytes and error")
+    parser.add_argument("--skcompress", action="store_true", help="SKCompress across num_quantiles: bytes, error")
+    parser.add_argument("--residual-growth", action="store_true",
+                        help="error feedback through each bloom policy (BF-Naive's residual blows up)")
     parser.add_argument("--repeat", type=int, default=20, help="timing repeats (best is kept)")
     args = parser.parse_args()
     if args.fpr_sweep:
         fpr_sweep()
     elif args.value_fits:
         value_fits()
+    elif args.skcompress:
+        skcompress_sweep()
+    elif args.residual_growth:
+        residual_growth_table()
     else:
         fig8(args.repeat)
 

@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from deepreduce.train.report import human_bytes
+
 # Link rates in bits per second, by their tc spelling.
 RATES = {"100mbit": 100e6, "1gbit": 1e9, "10gbit": 10e9}
 
@@ -209,13 +211,6 @@ def tabulate(measured, target_fraction):
                 repeats=len(runs["dense"]), rows=rows)
 
 
-def _fmt_bytes(n):
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-
-
 def format_table(result):
     """A Markdown table for one rate (prints readably in a terminal too)."""
     rows = ["| config | reaches target | time to target (s) | speedup vs dense | final acc | "
@@ -234,7 +229,7 @@ def format_table(result):
                 t += f" ({min(row['target_s_all']):.1f}–{max(row['target_s_all']):.1f})"
             speed = f"{dense_s / row['target_s']:.2f}×" if dense_s else "—"
         rows.append(f"| {name} | {reach} | {t} | {speed} | {row['final']:.4f} | "
-                    f"{_fmt_bytes(row['bytes_sent'])} | {row['wall_s']:.1f} |")
+                    f"{human_bytes(row['bytes_sent'])} | {row['wall_s']:.1f} |")
     head = (f"{result['rate']}: probe {result['probe_bytes_s'] * 8 / 1e6:,.0f} Mbit/s; target "
             f"{result['target']:.4f} = {result['target_fraction']:.0%} of dense's best "
             f"{result['dense_best']:.4f}")

@@ -2,8 +2,8 @@
 
     python benchmarks/speed.py [--numel 25557032] [--repeat 3] [--huge] [--only topk,grace,kernels,index,threads]
 
-One process, one thread (torch.set_num_threads(1); the C kernels are single-threaded unless
-DEEPREDUCE_THREADS says otherwise). Every time is the median of --repeat runs of the thread's
+One process, one thread (torch.set_num_threads(1), and DEEPREDUCE_THREADS=1 unless set: by
+default the C kernels split large tensors over the allowed cores). Every time is the median of --repeat runs of the thread's
 CPU time (time.thread_time: on a shared machine, wall time also counts the other programs'
 turns on the core); every ratio comes from times of this run. "pass" is one streaming read of the tensor, ``x.sum()``: a
 kernel's time in passes says how close it is to the memory bound.
@@ -18,7 +18,7 @@ Tables:
              log2(C(d, r)) / r, encode and decode in G indices/s; bit unpacking.
   kernels    the quantiser kernels themselves (C, the caller's buffers), encode and decode,
              in passes.
-  threads    qsgd encode + decode with DEEPREDUCE_THREADS = 1 and 2 (wall time).
+  threads    qsgd encode + decode and top-k 1% with DEEPREDUCE_THREADS = 1 and 2 (wall time).
 """
 import argparse
 import math
@@ -354,33 +354,43 @@ def index_table(repeat, d):
 # ----------------------------------------------------------------------------- threads
 
 def threads_table(repeat, n):
-    """qsgd encode + decode with DEEPREDUCE_THREADS = 1 and 2, in wall time (CPU time
-    would add the threads up). Alternates the counts so that load changes hit both."""
+    """qsgd encode + decode and top-k 1% with DEEPREDUCE_THREADS = 1 and 2, in wall time
+    (CPU time would add the threads up). Alternates the counts so that load changes hit
+    both."""
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     out = np.empty(n, dtype=np.float32)
     frame = np.empty(lib.dr_qsgd_size(n, 127, 128), dtype=np.uint8)
     written = ffi.new("size_t *")
+    k = n // 100
+    idx = np.empty(k, dtype=np.uint32)
+    work = np.empty(lib.dr_topk_workspace_size(n, k), dtype=np.uint8)
 
-    def step():
+    def qsgd():
         lib.dr_qsgd_encode(f32(x), n, 127, 128, 1, 0, u8(frame), frame.nbytes, written)
         lib.dr_qsgd_decode(u8(frame), written[0], f32(out), n)
 
+    def topk():
+        lib.dr_topk_select(f32(x), n, k, u32(idx), ffi.from_buffer(work))
+
     saved = os.environ.get("DEEPREDUCE_THREADS")
-    results = {"1": [], "2": []}
+    print(f"\n## threads: wall ms (median, min, max of {repeat}), n = {n:,}")
     try:
-        for _ in range(repeat):
-            for count in results:
-                os.environ["DEEPREDUCE_THREADS"] = count
-                results[count].append(median_time(1, step, clock=time.perf_counter))
+        for name, step in (("qsgd encode + decode", qsgd), ("top-k 1%", topk)):
+            results = {"1": [], "2": []}
+            for _ in range(repeat):
+                for count in results:
+                    os.environ["DEEPREDUCE_THREADS"] = count
+                    results[count].append(median_time(1, step, clock=time.perf_counter))
+            for count, times in results.items():
+                print(f"{name:<22} {count} thread(s): {statistics.median(times) * 1e3:7.1f} "
+                      f"{min(times) * 1e3:7.1f} {max(times) * 1e3:7.1f}")
+            print(f"{name:<22} speed-up of 2 threads (medians): "
+                  f"{statistics.median(results['1']) / statistics.median(results['2']):.2f}x")
     finally:
         if saved is None:
             os.environ.pop("DEEPREDUCE_THREADS", None)
         else:
             os.environ["DEEPREDUCE_THREADS"] = saved
-    print(f"\n## threads: qsgd encode + decode, n = {n:,}, wall ms (median, min, max of {repeat})")
-    for count, times in results.items():
-        print(f"{count} thread(s): {statistics.median(times) * 1e3:7.1f} {min(times) * 1e3:7.1f} {max(times) * 1e3:7.1f}")
-    print(f"speed-up of 2 threads (medians): {statistics.median(results['1']) / statistics.median(results['2']):.2f}x")
 
 
 def main(argv=None):
@@ -392,6 +402,9 @@ def main(argv=None):
     parser.add_argument("--methods", default="", help="comma-separated GRACE methods (default all)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    # The C kernels split large tensors over the allowed cores by default; every table
+    # but "threads" measures one core.
+    os.environ.setdefault("DEEPREDUCE_THREADS", "1")
     tables = set(args.only.split(","))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"deepreduce {deepreduce.__version__}, SIMD path {simd_level()}, torch {torch.__version__}, "

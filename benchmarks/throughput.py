@@ -8,6 +8,7 @@ indices per second at density 1%. SPEC §10's reference points: one streaming re
 exact top-k by radix select 2–3 GB/s, Elias–Fano / bit-packed decode ≥ 1 G indices/s.
 """
 import argparse
+import os
 import time
 
 import numpy as np
@@ -76,6 +77,7 @@ def main(argv=None):
     parser.add_argument("--numel", type=int, default=25_557_032)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
+    os.environ.setdefault("DEEPREDUCE_THREADS", "1")  # one core: the kernels split by default
     x = np.random.default_rng(0).laplace(size=args.numel).astype(np.float32)
     print(f"SIMD path: {simd_level()}; {args.numel:,} float32 ({4 * args.numel / 1e6:.0f} MB), Laplace values")
     print(f"{'dense kernel':<30} {'ms':>8} {'GB/s':>7}")

@@ -3,6 +3,7 @@ a compressor is built (a clear TypeError or ValueError naming the parameter, nev
 comparison error, a silent truncation or a cffi OverflowError later); the C codecs read
 raw memory, so an array of the wrong dtype or a section outside its buffer is refused
 before any pointer is made."""
+import math
 import numbers
 
 import numpy as np
@@ -44,18 +45,27 @@ def _real(value, what):
 
 def fraction(value, what):
     """A ratio in (0, 1], such as compress_ratio."""
+    return number(value, what, 0, 1, low_open=True)
+
+
+def number(value, what, low, high=math.inf, *, low_open=False, high_open=False):
+    """A finite number in [low, high]; ``low_open`` / ``high_open`` leave that end out, so
+    ``number(lr, "lr", 0.0, low_open=True)`` is a finite lr > 0. NaN and the infinities
+    are refused whatever the bounds."""
     x = _real(value, what)
-    if not 0.0 < x <= 1.0:
-        raise ValueError(f"{what} must be in (0, 1], got {value!r}")
+    above = low < x if low_open else low <= x
+    below = x < high if high_open else x <= high
+    if not (above and below and math.isfinite(x)):
+        raise ValueError(f"{what} must be {_span(low, high, low_open, high_open)}, got {value!r}")
     return x
 
 
-def number(value, what, low, high, high_open=False):
-    """A finite number in [low, high] (or [low, high) when high_open)."""
-    x = _real(value, what)
-    if not (low <= x and (x < high if high_open else x <= high)):
-        raise ValueError(f"{what} must be in [{low}, {high}{')' if high_open else ']'}, got {value!r}")
-    return x
+def _span(low, high, low_open, high_open):
+    """The allowed values, as the error message says them: "a finite number > 0.0",
+    "in (0, 1]"."""
+    if high == math.inf:
+        return f"a finite number {'>' if low_open else '>='} {low}"
+    return f"in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
 
 
 def integer(value, what, low, high):

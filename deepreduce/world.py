@@ -5,17 +5,22 @@
 ``init()`` takes, in order: a torch.distributed process group the program already
 initialised; an MPI job (started by mpirun or another PMI launcher) through mpi4py; a
 torchrun-style environment (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``),
-for which it initialises a gloo process group; else a world of one process. The
-communicators built by ``grace_from_params`` detect the same engine on their own.
+for which it initialises a gloo process group; else a world of one process. Once the
+launcher's engine is started, the choice is ``transports.resolve``'s, the one the
+communicators built by ``grace_from_params`` make on their own: so an environment that
+names a larger world (``WORLD_SIZE=4``) without the means to join it is refused with a
+CommunicationError, never run as a world of one.
 """
 import atexit
 import os
 
-from .transports import LocalTransport, Transport, _torch_initialised
+from .transports import Transport, _torch_initialised, resolve
+from .transports.mpi import import_mpi
 
 _LOCAL_RANK_ENV = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
 _LOCAL_SIZE_ENV = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
 _MPI_LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
+_TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 class World:
@@ -51,21 +56,18 @@ class World:
 
 
 def discover():
-    """The transport of the job this process was started in (see the module's docstring)."""
-    if _torch_initialised():
-        from .transports.torch_dist import TorchTransport
-        return TorchTransport()
-    if any(name in os.environ for name in _MPI_LAUNCHER_ENV):
-        from .transports.mpi import MPITransport  # says how to install mpi4py when it is missing
-        transport = MPITransport()
-        return transport if transport.size > 1 else LocalTransport()
-    if all(os.environ.get(name) for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
-        import torch.distributed as dist
-        dist.init_process_group("gloo", init_method="env://")
-        atexit.register(_leave_group)
-        from .transports.torch_dist import TorchTransport
-        return TorchTransport()
-    return LocalTransport()
+    """The transport of the job this process was started in (see the module's docstring).
+    What a launcher asks for is started here (MPI under an MPI launcher, a gloo group under
+    a torchrun-style environment); which engine then runs is ``transports.resolve``'s
+    choice, the same the communicators make."""
+    if not _torch_initialised():
+        if any(name in os.environ for name in _MPI_LAUNCHER_ENV):
+            import_mpi()
+        elif all(os.environ.get(name) for name in _TORCHRUN_ENV):
+            import torch.distributed as dist
+            dist.init_process_group("gloo", init_method="env://")
+            atexit.register(_leave_group)
+    return resolve()
 
 
 def _leave_group():

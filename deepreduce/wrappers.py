@@ -11,10 +11,11 @@ by coding its indices, its values, or both, exactly as DeepReduce's README uses 
 or in one call, ``grc = deepreduce_from_params(params)``.
 
 Keys (defaults): ``value`` ('polyfit'; also polyfit_cpu, dexp, deflate/gzip, qsgd, fp16,
-bf16, sketch, none/raw), ``index`` ('bloom'; also rle, huffman, ef, rice, varint, skcompress,
+bf16, sketch, skcompress, none/raw), ``index`` ('bloom'; also rle, huffman, ef, rice, varint, skcompress,
 none/raw), ``fpr``
 (0.1 r/d), ``policy`` ('leftmost', 'random' = P1, 'p0', 'conflict_sets' = P2, 'naive'),
 ``poly_degree`` (5), ``sort`` (False), ``quantum_num`` (127), ``bucket_size`` (512),
+``num_quantiles`` (4, skcompress values),
 ``deflate_level`` (6), ``micro-benchmark`` (False), ``min_numel`` (1000).
 
 The wrappers read the params dict the caller passes, not grace_from_params's merged
@@ -97,7 +98,8 @@ class _Wrapper(Compressor):
                                        poly_degree=params.get("poly_degree", lib.DR_POLYFIT_DEFAULT_DEGREE),
                                        quantum_num=params.get("quantum_num", lib.DR_QSGD_DEFAULT_QUANTUM),
                                        bucket_size=params.get("bucket_size", lib.DR_QSGD_DEFAULT_BUCKET),
-                                       deflate_level=params.get("deflate_level", lib.DR_DEFLATE_DEFAULT_LEVEL))
+                                       deflate_level=params.get("deflate_level", lib.DR_DEFLATE_DEFAULT_LEVEL),
+                                       num_quantiles=params.get("num_quantiles", lib.DR_SKCOMPRESS_DEFAULT_BINS))
         # params['sort'] is accepted and read by nobody: polyfit always sorts (a stable
         # sort of sorted values changes nothing), so DeepReduce's flag has nothing to skip.
         self.min_numel = integer(params.get("min_numel", 1000), "min_numel", 0, 2 ** 63 - 1)

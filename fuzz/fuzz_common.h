@@ -93,6 +93,7 @@ static void fuzz_value_section(int codec, const uint8_t *in, size_t len, size_t 
     case DR_VALUE_FP16: (void)dr_value_fp16_decode(in, len, r, val); break;
     case DR_VALUE_BF16: (void)dr_value_bf16_decode(in, len, r, val); break;
     case DR_VALUE_SKETCH: (void)dr_value_sketch_decode(in, len, r, p2, val); break;
+    case DR_VALUE_SKCOMPRESS: (void)dr_value_skcompress_decode(in, len, r, p2, val); break;
     default: break;
     }
 }

@@ -30,7 +30,7 @@ def configs():
                ("both", "rle", "dexp", "leftmost"), ("value", "raw", "deflate", "leftmost"),
                ("both", "huffman", "fp16", "leftmost"), ("both", "rice", "bf16", "leftmost"),
                ("both", "varint", "raw", "leftmost"), ("index", "bloom", "raw", "naive"),
-               ("both", "skcompress", "polyfit_cpu", "leftmost")]
+               ("both", "skcompress", "polyfit_cpu", "leftmost"), ("both", "skcompress", "skcompress", "leftmost")]
     for name in sorted(PAIRINGS):
         yield natural_params(name)
         if name != "powersgd":

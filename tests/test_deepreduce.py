@@ -538,6 +538,7 @@ TRAIN_CONFIGS = [
     {"deepreduce": "value", "value": "polyfit_cpu"},
     {"deepreduce": "both", "index": "rice", "value": "dexp"},
     {"deepreduce": "both", "index": "skcompress", "value": "sketch"},
+    {"deepreduce": "both", "index": "skcompress", "value": "skcompress"},
 ]
 
 

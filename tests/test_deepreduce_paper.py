@@ -39,3 +39,19 @@ def test_the_paper_command_draws_every_figure(tmp_path):
         assert title in tables
     assert "us" not in tables.split("Fig. 8a")[1].split("\n")[1]  # timings stay out of tables.txt
     assert "662" in out  # the bloom filter of the Fig. 8 layer at fpr 1e-3 (SPEC §10)
+
+
+def test_rows_of_codecs_not_in_the_build_print_not_built(capsys, tmp_path):
+    """The one guard behind every table: an unknown codec, policy or compressor gives None
+    (the row prints "not built") instead of an exception, in Fig. 8's stand-alone rows as
+    in the others."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import deepreduce_paper as paper
+    assert paper.one_call_compressor({"compressor": "no-such-compressor"}) is None
+    assert paper.one_call_compressor({"compressor": "3lc"}) is not None
+    assert paper.runnable(paper.bloom_params(1e-3, "no-such-policy")) is None
+    assert paper.runnable(paper.bloom_params(1e-3, "naive")) is not None
+    report = paper.Report(tmp_path)
+    paper.fig8_report(report, [], [("a codec from elsewhere", None, None, None)], repeat=1)
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("a codec from elsewhere")]
+    assert len(rows) == 2 and all(paper.NOT_BUILT in row for row in rows)  # volume and timing tables

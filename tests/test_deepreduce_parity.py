@@ -1,9 +1,11 @@
 """DeepReduce parity (issue 13): the paper's BF-Naive bloom scheme, Fit-Poly with the
 paper's free knots and the reference's polyfit_cpu, Fit-DExp at 32 bytes with its signs on
-the index side, and SKCompress's delta-binary index coding; each through the public API
+the index side, and SKCompress's keys and values; each through the public API
 as DeepReduce's README writes it, at the Fig. 8 point and against damaged frames. Their
 training over two gloo ranks is in tests/test_deepreduce.py (TRAIN_CONFIGS)."""
 import math
+import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -227,22 +229,25 @@ def test_skcompress_index_codes_the_set_losslessly_at_the_fig8_point():
     assert out.tobytes() == exact.tobytes()
     increments = np.diff(support, prepend=0)
     nbytes = np.where(increments < 256, 1, np.where(increments < 65536, 2, 3))
-    assert section_bytes(tensors[0])[0] == math.ceil(R / 4) + int(nbytes.sum()) == 493
+    classes = np.unique(nbytes).size
+    assert classes == 2  # so the Huffman prefixes cost one bit each
+    # The code table, one prefix bit per key, the increments' bytes: under SketchML's 493.
+    assert section_bytes(tensors[0])[0] == 1 + math.ceil(R / 8) + int(nbytes.sum()) == 448
     assert_every_byte_change_is_refused(w, tensors[0], ctx, stride=3)
     both = readme_wrapper("both", index="skcompress", value="polyfit")
     tensors, ctx = both.compress(g, "conv")
     assert section_bytes(tensors[0])[2] == math.ceil(R * 9 / 8)  # a set codec: the permutation travels
 
 
-def test_skcompress_pairs_its_keys_with_sketchml_values():
-    """The paper's SKCompress bar: skcompress keys and the quantile sketch's values (bin
-    means and a byte per value), the same bytes as the sketch compressor's sections."""
+def test_skcompress_keys_pair_with_sketchml_values():
+    """SketchML's plain sketch as the value side: bin means and a byte per value, the
+    same bytes as the sketch compressor's sections."""
     g = fig8_gradient()
     exact, support = top_r(g)
     w = readme_wrapper("both", index="skcompress", value="sketch", quantum_num=127)
     tensors, ctx = w.compress(g, "conv")
     out = w.decompress(tensors, ctx)
-    assert section_bytes(tensors[0])[:3] == (493, 4 * 127 + R, 0)
+    assert section_bytes(tensors[0])[:3] == (448, 4 * 127 + R, 0)
     assert np.count_nonzero(out) <= R and set(np.flatnonzero(out)) <= set(support.tolist())
     assert len(np.unique(out[support])) <= 127  # every value is one of the bin means
     assert rel_error(out, exact) < 0.1
@@ -250,4 +255,57 @@ def test_skcompress_pairs_its_keys_with_sketchml_values():
     alone = sketch.decompress(*sketch.compress(np.ascontiguousarray(g[support]), "conv"))
     assert np.asarray(alone).tobytes() == out[support].tobytes()
     assert_every_byte_change_is_refused(w, tensors[0], ctx, stride=5)
+
+
+@pytest.mark.parametrize("bins, value_bytes, error", [(2, 56, 0.22), (4, 108, 0.18), (128, 710, 0.08)])
+def test_skcompress_at_the_fig8_point(bins, value_bytes, error):
+    """The paper's SKCompress bar: its keys and its values (quantile bins, Huffman-coded
+    indices, int16 means). Every value decodes to its bin's mean as SketchML's sketch
+    gives it, up to the means' int16 step; 2 bins reach the paper's 0.34% of dense."""
+    g = fig8_gradient()
+    exact, support = top_r(g)
+    w = readme_wrapper("both", index="skcompress", value="skcompress", num_quantiles=bins)
+    tensors, ctx = w.compress(g, "conv")
+    out = w.decompress(tensors, ctx)
+    index_bytes, values_bytes, perm_bytes, _ = section_bytes(tensors[0])
+    assert (index_bytes, values_bytes, perm_bytes) == (448, value_bytes, 0)
+    assert rel_error(out, exact) < error
+    assert len(np.unique(out[support])) <= bins
+    plain = readme_wrapper("both", index="skcompress", value="sketch", quantum_num=bins)
+    means = plain.decompress(*plain.compress(g, "conv"))
+    assert np.max(np.abs(out - means)) <= np.max(np.abs(means)) / 32767
+    if bins == 2:
+        assert (index_bytes + values_bytes) / (4 * D) <= 0.0034 * 1.01
+    assert_every_byte_change_is_refused(w, tensors[0], ctx, stride=3)
+
+
+def resealed(frame, changes):
+    """``frame`` with bytes changed ({position: value}) and a valid CRC: a forged section."""
+    forged = np.asarray(frame).copy()
+    for pos, value in changes.items():
+        forged[pos] = value
+    forged[-4:] = np.frombuffer(struct.pack("<I", zlib.crc32(forged[:-4].tobytes())), dtype=np.uint8)
+    return forged
+
+
+def test_forged_skcompress_sections_are_refused():
+    """Sections that pass the CRC but do not hold a valid code: a key table whose lengths
+    (1, 2) are no complete code, a value table with one bin's code removed, a bin mean of
+    -32768, value code lengths (1, 1, 2, 2) that overfill the code space."""
+    g = fig8_gradient()
+    w = readme_wrapper("both", index="skcompress", value="skcompress", num_quantiles=4)
+    tensors, ctx = w.compress(g, "conv")
+    frame = np.asarray(tensors[0])
+    header = 44 + 4 * 2
+    values = header + section_bytes(frame)[0]
+    assert (frame[values + 12:values + 16] == 2).all()  # 4 equal bins: 2-bit codes
+    for changes in ({header: 0x09}, {values + 12: 0}, {values + 4: 0x00, values + 5: 0x80},
+                    {values + 12: 1, values + 13: 1}):
+        with pytest.raises(FrameError):
+            w.decompress([resealed(frame, changes)], ctx)
+
+
+def test_skcompress_values_refuse_bad_bins():
+    with pytest.raises(ValueError, match="num_quantiles"):
+        readme_wrapper("value", value="skcompress", num_quantiles=257)
 

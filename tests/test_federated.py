@@ -1,4 +1,6 @@
 """Federated mode (docs/federated.md): FedAvg with two-way compression."""
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -109,13 +111,35 @@ def test_error_feedback_is_switchable_per_direction():
 
 def test_unusable_params_fail_before_any_round():
     with pytest.raises(ValueError, match="one frame per tensor"):
-        Settings(c2s={"compressor": "powersgd"}).check()
+        Settings(c2s={"compressor": "powersgd"})
     with pytest.raises(ValueError, match="s2c_update"):
-        Settings(s2c_update="sometimes").check()
+        Settings(s2c_update="sometimes")
     with pytest.raises(ValueError, match="per_round"):
-        Settings(clients=4, per_round=5).check()
+        Settings(clients=4, per_round=5)
+    with pytest.raises(ValueError, match="server_lr must be a finite number > 0, got 0"):
+        Settings(server_lr=0)
+    with pytest.raises(ValueError, match=r"alpha \(or None for an IID split\) must be a finite number > 0"):
+        Settings(alpha=0.0)
+    with pytest.raises(TypeError, match="lr must be a number, got '0.1'"):
+        Settings(lr="0.1")
     with pytest.raises(TypeError, match="unknown settings: round"):
         fl.run(TOPR, round=3)
+    with pytest.raises(ValueError, match="one frame per tensor"):  # the second run's, before the first runs
+        fl.run({"fine": TOPR, "unusable": {"compressor": "powersgd"}}, model="cnn", clients=2, rounds=1,
+               progress=lambda record: pytest.fail("a round ran before every run's settings were checked"))
+
+
+def test_settings_are_checked_once_where_they_are_made(monkeypatch):
+    """Made (checked) once: a run, simulated or spawned, takes them as they are, and they
+    cannot change after the check."""
+    made = []
+    check = Settings.__post_init__
+    monkeypatch.setattr(Settings, "__post_init__", lambda self: made.append(check(self)))
+    settings = Settings(model="cnn", clients=2, rounds=1, c2s=TOPR, s2c=TOPR)
+    simulate(settings)
+    assert len(made) == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.rounds = 0
 
 
 @pytest.mark.slow

@@ -118,6 +118,22 @@ def test_the_frame_carries_the_fact_not_the_garbage(compressor):
     assert np.isnan(c.decompress([frame], ctx)).all()
 
 
+@pytest.mark.parametrize("compressor", ["qsgd", "inceptionn", "adaq"])
+def test_the_encoders_own_sweep_refuses_non_finite_input(compressor, monkeypatch):
+    """inceptionn and adaq as qsgd: the encoder refuses an Inf or a NaN in the sweep it
+    makes anyway (no finiteness pass of its own), the marker frame travels instead, and a
+    NaN gradient's step is NaN in every entry."""
+    import deepreduce.compressors._framed as framed_module
+    grc = local(compressor)
+    g = np.random.default_rng(0).standard_normal(5000).astype(np.float32)
+    g[17] = np.nan
+    assert grc.compressor.encode(g, "w") is None
+    monkeypatch.setattr(framed_module, "all_finite", lambda flat: pytest.fail("a separate finiteness pass"))
+    (frame,), _ = grc.compressor.compress(g, "w")
+    assert frame.nbytes == lib.DR_FRAME_NONFINITE_SIZE
+    assert torch.isnan(grc.step(torch.from_numpy(g), "w")).all()
+
+
 def test_a_forged_marker_is_refused():
     topk = local("topk").compressor
     (frame,), ctx = topk.compress(np.ones(100, dtype=np.float32), "w")

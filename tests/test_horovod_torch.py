@@ -9,19 +9,29 @@ import pytest
 import torch
 
 import deepreduce.torch.horovod as hvd
-from deepreduce import grace_from_params, world
+from deepreduce import CommunicationError, grace_from_params, world
 from deepreduce.transports import LocalTransport
 from tests.distributed import run
 
 TOPK = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.2}
 
 
-@pytest.fixture
-def one_process_world():
-    world.shutdown()
-    hvd.init(LocalTransport())
-    yield
-    world.shutdown()
+LAUNCHER_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+                "PMI_SIZE", "PMI_RANK", "PMIX_RANK")
+
+
+def test_init_finds_the_world_the_communicators_find(monkeypatch):
+    """hvd.init() and grace_from_params's communicators choose the engine in one place
+    (transports.resolve): alone, a world of one; an environment that names a larger world
+    without the means to join it is refused by both, never run as a world of one."""
+    for name in LAUNCHER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert isinstance(world.discover(), LocalTransport)
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(CommunicationError, match="world size is 3"):
+        world.discover()
+    with pytest.raises(CommunicationError, match="world size is 3"):
+        grace_from_params(TOPK).step(torch.ones(4), "w")
 
 
 def model_and_batch(seed=0):
@@ -84,6 +94,12 @@ def test_distributed_optimizer_checks_its_arguments(one_process_world):
         hvd.DistributedOptimizer(sgd, backward_passes_per_step=2)
     with pytest.raises(ValueError, match="Adasum"):
         hvd.DistributedOptimizer(sgd, op="adasum")
+    with pytest.raises(ValueError, match="compressor': 'fp16'"):
+        hvd.DistributedOptimizer(sgd, compression="fp16")
+    with pytest.raises(ValueError, match="Adasum"):
+        hvd.allreduce(torch.ones(2), op="adasum")
+    with pytest.raises(ValueError, match="only op="):  # Horovod's rule: op supersedes the deprecated flag
+        hvd.allreduce(torch.ones(2), average=True, op=hvd.Sum)
     with pytest.raises(TypeError, match="torch.optim.Optimizer"):
         hvd.DistributedOptimizer(object())
     world.shutdown()
@@ -104,6 +120,7 @@ def _collectives(rank, world_size):
         momentum = torch.cat([sgd.state[p]["momentum_buffer"].reshape(-1) for p in model.parameters()]).numpy()
         mean = hvd.allreduce(torch.tensor(float(rank)), name="metric")
         total = hvd.allreduce(torch.tensor([rank + 1]), op=hvd.Sum)
+        assert hvd.allreduce(torch.tensor([rank + 1]), average=False).tolist() == total.tolist()
         gathered = hvd.allgather(torch.full((rank + 1, 2), float(rank)))
         weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
         return weights, sgd.param_groups[0]["lr"], mean.item(), total.tolist(), gathered.tolist(), hvd.size(), momentum

@@ -252,13 +252,30 @@ def test_qsgd_near_float_max_stays_unbiased():
     ("sketch", "quantum_num", "7", TypeError, "quantum_num \\(bins\\) must be a number"),
     ("signum", "momentum", 1.5, ValueError, r"momentum must be in \[0.0, 1.0\]"),
     ("signum", "momentum", "0.9", TypeError, "momentum must be a number"),
-    ("threshold", "threshold", -1, ValueError, "threshold must be in"),
-    ("efsignsgd", "lr", 0, ValueError, "lr must be positive"),
+    ("threshold", "threshold", -1, ValueError, "threshold must be a finite number >= 0.0, got -1"),
+    ("efsignsgd", "lr", 0, ValueError, "lr must be a finite number > 0.0, got 0"),
+    ("efsignsgd", "lr", float("inf"), ValueError, "lr must be a finite number > 0.0, got inf"),
     ("powersgd", "compress_rank", 0.5, ValueError, "compress_rank must be an integer"),
 ])
 def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad, error, match):
     with pytest.raises(error, match=match):
         grace_from_params({"compressor": name, key: bad})
+
+
+def test_number_checks_open_and_closed_ends_and_refuses_non_finite_values():
+    from deepreduce.checks import number
+    assert number(0.0, "x", 0.0) == 0.0 and number(1e-30, "x", 0.0, low_open=True) == 1e-30
+    with pytest.raises(ValueError, match="x must be a finite number > 0.0, got 0.0"):
+        number(0.0, "x", 0.0, low_open=True)
+    with pytest.raises(ValueError, match=r"x must be in \(0, 1\), got 1"):
+        number(1, "x", 0, 1, low_open=True, high_open=True)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="x must be a finite number >= 0"):
+            number(bad, "x", 0.0)
+    with pytest.raises(ValueError, match=r"lgc_innovation_ratio must be in \(0, 1\], got 0"):
+        grace_from_params({"compressor": "lgc", "lgc_innovation_ratio": 0})
+    with pytest.raises(ValueError, match=r"spardl density must be in \(0, 1\], got nan"):
+        grace_from_params({"compressor": "topk", "communicator": "spardl", "density": float("nan")})
 
 
 @pytest.mark.parametrize("value, key, bad, match", [

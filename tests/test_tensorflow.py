@@ -12,7 +12,6 @@ tf = pytest.importorskip("tensorflow")
 import deepreduce.tensorflow.horovod as hvd  # noqa: E402
 import deepreduce.tensorflow.horovod.keras as hvd_keras  # noqa: E402
 from deepreduce import edge, grace_from_params, world  # noqa: E402
-from deepreduce.transports import LocalTransport  # noqa: E402
 from grace_dl.tensorflow.helper import grace_from_params as tf_grace_from_params  # noqa: E402
 from tests.distributed import run  # noqa: E402
 
@@ -24,14 +23,6 @@ TF_ONLY = ("adaq", "inceptionn", "sketch", "u8bit")  # GRACE's TensorFlow-only m
 def gradients(seed, shapes=((20, 50), (50,))):
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal(shape) * 1e-2).astype(np.float32) for shape in shapes]
-
-
-@pytest.fixture
-def one_process_world():
-    world.shutdown()
-    world.init(LocalTransport())
-    yield
-    world.shutdown()
 
 
 @pytest.mark.parametrize("params", [TOPK, QSGD, dict(QSGD, compressor="adaq", memory="residual")])
@@ -135,6 +126,20 @@ def test_keras_distributed_optimizer_trains_and_refuses_xla(one_process_world):
         build(True).fit(x, y, batch_size=16, epochs=1, verbose=0)
 
 
+def test_tensorflow_and_torch_share_horovods_op_rules(one_process_world):
+    import deepreduce.torch.horovod as torch_hvd
+    assert (hvd.Average, hvd.Sum) == (hvd_keras.Average, hvd_keras.Sum) == (torch_hvd.Average, torch_hvd.Sum)
+    for refused in (lambda: hvd.allreduce(tf.ones([2]), op="adasum"),
+                    lambda: hvd.DistributedGradientTape(tf.GradientTape(), op="adasum"),
+                    lambda: hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1), op="adasum")):
+        with pytest.raises(ValueError, match="Adasum"):
+            refused()
+    with pytest.raises(ValueError, match="only op="):  # Horovod's rule: op supersedes the deprecated flag
+        hvd.allreduce(tf.ones([2]), average=True, op=hvd.Sum)
+    with pytest.raises(ValueError, match="backward_passes_per_step"):
+        hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1), backward_passes_per_step=2)
+
+
 def test_the_call_shapes_need_init_first():
     world.shutdown()
     with pytest.raises(ValueError, match="hvd.init"):
@@ -199,6 +204,7 @@ def _tf_collectives(rank, world_size):
     try:
         mean = hvd.allreduce(tf.constant([float(rank), 2.0]), name="metric")
         total = hvd.allreduce(tf.constant([rank + 1]), op=hvd.Sum)
+        assert hvd.allreduce(tf.constant([rank + 1]), average=False).numpy().tolist() == total.numpy().tolist()
         gathered = tf.function(lambda t: hvd.allgather(t))(tf.fill([rank + 1, 2], float(rank)))
         root_value = hvd.broadcast(tf.constant([rank * 10.0]), root_rank=1)
         variables = [tf.Variable(tf.fill([3], float(rank))), tf.Variable(rank, dtype=tf.int64)]

@@ -34,9 +34,40 @@ class IndexPlan:
         self.sources = indices if sources is None else sources
 
 
-def _expect_zero_params(params, what):
-    if any(params):
-        raise FrameError(f"{what}: codec parameters {tuple(params)} must be zero for this index codec")
+class IndexCodec:
+    """Shared shape: ``plan`` and ``decode`` check their arguments here (the support an
+    ascending uint32 array, the section inside the buffer) and hand over to ``_plan`` and
+    ``_read``. ``lossless``: the receiver rebuilds the set itself; ``fixed_size``: the
+    section size is a function of r alone; ``carries_order``: the section can list the
+    indices in any order (so a reordering value codec needs no permutation)."""
+
+    name = None
+    codec_id = None
+    lossless = True
+    fixed_size = False
+    carries_order = False
+
+    def plan(self, support, d, work):
+        """The IndexPlan of the ascending set ``support`` of a tensor of d entries."""
+        return self._plan(array_of(support, np.uint32, f"{self.name} index plan"), d, work)
+
+    def _plan(self, support, d, work):
+        raise NotImplementedError
+
+    def decode(self, buf, off, length, d, count, params, work, ordered, **options):
+        """The count indices of the section at buf[off:off+length] (a workspace view or a
+        view of the frame); ``params`` are the frame's params[0:2]."""
+        what = f"{self.name} index section"
+        section(buf, off, length, what)
+        return self._read(buf, off, length, d, count, params, work, ordered, what, **options)
+
+    def _read(self, buf, off, length, d, count, params, work, ordered, what):
+        raise NotImplementedError
+
+    @staticmethod
+    def _zero_params(params, what):
+        if any(params):
+            raise FrameError(f"{what}: codec parameters {tuple(params)} must be zero for this index codec")
 
 
 # Raw indices in value order carry a sign-in-index value codec's signs as DeepReduce's
@@ -44,20 +75,17 @@ def _expect_zero_params(params, what):
 SIGNED_D_LIMIT = 2 ** 31 - 1
 
 
-class RawIndex:
+class RawIndex(IndexCodec):
     """uint32 little-endian indices, 4 bytes each. The one index codec that can list the
     indices in any order, so a reordering value codec sends them in its order and no
     permutation travels."""
 
     name = "raw"
     codec_id = lib.DR_INDEX_RAW
-    lossless = True
     fixed_size = True
     carries_order = True
 
-    def plan(self, support, d, work):
-        support = array_of(support, np.uint32, "raw index plan")
-
+    def _plan(self, support, d, work):
         def write(ptr, cap):
             ffi.memmove(ptr, u32(support), 4 * support.size)
             return 4 * support.size
@@ -71,13 +99,11 @@ class RawIndex:
         np.negative(folded, out=folded, where=signs.astype(bool))
         section.view(np.int32)[:] = folded
 
-    def decode(self, buf, off, length, d, count, params, work, ordered, signed=False):
+    def _read(self, buf, off, length, d, count, params, work, ordered, what, signed=False):
         """The indices as a view of the frame. ``ordered``: they must ascend strictly
         (else they are in value order and only need to be distinct). ``signed``: they
         are folded with their values' signs (``fold_signs``); returns (indices, signs)."""
-        what = "raw index section"
-        section(buf, off, length, what)
-        _expect_zero_params(params, what)
+        self._zero_params(params, what)
         if length != 4 * count:
             raise FrameError(f"{what}: {length} bytes for {count} indices, expected {4 * count}")
         idx = np.frombuffer(buf, dtype=np.uint32, count=count, offset=off)
@@ -96,14 +122,10 @@ class RawIndex:
         return (idx, signs) if signed else idx
 
 
-class LosslessIndex:
+class LosslessIndex(IndexCodec):
     """A lossless set codec of the C core: rle, huffman, ef, rice, varint, skcompress (see
     deepreduce/index.h). The set must ascend, so a reordering value codec sends a
     permutation beside it."""
-
-    lossless = True
-    fixed_size = False
-    carries_order = False
 
     def __init__(self, name):
         self.name = name
@@ -112,19 +134,15 @@ class LosslessIndex:
         self._encode = getattr(lib, f"dr_index_{name}_encode")
         self._decode = getattr(lib, f"dr_index_{name}_decode")
 
-    def plan(self, support, d, work):
-        support = array_of(support, np.uint32, f"{self.name} index plan")
-
+    def _plan(self, support, d, work):
         def write(ptr, cap):
             written = ffi.new("size_t *")
             check(self._encode(u32(support), support.size, d, ptr, cap, written), f"{self.name} index encode")
             return written[0]
         return IndexPlan(support, self._bound(d, support.size), (0, 0), write)
 
-    def decode(self, buf, off, length, d, count, params, work, ordered):
-        what = f"{self.name} index section"
-        section(buf, off, length, what)
-        _expect_zero_params(params, what)
+    def _read(self, buf, off, length, d, count, params, work, ordered, what):
+        self._zero_params(params, what)
         idx = work.array("indices", count, np.uint32)
         check_frame(self._decode(u8(buf) + off, length, d, count, u32(idx)), what)
         return idx
@@ -139,7 +157,7 @@ POLICIES = {
 }
 
 
-class BloomIndex:
+class BloomIndex(IndexCodec):
     """A Bloom filter of the selected set (lossy). The receiver tests every position,
     getting the positives P, and the policy picks the indices both sides use; the
     sender runs the very same two steps on its own filter, so it knows the rebuilt set
@@ -177,8 +195,7 @@ class BloomIndex:
         check(lib.dr_bloom_params(r, fpr, k_hash, m_bits), f"bloom sizing for r={r}, d={d}, fpr={fpr}")
         return k_hash[0], m_bits[0]
 
-    def plan(self, support, d, work):
-        support = array_of(support, np.uint32, "bloom index plan")
+    def _plan(self, support, d, work):
         k_hash, m_bits = self.sizing(d, support.size)
         filt = np.empty(lib.dr_bloom_size(m_bits), dtype=np.uint8)
         check(lib.dr_bloom_encode(u32(support), support.size, m_bits, k_hash, u8(filt), filt.nbytes), "bloom encode")
@@ -191,9 +208,7 @@ class BloomIndex:
         sources = support if self.policy == lib.DR_BLOOM_NAIVE else None
         return IndexPlan(rebuilt, filt.nbytes, (m_bits, k_hash | self.policy << 8), write, sources)
 
-    def decode(self, buf, off, length, d, count, params, work, ordered):
-        what = "bloom index section"
-        section(buf, off, length, what)
+    def _read(self, buf, off, length, d, count, params, work, ordered, what):
         m_bits, packed = params
         k_hash, policy = packed & 0xFF, packed >> 8
         if not 1 <= k_hash <= lib.DR_BLOOM_MAX_HASHES or policy >= lib.DR_BLOOM_POLICY_COUNT_:

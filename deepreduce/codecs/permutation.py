@@ -50,10 +50,7 @@ def unpack(buf, offset, length, count, out, what, signs=None):
     if signed:
         np.not_equal(out & 1, 0, out=signs)
         out >>= 1
-    if count and out.max() >= count:
-        raise FrameError(f"{what}: permutation entry {int(out.max())} out of range for {count} entries")
-    seen = np.zeros(count, dtype=bool)
-    seen[out] = True
-    if not seen.all():
-        raise FrameError(f"{what}: permutation repeats an entry")
+    if lib.dr_permutation_check(u32(out), count) != lib.DR_OK:
+        raise FrameError(f"{what}: the permutation section is no permutation of {count} entries "
+                         "(an entry repeats or is out of range)")
     return out

@@ -232,35 +232,61 @@ class SketchValues(ValueCodec):
 
     name = "sketch"
     codec_id = lib.DR_VALUE_SKETCH
+    max_bins = lib.DR_SKETCH_MAX_BINS
+    bins_param = "quantum_num (sketch bins)"
+    _bound = staticmethod(lib.dr_value_sketch_bound)
+    _workspace = staticmethod(lib.dr_sketch_workspace_size)
+    _encoder = staticmethod(lib.dr_value_sketch_encode)
+    _decoder = staticmethod(lib.dr_value_sketch_decode)
 
     def __init__(self, bins=lib.DR_QSGD_DEFAULT_QUANTUM):
-        self.params = (integer(bins, "quantum_num (sketch bins)", 1, lib.DR_SKETCH_MAX_BINS), 0)
+        self.params = (integer(bins, self.bins_param, 1, self.max_bins), 0)
         self.keys = StepKeys()
 
     def bound(self, r):
-        return lib.dr_value_sketch_bound(r, self.params[0])
+        return self._bound(r, self.params[0])
 
     def _write(self, values, ptr, cap, name, work):
         bins = self.params[0]
-        scratch = work.array("sketch", lib.dr_sketch_workspace_size(values.size, bins), np.uint8)
+        scratch = work.array(self.name, self._workspace(values.size, bins), np.uint8)
         written = _written()
-        check(lib.dr_value_sketch_encode(f32(values), values.size, bins, self.keys.next(name), ptr, cap, written,
-                                         ffi.from_buffer(scratch)), f"sketch of {name!r}")
+        check(self._encoder(f32(values), values.size, bins, self.keys.next(name), ptr, cap, written,
+                            ffi.from_buffer(scratch)), f"{self.name} of {name!r}")
         return written[0], None
 
     def _read(self, buf, off, length, r, params, work):
         bins, unused = params
-        if unused or not 1 <= bins <= lib.DR_SKETCH_MAX_BINS:
-            raise FrameError(f"sketch value section: bad parameters {tuple(params)}")
-        return self._decode_into(lib.dr_value_sketch_decode, buf, off, length, r, work, bins)
+        if unused or not 1 <= bins <= self.max_bins:
+            raise FrameError(f"{self.name} value section: bad parameters {tuple(params)}")
+        return self._decode_into(self._decoder, buf, off, length, r, work, bins)
 
 
-NAMES = ("polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "sketch", "raw")
+class SkcompressValues(SketchValues):
+    """SKCompress's values: the quantile sketch with ``num_quantiles`` bins (params[2]),
+    each bin index Huffman-coded (the code table travels in the section) and the bin
+    means as int16 fractions of the largest (deepreduce/value.h)."""
+
+    name = "skcompress"
+    codec_id = lib.DR_VALUE_SKCOMPRESS
+    fixed_size = False  # the Huffman codes follow the bins' counts
+    max_bins = lib.DR_SKCOMPRESS_MAX_BINS
+    bins_param = "num_quantiles"
+    _bound = staticmethod(lib.dr_value_skcompress_bound)
+    _workspace = staticmethod(lib.dr_value_skcompress_workspace_size)
+    _encoder = staticmethod(lib.dr_value_skcompress_encode)
+    _decoder = staticmethod(lib.dr_value_skcompress_decode)
+
+    def __init__(self, bins=lib.DR_SKCOMPRESS_DEFAULT_BINS):
+        super().__init__(bins)
+
+
+NAMES = ("polyfit", "polyfit_cpu", "dexp", "deflate", "qsgd", "fp16", "bf16", "sketch", "skcompress", "raw")
 _ALIASES = {"gzip": "deflate", "none": "raw"}
 
 
 def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib.DR_QSGD_DEFAULT_QUANTUM,
-                bucket_size=lib.DR_QSGD_DEFAULT_BUCKET, deflate_level=lib.DR_DEFLATE_DEFAULT_LEVEL):
+                bucket_size=lib.DR_QSGD_DEFAULT_BUCKET, deflate_level=lib.DR_DEFLATE_DEFAULT_LEVEL,
+                num_quantiles=lib.DR_SKCOMPRESS_DEFAULT_BINS):
     """The value codec called ``name``, configured by the keyword arguments it reads."""
     key = _ALIASES.get(name, name)
     if key in ("polyfit", "polyfit_cpu"):  # polyfit_cpu: the reference's CPU codec
@@ -275,6 +301,8 @@ def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib
         return CastValues(key)
     if key == "sketch":
         return SketchValues(quantum_num)
+    if key == "skcompress":
+        return SkcompressValues(num_quantiles)
     if key == "raw":
         return RawValues()
     raise UnknownNameError(f"unknown value codec {name!r}; valid names: {', '.join(NAMES + tuple(_ALIASES))}")

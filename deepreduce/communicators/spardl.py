@@ -35,6 +35,7 @@ import numpy as np
 from .. import edge
 from ..autooff import AutoOff
 from ..base import Communicator
+from ..checks import fraction
 from ..compressors.topk import TopKCompressor
 from ..errors import CommunicationError
 from ..memories.none import NoneMemory
@@ -77,8 +78,7 @@ class SparDL(Communicator):
             raise ValueError("auto_off does not apply to communicator 'spardl'")
         if density is not None:
             compressor.compress_ratio = density
-        if not 0.0 < compressor.compress_ratio <= 1.0:
-            raise ValueError(f"spardl density must be in (0, 1], got {compressor.compress_ratio!r}")
+        fraction(compressor.compress_ratio, "spardl density")
         if not isinstance(teams, int) or teams < 1:
             raise ValueError(f"spardl_teams must be a positive integer, got {teams!r}")
         if index_codec not in INDEX_CODECS:

@@ -63,6 +63,9 @@ class FramedCompressor(Compressor):
     params = ()  # attributes holding the encoder's parameters, in the C order
     stochastic = False  # the encoder takes a per-step key (StepKeys) after the parameters
     scratch = None  # the C name of the size of the scratch the encoder takes, if any
+    # The C name of a decoder that adds the frame into a zeroed output, if there is one:
+    # decompress then takes fresh zero pages (np.zeros) instead of clearing its output.
+    decoder_add = None
     # The encoder refuses every Inf and NaN (DR_E_NUMERIC) in the sweep it makes anyway:
     # compress then skips a finiteness pass of its own, and encode returns None for them.
     refuses_nonfinite = False
@@ -106,8 +109,12 @@ class FramedCompressor(Compressor):
         marker = decoded_marker(frame, getattr(lib, self.frame_kind), ctx.numel, what)
         if marker is not None:
             return ctx.restore(marker)
-        out = self.outputs.take(ctx.name, ctx.numel) if ctx.name is not None else np.empty(ctx.numel, np.float32)
-        check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
+        if self.decoder_add is not None:
+            out = np.zeros(ctx.numel, dtype=np.float32)
+            check(getattr(lib, self.decoder_add)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
+        else:
+            out = self.outputs.take(ctx.name, ctx.numel) if ctx.name is not None else np.empty(ctx.numel, np.float32)
+            check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         return ctx.restore(out)
 
 

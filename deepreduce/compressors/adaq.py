@@ -10,6 +10,8 @@ class AdaqCompressor(FramedCompressor):
 
     frame_kind = "DR_KIND_ADAQ"
     decoder = "dr_adaq_decode"
+    decoder_add = "dr_adaq_decode_add"  # a sparse frame: fresh zero pages, then a scatter
+    refuses_nonfinite = True  # its sweep counting the signs finds them (DR_E_NUMERIC)
 
     def __init__(self, compress_ratio=0.01):
         super().__init__(tensors_size_are_same=False)
@@ -25,4 +27,4 @@ class AdaqCompressor(FramedCompressor):
         return framed(lib.dr_adaq_bound(flat.size),
                       lambda buf, cap, w: lib.dr_adaq_encode(f32(flat), flat.size, self.compress_ratio, key,
                                                              lib.DR_DTYPE_FLOAT32, work, buf, cap, w),
-                      f"adaq of {name!r}")
+                      f"adaq of {name!r}", self.refuses_nonfinite)

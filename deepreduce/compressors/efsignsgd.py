@@ -14,9 +14,7 @@ class EFSignSGDCompressor(FramedCompressor):
 
     def __init__(self, lr=0.1):
         super().__init__(average=False)
-        self.learning_rate = number(lr, "lr", 0.0, float("inf"))
-        if self.learning_rate == 0.0:
-            raise ValueError(f"lr must be positive, got {lr!r}")
+        self.learning_rate = number(lr, "lr", 0.0, low_open=True)  # the aggregate is divided by it
 
     @classmethod
     def from_params(cls, params):

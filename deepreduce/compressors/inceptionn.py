@@ -12,6 +12,7 @@ class InceptionnCompressor(FramedCompressor):
 
     frame_kind = "DR_KIND_INCEPTIONN"
     decoder = "dr_inceptionn_decode"
+    refuses_nonfinite = True  # the sizing sweep refuses Inf and NaN (DR_E_NUMERIC)
 
     def __init__(self, bound_bits=None):
         super().__init__(tensors_size_are_same=False)
@@ -23,12 +24,16 @@ class InceptionnCompressor(FramedCompressor):
         return cls(params.get("inceptionn_bits"))
 
     def encode(self, flat, name):
+        what = f"inceptionn of {name!r}"
         size = ffi.new("size_t *")
-        check(lib.dr_inceptionn_size(f32(flat), flat.size, self.bound_bits, size), f"inceptionn of {name!r}")
+        status = lib.dr_inceptionn_size(f32(flat), flat.size, self.bound_bits, size)
+        if status == lib.DR_E_NUMERIC:  # an Inf or a NaN: compress sends the marker instead
+            return None
+        check(status, what)
         return framed(size[0],
                       lambda buf, cap, w: lib.dr_inceptionn_encode(f32(flat), flat.size, self.bound_bits,
                                                                    lib.DR_DTYPE_FLOAT32, buf, cap, w),
-                      f"inceptionn of {name!r}")
+                      what, self.refuses_nonfinite)
 
 
 def bits_of_error_bound(error_bound):

@@ -49,8 +49,10 @@ import numpy as np
 from .. import edge
 from .._native import all_finite, check, f32, ffi, lib, u32
 from ..base import Compressor
+from ..checks import fraction
 from ..codecs.index import LosslessIndex
 from ..params import LGC_KEYS
+from ..transports.binding import TransportAtFirstUse
 from . import _lgc_frames as frames
 
 STAGE_DENSE, STAGE_TOPK, STAGE_LGC = 1, 2, 3
@@ -73,13 +75,6 @@ def _step_count(params, key):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{key} must be a non-negative integer (a number of steps), got {value!r}")
     return int(value)
-
-
-def _ratio(params, key):
-    value = params[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
-        raise ValueError(f"{key} must be a number in (0, 1], got {value!r}")
-    return float(value)
 
 
 class Selector:
@@ -164,7 +159,7 @@ class LGCCtx:
         self.finish, self.result = finish, result
 
 
-class LGCCompressor(Compressor):
+class LGCCompressor(TransportAtFirstUse, Compressor):
     def __init__(self, variant=DEFAULTS["lgc_variant"], dense_steps=DEFAULTS["lgc_dense_steps"],
                  train_steps=DEFAULTS["lgc_train_steps"], compress_ratio=1e-3,
                  innovation_ratio=DEFAULTS["lgc_innovation_ratio"], channels=DEFAULTS["lgc_channels"],
@@ -192,7 +187,7 @@ class LGCCompressor(Compressor):
         self.frames = frames.FrameCodec(LosslessIndex(index))
         self.select = Selector()
         self.timings = Timings()
-        self._transport_choice, self._world_size, self._transport = transport, world_size, None
+        self._bind_later(transport, world_size)
         # State (what state_dict holds):
         self.steps = {}        # name -> finite steps taken
         self.order = []        # names in the order of their first call (first/last tensor)
@@ -212,21 +207,14 @@ class LGCCompressor(Compressor):
         if p["lgc_index"] not in ("rice", "ef", "varint"):
             raise ValueError(f"lgc_index must be a lossless index codec (rice, ef, varint), got {p['lgc_index']!r}")
         return cls(variant=p["lgc_variant"], dense_steps=_step_count(p, "lgc_dense_steps"),
-                   train_steps=_step_count(p, "lgc_train_steps"), compress_ratio=_ratio(p, "compress_ratio"),
-                   innovation_ratio=_ratio(p, "lgc_innovation_ratio"), channels=p["lgc_channels"],
+                   train_steps=_step_count(p, "lgc_train_steps"), compress_ratio=fraction(p["compress_ratio"], "compress_ratio"),
+                   innovation_ratio=fraction(p["lgc_innovation_ratio"], "lgc_innovation_ratio"), channels=p["lgc_channels"],
                    latent_channels=p["lgc_latent_channels"], ae_lr=float(p["lgc_lr"]),
                    buffer_size=_step_count(p, "lgc_buffer"), replay=_step_count(p, "lgc_replay"),
                    train_iters=_step_count(p, "lgc_train_iters"),
                    seed=int(p["lgc_seed"]), dense_ends=bool(p["lgc_dense_ends"]),
                    min_numel=_step_count(p, "lgc_min_numel"), index=p["lgc_index"],
                    transport=p["transport"], world_size=p["world_size"])
-
-    @property
-    def transport(self):
-        if self._transport is None:
-            from ..transports import resolve
-            self._transport = resolve(self._transport_choice, self._world_size)
-        return self._transport
 
     # -- which stage, which tensors ------------------------------------------------------
     def stage(self, name):

@@ -18,6 +18,7 @@ from .. import edge
 from .._native import all_finite, name_key
 from ..base import Compressor
 from ..checks import dense_payload, integer
+from ..transports.binding import TransportAtFirstUse
 
 
 def orthonormalize(matrix, eps=1e-8):
@@ -56,7 +57,7 @@ class PowerSGDCtx:
         self.p, self.q, self.restore, self.dense = p, q, restore, dense
 
 
-class PowerSGDCompressor(Compressor):
+class PowerSGDCompressor(TransportAtFirstUse, Compressor):
     """GRACE's signature and defaults: ``PowerSGDCompressor(rank=1, use_memory=False,
     world_size=...)``. ``use_memory`` keeps Q between steps (the helper turns it on with the
     powersgd memory). ``world_size`` is the transport's when left None; a value that
@@ -71,9 +72,7 @@ class PowerSGDCompressor(Compressor):
         self.use_memory = use_memory
         self.q_memory = {}
         self._steps = {}
-        self._transport_choice = transport
-        self._world_size = world_size
-        self._transport = None
+        self._bind_later(transport, world_size)
 
     @property
     def world_size(self):
@@ -87,13 +86,6 @@ class PowerSGDCompressor(Compressor):
     def from_params(cls, params):
         return cls(params["compress_rank"], use_memory=params["memory"] == "powersgd",
                    transport=params["transport"], world_size=params["world_size"])
-
-    @property
-    def transport(self):
-        if self._transport is None:
-            from ..transports import resolve
-            self._transport = resolve(self._transport_choice, self._world_size)
-        return self._transport
 
     def _allreduce_mean(self, matrix, name):
         size = self.transport.size  # binding it checks world_size against the group

@@ -13,7 +13,7 @@ class ThresholdCompressor(Sparsifier):
 
     def __init__(self, threshold):
         super().__init__(tensors_size_are_same=False)
-        self.threshold = number(threshold, "threshold", 0.0, float("inf"))
+        self.threshold = number(threshold, "threshold", 0.0)
 
     @classmethod
     def from_params(cls, params):

@@ -1,8 +1,9 @@
 """``deepreduce fl``: the options of a federated run, and the command itself."""
 import argparse
 import json
+from types import SimpleNamespace
 
-from .settings import MODELS, OPTIMIZERS, S2C_READINGS, WEIGHTINGS, Settings
+from .settings import MODELS, OPTIMIZERS, S2C_READINGS, WEIGHTINGS, defaults
 from .table import PAPER_ROWS, PAPER_TABLE4_SECONDS
 
 DESCRIPTION = """\
@@ -51,7 +52,7 @@ def _alpha(text):
 
 
 def add_arguments(parser):
-    d = Settings()
+    d = SimpleNamespace(**defaults())
     add = parser.add_argument
     add("--model", choices=MODELS, default=d.model, help="mobilenet/cnn: digits; lstm: generated text (default %(default)s)")
     add("--clients", type=int, default=d.clients, help="simulated clients (default %(default)s)")

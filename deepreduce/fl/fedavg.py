@@ -192,36 +192,63 @@ def build_parties(settings, task, hosted=None):
     return server, clients, model, start
 
 
+class Round:
+    """The server's side of one round, the same whether the clients run in this process
+    (``simulate``) or in others (``deepreduce.fl.procs``): the S2C messages leave and the
+    C2S updates arrive through it, and ``close`` applies the round's average and
+    completes its RoundRecord. The round's wall time runs from the first message made."""
+
+    def __init__(self, settings, server, round_):
+        self.settings, self.server = settings, server
+        self.began = time.perf_counter()
+        self.record = RoundRecord(round_, sample_clients(settings, round_), [], [], [], [], [], [], [], 0.0)
+
+    def messages_for(self, cid):
+        """[(round, message)] for client ``cid``, counted in the record."""
+        messages, seconds = self.server.messages_for(cid, self.record.round)
+        if messages and self.settings.s2c_update == "client":
+            self.record.server_encode.append(seconds)
+        self.record.s2c_bytes.append(sum(m.nbytes for _, m in messages))
+        return messages
+
+    def receive(self, cid, message, examples):
+        """Client ``cid``'s update (it trained on ``examples`` examples) into the average."""
+        self.record.c2s_bytes.append(message.nbytes)
+        self.record.server_decode.append(self.server.receive(cid, message, self.record.round, examples))
+
+    def close(self, task, model):
+        """Apply the round's average, stop its clock, evaluate when due; the record."""
+        rec = self.record
+        seconds = self.server.finish(rec.round)
+        if self.settings.s2c_update == "round":
+            rec.server_encode.append(seconds)
+        rec.wall_seconds = time.perf_counter() - self.began
+        if rec.round % self.settings.eval_every == 0 or rec.round == self.settings.rounds:
+            rec.metric, rec.test_loss = task.evaluate(model, self.server.model)
+        return rec
+
+
+def dense_bytes(start):
+    """The bytes of one uncompressed update of the model whose state is ``start``."""
+    return 4 * sum(t.numel() for t in start.values())
+
+
 def simulate(settings, label="run", progress=None):
     """Run every client in this process; returns an FLRun. ``progress(record)`` is called
     after each round."""
-    settings.check()
     task = build_task(settings)
     server, clients, model, start = build_parties(settings, task)
-    dense_bytes = 4 * sum(t.numel() for t in start.values())
     records = []
     for round_ in range(1, settings.rounds + 1):
-        began = time.perf_counter()
-        sampled = sample_clients(settings, round_)
-        rec = RoundRecord(round_, sampled, [], [], [], [], [], [], [], 0.0)
-        for cid in sampled:
-            messages, seconds = server.messages_for(cid, round_)
-            if messages and settings.s2c_update == "client":
-                rec.server_encode.append(seconds)
-            rec.s2c_bytes.append(sum(m.nbytes for _, m in messages))
-            rec.client_decode.append(clients[cid].receive(messages))
-            message, encode_seconds, train_seconds = clients[cid].train(model, round_)
-            rec.client_encode.append(encode_seconds)
-            rec.train_seconds.append(train_seconds)
-            rec.c2s_bytes.append(message.nbytes)
-            rec.server_decode.append(server.receive(cid, message, round_, clients[cid].examples))
-        seconds = server.finish(round_)
-        if settings.s2c_update == "round":
-            rec.server_encode.append(seconds)
-        rec.wall_seconds = time.perf_counter() - began
-        if round_ % settings.eval_every == 0 or round_ == settings.rounds:
-            rec.metric, rec.test_loss = task.evaluate(model, server.model)
-        records.append(rec)
+        current = Round(settings, server, round_)
+        for cid in current.record.clients:
+            client = clients[cid]
+            current.record.client_decode.append(client.receive(current.messages_for(cid)))
+            message, encode_seconds, train_seconds = client.train(model, round_)
+            current.record.client_encode.append(encode_seconds)
+            current.record.train_seconds.append(train_seconds)
+            current.receive(cid, message, client.examples)
+        records.append(current.close(task, model))
         if progress is not None:
-            progress(rec)
-    return FLRun(label, settings, dense_bytes, records, task.metric_name)
+            progress(records[-1])
+    return FLRun(label, settings, dense_bytes(start), records, task.metric_name)

@@ -2,6 +2,8 @@
 Dirichlet(alpha) over the labels (the "LDA" split of FedML and the DeepReduce paper)."""
 import numpy as np
 
+from ..checks import number
+
 
 def iid_partition(n, clients, seed):
     """Index arrays of a seeded shuffle of range(n) cut into ``clients`` near-equal parts."""
@@ -18,8 +20,7 @@ def dirichlet_partition(labels, clients, alpha, seed, min_size=1):
     draws raises ValueError."""
     labels = np.asarray(labels)
     _check(labels.size, clients)
-    if not alpha > 0:
-        raise ValueError(f"alpha={alpha} must be > 0 (small: non-IID, large: near IID)")
+    number(alpha, "alpha (small: non-IID, large: near IID)", 0, low_open=True)
     if min_size * clients > labels.size:
         raise ValueError(f"{clients} clients of at least {min_size} examples need {min_size * clients}; "
                          f"the training set has {labels.size}")

@@ -8,13 +8,12 @@ namespace, every message crosses a real ``tc tbf`` link."""
 import os
 import pickle
 import tempfile
-import time
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from .fedavg import FLRun, RoundRecord, build_parties, sample_clients
+from .fedavg import FLRun, Round, build_parties, dense_bytes, sample_clients
 from .settings import Settings
 from .tasks import build_task
 
@@ -40,32 +39,19 @@ def _recv(peer):
 def _serve(settings, task, server, model, world_size):
     records = []
     for round_ in range(1, settings.rounds + 1):
-        sampled = sample_clients(settings, round_)
-        rec = RoundRecord(round_, sampled, [], [], [], [], [], [], [], 0.0)
-        began = time.perf_counter()
+        current = Round(settings, server, round_)
         pending = []
-        for cid in sampled:
-            messages, seconds = server.messages_for(cid, round_)
-            if messages and settings.s2c_update == "client":
-                rec.server_encode.append(seconds)
-            rec.s2c_bytes.append(sum(m.nbytes for _, m in messages))
+        for cid in current.record.clients:
+            messages = current.messages_for(cid)
             peer = host(cid, world_size)
             pending += _send(np.array([len(messages)] + [r for r, _ in messages], dtype=np.int64).view(np.uint8), peer)
             for _, message in messages:
                 pending += _send(message, peer)
-        for cid in sampled:
-            message = _recv(host(cid, world_size))
-            rec.c2s_bytes.append(message.nbytes)
-            rec.server_decode.append(server.receive(cid, message, round_, len(task.shards[cid][0])))
-        seconds = server.finish(round_)
-        if settings.s2c_update == "round":
-            rec.server_encode.append(seconds)
-        for request in pending:
+        for cid in current.record.clients:
+            current.receive(cid, _recv(host(cid, world_size)), len(task.shards[cid][0]))
+        for request in pending:  # done already: each client replied after it had them all
             request.wait()
-        rec.wall_seconds = time.perf_counter() - began
-        if round_ % settings.eval_every == 0 or round_ == settings.rounds:
-            rec.metric, rec.test_loss = task.evaluate(model, server.model)
-        records.append(rec)
+        records.append(current.close(task, model))
     return records
 
 
@@ -102,9 +88,8 @@ def _worker(rank, world_size, settings, label, path):
                 rec.client_decode.append(decode)
                 rec.client_encode.append(encode)
                 rec.train_seconds.append(train)
-        dense_bytes = 4 * sum(t.numel() for t in start.values())
         with open(path, "wb") as f:
-            pickle.dump(FLRun(label, settings, dense_bytes, records, task.metric_name,
+            pickle.dump(FLRun(label, settings, dense_bytes(start), records, task.metric_name,
                               mode=f"{world_size} gloo processes"), f)
     else:
         dist.gather_object(_work(settings, clients, model, rank, world_size), None, dst=0)
@@ -113,7 +98,6 @@ def _worker(rank, world_size, settings, label, path):
 def run_processes(settings: Settings, processes, label="run"):
     """Run ``settings`` on ``processes`` spawned gloo processes (a server and at least one
     client host); returns the FLRun."""
-    settings.check()
     if processes < 2:
         raise ValueError(f"processes={processes}: a process run needs the server and at least one client host")
     from ..train.launch import spawn

@@ -1,8 +1,10 @@
 """The settings of a federated run (no torch import here, so the ``deepreduce`` command's
 parser stays light)."""
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 import numpy as np
+
+from ..checks import number
 
 MODELS = ("mobilenet", "cnn", "lstm")
 OPTIMIZERS = ("sgd", "adam")
@@ -11,10 +13,12 @@ S2C_READINGS = ("client", "round")
 WEIGHTINGS = ("samples", "uniform")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
     """One federated run. ``c2s`` and ``s2c`` are GRACE/DeepReduce params dicts; the ``*_ef``
-    switches turn error feedback on or off (None: the params dict's ``memory`` decides)."""
+    switches turn error feedback on or off (None: the params dict's ``memory`` decides).
+    Checked once, when made (a bad value or params dict raises here, before any round),
+    and frozen after, so every runner takes it as checked."""
     model: str = "mobilenet"
     clients: int = 10
     per_round: int = None           # clients sampled per round; None: all of them
@@ -36,7 +40,7 @@ class Settings:
     eval_every: int = 1
     sentences: int = 64             # text model: training sentences per client
 
-    def check(self):
+    def __post_init__(self):
         if self.model not in MODELS:
             raise ValueError(f"model={self.model!r} is unknown; valid: {', '.join(MODELS)}")
         if self.optimizer not in OPTIMIZERS:
@@ -52,15 +56,20 @@ class Settings:
                              "(the change since the client's last round, or since the previous round)")
         if self.weighting not in WEIGHTINGS:
             raise ValueError(f"weighting={self.weighting!r}; valid: {', '.join(WEIGHTINGS)}")
-        if self.alpha is not None and not self.alpha > 0:
-            raise ValueError(f"alpha={self.alpha} must be > 0, or None for an IID split")
-        if not (self.lr > 0 and self.server_lr > 0):
-            raise ValueError(f"lr={self.lr} and server_lr={self.server_lr} must be > 0")
-        from .direction import Direction  # torch is imported only when a run is set up
+        if self.alpha is not None:
+            number(self.alpha, "alpha (or None for an IID split)", 0, low_open=True)
+        number(self.lr, "lr", 0, low_open=True)
+        number(self.server_lr, "server_lr", 0, low_open=True)
+        from .direction import Direction  # torch: imported when Settings are made, not with this module
         Direction(self.c2s, self.c2s_ef, self.compress_1d, "c2s")  # a bad params dict fails here
         Direction(self.s2c, self.s2c_ef, self.compress_1d, "s2c")
-        return self
 
     @property
     def sampled(self):
         return self.clients if self.per_round is None else self.per_round
+
+
+def defaults():
+    """{setting: default} of the settings that have a plain default (not the params
+    dicts), without making a Settings: making one checks it, which imports torch."""
+    return {f.name: f.default for f in fields(Settings) if f.default is not MISSING}

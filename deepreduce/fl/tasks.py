@@ -76,7 +76,7 @@ class Task:
 
 
 def build_task(settings):
-    """The Task of ``settings`` (checked by ``Settings.check``)."""
+    """The Task of ``settings`` (checked when the Settings were made)."""
     seed = settings.seed
     if settings.model == "lstm":
         from .text import client_corpora

@@ -8,43 +8,23 @@ before the wrapped optimizer steps; without ``grc`` it averages dense gradients,
 Horovod does. What differs from real Horovod, and why, is in docs/tensorflow.md.
 """
 import contextlib
-import itertools
 import json
 
 import torch
 
+from ..horovod_common import Average, Sum, collective_name, reduce_op, refuse_unoffered
 from ..world import init, is_initialized, local_rank, local_size, rank, shutdown, size, current
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
            "Average", "Sum", "allreduce", "allgather", "broadcast", "broadcast_",
            "broadcast_parameters", "broadcast_optimizer_state", "DistributedOptimizer"]
 
-Average = "average"
-Sum = "sum"
-_OPS = (Average, Sum)
-# Unnamed collectives are tagged by their order, which every rank shares.
-_UNNAMED = itertools.count()
-
-
-def _name(name, op):
-    return name if name is not None else f"{op}.noname.{next(_UNNAMED)}"
-
-
-def _reduce_op(op, average):
-    if average is not None:  # Horovod's deprecated flag
-        return Average if average else Sum
-    op = Average if op is None else op
-    if op not in _OPS:
-        raise ValueError(f"op must be hvd.Average or hvd.Sum, got {op!r} (Adasum is not offered)")
-    return op
-
-
 def allreduce(tensor, average=None, name=None, op=None):
     """The sum (op=Sum) or mean (the default) of ``tensor`` over ranks, as a new tensor."""
-    op = _reduce_op(op, average)
+    op = reduce_op(op, average)
     world = current()
     # One private CPU copy (the transport sums into it), divided in place.
-    summed = world.transport.allreduce(tensor.detach().to("cpu", copy=True).contiguous(), _name(name, "allreduce"))
+    summed = world.transport.allreduce(tensor.detach().to("cpu", copy=True).contiguous(), collective_name(name, "allreduce"))
     if op == Average and world.size > 1:
         summed = summed.div_(world.size) if summed.is_floating_point() else summed.floor_divide_(world.size)
     return summed.to(tensor.device)
@@ -52,7 +32,7 @@ def allreduce(tensor, average=None, name=None, op=None):
 
 def allgather(tensor, name=None):
     """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
-    parts = current().transport.allgather(tensor.detach().cpu().contiguous().reshape(-1), _name(name, "allgather"))
+    parts = current().transport.allgather(tensor.detach().cpu().contiguous().reshape(-1), collective_name(name, "allgather"))
     rows = [p.reshape(-1, *tensor.shape[1:]) if tensor.dim() else p for p in parts]
     return torch.cat(rows).to(tensor.device)
 
@@ -60,7 +40,7 @@ def allgather(tensor, name=None):
 def broadcast(tensor, root_rank, name=None):
     """Root's ``tensor`` on every rank, as a new tensor."""
     data = current().transport.broadcast(tensor.detach().cpu().contiguous().reshape(-1), root_rank,
-                                         _name(name, "broadcast"))
+                                         collective_name(name, "broadcast"))
     return data.reshape(tensor.shape).to(tensor.device)
 
 
@@ -213,13 +193,8 @@ def DistributedOptimizer(optimizer, grace=None, named_parameters=None, compressi
     first averages the gradients, through ``grace`` when given, else dense."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"DistributedOptimizer wraps a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    if compression is not None:
-        raise ValueError("compression=hvd.Compression... is Horovod's own fp16 cast; with deepreduce pass "
-                         "grace=grace_from_params({'compressor': 'fp16', ...}) instead")
-    if backward_passes_per_step != 1:
-        raise ValueError(f"backward_passes_per_step={backward_passes_per_step} is not offered: accumulate "
-                         "gradients yourself and call step() once per exchange")
-    op = _reduce_op(op, None)
+    refuse_unoffered(compression, backward_passes_per_step)
+    op = reduce_op(op)
     current()  # fail here, not at the first step, when hvd.init() was not called
     cls = type(type(optimizer).__name__, (_DistributedOptimizer, type(optimizer)), {})
     return cls(optimizer.param_groups, named_parameters, grace, op)

@@ -67,8 +67,9 @@ def summary_rows(results):
     return rows
 
 
-def _human_bytes(n):
-    for unit in ("B", "KB", "MB", "GB"):
+def human_bytes(n):
+    """``n`` bytes in SI units, as the tables print them: "512 B", "1.50 MB"."""
+    for unit in ("B", "kB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
         n /= 1000
@@ -79,7 +80,7 @@ def format_table(results):
     head = f"{'run':<12} {'final ' + metric:>16} {'bytes sent':>12} {'vs dense':>9} {'wall s':>8}"
     lines = [head, "-" * len(head)]
     for row in summary_rows(results):
-        lines.append(f"{row['run']:<12} {row['metric']:>16.4f} {_human_bytes(row['bytes_sent']):>12}"
+        lines.append(f"{row['run']:<12} {row['metric']:>16.4f} {human_bytes(row['bytes_sent']):>12}"
                      f" {row['relative_volume']:>9.2%} {row['wall_s']:>8.1f}")
     return "\n".join(lines)
 

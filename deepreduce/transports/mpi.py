@@ -6,14 +6,21 @@ import numpy as np
 from .base import Transport
 
 
+def import_mpi():
+    """mpi4py's MPI module (importing it initialises MPI), or an ImportError that says
+    how to install mpi4py."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError("the MPI transport needs mpi4py: pip install 'deepreduce[mpi]'") from exc
+    return MPI
+
+
 class MPITransport(Transport):
     kind = "mpi"
 
     def __init__(self, comm=None):
-        try:
-            from mpi4py import MPI
-        except ImportError as exc:
-            raise ImportError("the MPI transport needs mpi4py: pip install 'deepreduce[mpi]'") from exc
+        MPI = import_mpi()
         self._MPI = MPI
         self._comm = comm if comm is not None else MPI.COMM_WORLD
         self._comm.Set_errhandler(MPI.ERRORS_RETURN)

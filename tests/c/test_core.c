@@ -1,4 +1,5 @@
 /* C-level tests of the foundation: frames, selection, vector kernels, half floats. */
+#define _POSIX_C_SOURCE 200112L /* setenv */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,39 @@ static void test_topk_select_equals_topk(void)
     free(b);
 }
 
+/* Past DR_THREADS_MIN_NUMEL the candidate sweep is split over DEEPREDUCE_THREADS: the
+ * same indices as dr_topk for every thread count, with candidates spread over x and
+ * bunched in its last part (which overflows a part's room and redoes the sweep whole). */
+static void test_topk_select_threads(void)
+{
+    const size_t n = DR_THREADS_MIN_NUMEL + 4099, k = n / 100;
+    static const char *const counts[] = {"1", "2", "3", "5"};
+    float *x = malloc(n * sizeof *x);
+    uint32_t *a = malloc(k * sizeof *a), *b = malloc(k * sizeof *b);
+    void *work = malloc(dr_topk_workspace_size(n, k));
+    size_t t, i;
+    int shape;
+    for (shape = 0; shape < 2; shape++) {
+        for (i = 0; i < n; i++) {
+            float u = test_uniform(31 + (uint64_t)shape, i) - 0.5f;
+            x[i] = shape == 1 && i < n - n / 8 ? u * 1e-3f : u;
+        }
+        CHECK_OK(dr_topk(x, n, k, a));
+        for (t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+            setenv("DEEPREDUCE_THREADS", counts[t], 1);
+            memset(b, 0xff, k * sizeof *b);
+            CHECK_OK(dr_topk_select(x, n, k, b, work));
+            CHECK(memcmp(a, b, k * sizeof *a) == 0);
+        }
+    }
+    unsetenv("DEEPREDUCE_THREADS");
+    CHECK(dr_thread_count() >= 1 && dr_thread_count() <= DR_DEFAULT_THREADS_CAP);
+    free(x);
+    free(a);
+    free(b);
+    free(work);
+}
+
 static void test_threshold(void)
 {
     float x[11] = {0.5f, -0.01f, 0.0099f, 2.0f, -3.0f, 0.01f, NAN, INFINITY, -0.0f, 0.02f, 0.001f};
@@ -321,6 +355,7 @@ int main(void)
     test_topk_matches_sort();
     test_topk_ties_take_lowest();
     test_topk_select_equals_topk();
+    test_topk_select_threads();
     test_threshold();
     test_threshold_long_matches_scalar_rule();
     test_randomk();

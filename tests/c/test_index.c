@@ -628,33 +628,65 @@ static void test_bloom_edges(void)
                  DR_E_ARG);
 }
 
-/* SketchML's delta-binary keys, byte for byte: increments 3, 297, 1, 69699 take 1, 2,
- * 1, 3 bytes, prefixes 0, 1, 0, 2 in one byte. Non-minimal byte counts and repeated
- * keys are refused. */
+/* SKCompress's keys, byte for byte: increments 3, 297, 1, 69699 take 1, 2, 1, 3 bytes;
+ * the classes 0, 1, 0, 2 get the Huffman lengths 1, 2, 2 (table 0x29) and the canonical
+ * codes 0, 10, 0, 11 (stream bits 0 10 0 11: 0x32). A lone class costs no prefix bits.
+ * Non-minimal byte counts, repeated keys, set padding bits and tables that are not a
+ * complete code are refused. */
 static void test_skcompress_layout(void)
 {
-    static const uint32_t idx[4] = {3, 300, 301, 70000};
-    static const uint8_t want[8] = {0x84, 0x03, 0x29, 0x01, 0x01, 0x43, 0x10, 0x01};
-    static const uint8_t wide[3] = {0x01, 0x03, 0x00};    /* key 3 in 2 bytes */
-    static const uint8_t repeat[3] = {0x00, 0x03, 0x00};  /* keys 3, 3 */
-    static const uint8_t padded[2] = {0x10, 0x03};        /* a padding prefix set */
+    static const uint32_t idx[4] = {3, 300, 301, 70000}, lone_idx[2] = {1, 5};
+    static const uint8_t want[9] = {0x29, 0x32, 0x03, 0x29, 0x01, 0x01, 0x43, 0x10, 0x01};
+    static const uint8_t lone[3] = {0x01, 0x01, 0x04};     /* keys 1, 5: class 0 alone */
+    static const uint8_t wide[3] = {0x04, 0x03, 0x00};     /* key 3 in 2 bytes */
+    static const uint8_t repeat[3] = {0x01, 0x03, 0x00};   /* keys 3, 3 */
+    static const uint8_t padded[3] = {0x05, 0x02, 0x03};   /* a padding bit set */
+    static const uint8_t partial[3] = {0x09, 0x00, 0x03};  /* lengths 1, 2: incomplete */
+    static const uint8_t long_lone[2] = {0x03, 0x03};      /* a lone class of length 3 */
     uint8_t out[16];
     uint32_t back[4];
     size_t w = 0;
     CHECK_OK(dr_index_skcompress_encode(idx, 4, 100000, out, sizeof out, &w));
     CHECK(w == sizeof want && memcmp(out, want, w) == 0);
-    CHECK(dr_index_skcompress_bound(100000, 4) == 1 + 4 * 3);
+    CHECK(dr_index_skcompress_bound(100000, 4) == 1 + 2 + 4 * 3);
+    CHECK_STATUS(dr_index_skcompress_encode(idx, 4, 100000, out, sizeof want - 1, &w),
+                 DR_E_DST_TOO_SMALL);
     CHECK_OK(dr_index_skcompress_decode(want, sizeof want, 100000, 4, back));
     CHECK(memcmp(back, idx, sizeof idx) == 0);
+    CHECK_OK(dr_index_skcompress_encode(lone_idx, 2, 10, out, sizeof out, &w));
+    CHECK(w == sizeof lone && memcmp(out, lone, w) == 0);
+    CHECK_OK(dr_index_skcompress_decode(lone, sizeof lone, 10, 2, back));
+    CHECK(back[0] == 1 && back[1] == 5);
     CHECK_STATUS(dr_index_skcompress_decode(want, sizeof want, 70000, 4, back), DR_E_CORRUPT);
     CHECK_STATUS(dr_index_skcompress_decode(wide, sizeof wide, 10, 1, back), DR_E_CORRUPT);
     CHECK_STATUS(dr_index_skcompress_decode(repeat, sizeof repeat, 10, 2, back), DR_E_CORRUPT);
     CHECK_STATUS(dr_index_skcompress_decode(padded, sizeof padded, 10, 1, back), DR_E_CORRUPT);
+    CHECK_STATUS(dr_index_skcompress_decode(partial, sizeof partial, 10, 1, back), DR_E_CORRUPT);
+    CHECK_STATUS(dr_index_skcompress_decode(long_lone, sizeof long_lone, 10, 1, back),
+                 DR_E_CORRUPT);
+    CHECK_STATUS(dr_index_skcompress_decode(want, 0, 100000, 4, back), DR_E_CORRUPT);
+}
+
+/* A permutation passes and ends unchanged; an entry out of range or repeated is refused,
+ * and the marks the check sets are cleared either way. */
+static void test_permutation_check(void)
+{
+    uint32_t good[5] = {3, 0, 4, 1, 2}, repeat[5] = {3, 0, 3, 1, 2}, wide[3] = {0, 3, 1};
+    static const uint32_t good0[5] = {3, 0, 4, 1, 2}, repeat0[5] = {3, 0, 3, 1, 2};
+    CHECK_OK(dr_permutation_check(good, 5));
+    CHECK(memcmp(good, good0, sizeof good) == 0);
+    CHECK_STATUS(dr_permutation_check(repeat, 5), DR_E_CORRUPT);
+    CHECK(memcmp(repeat, repeat0, sizeof repeat) == 0);
+    CHECK_STATUS(dr_permutation_check(wide, 3), DR_E_CORRUPT);
+    CHECK(wide[0] == 0 && wide[1] == 3 && wide[2] == 1);
+    CHECK_OK(dr_permutation_check(NULL, 0));
+    CHECK_STATUS(dr_permutation_check(NULL, 1), DR_E_ARG);
 }
 
 int main(void)
 {
     test_bitpack();
+    test_permutation_check();
     test_skcompress_layout();
     test_lossless_edges();
     test_lossless_random();

@@ -3,6 +3,7 @@
  * zeros, negative zeros, ties at bucket norms and huge values. The paths are chosen
  * with DEEPREDUCE_SIMD, which the library reads on every call. */
 #define _POSIX_C_SOURCE 200112L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -50,6 +51,13 @@ static int enc_sketch(const float *x, size_t n, uint8_t *buf, size_t cap, size_t
 static int enc_natural(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
 {
     return dr_natural_encode(x, n, 0x99u, 0, buf, cap, written);
+}
+
+static float g_ratio = 0.01f;
+static void *g_adaq_work;
+static int enc_adaq(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    return dr_adaq_encode(x, n, g_ratio, 0x3131u, 0, g_adaq_work, buf, cap, written);
 }
 
 /* A mix of normal values, exact zeros, -0.0, and runs of equal values. */
@@ -229,6 +237,86 @@ static void test_threads_same_bytes(void)
     free(got);
 }
 
+/* inceptionn on the magnitudes where its tags change, for every bound: each edge (the
+ * drop bound 2^-b, the 8-bit top 255*2^-b, the 16-bit top 65535*2^-(k16+1), 1) and the
+ * float on either side of it, both signs, repeated to fill whole vectors. */
+static void test_inceptionn_band_edges(void)
+{
+    enum { N = 16 * 24 + 5 };
+    static float x[N];
+    size_t i;
+    for (g_bound = 1; g_bound <= DR_INCEPTIONN_MAX_BITS; g_bound++) {
+        int b = (int)g_bound, k16 = b - 1 > 15 ? b - 1 : 15;
+        float edges[4];
+        edges[0] = ldexpf(1.0f, -b);
+        edges[1] = ldexpf(255.0f, -b);
+        edges[2] = ldexpf(65535.0f, -(k16 + 1));
+        edges[3] = 1.0f;
+        for (i = 0; i < N; i++) {
+            float e = edges[(i / 6) % 4];
+            float v = i % 3 == 0 ? nextafterf(e, 0.0f) : i % 3 == 1 ? e : nextafterf(e, 2.0f);
+            x[i] = (i / 3) % 2 ? -v : v;
+        }
+        check_paths("inceptionn edges", enc_inceptionn, dr_inceptionn_decode, x, N, dr_inceptionn_bound(N));
+    }
+    g_bound = 10;
+}
+
+/* 8bit on tensors large enough for the AVX-512 search by code bounds: gradients, huge
+ * and tiny scales, every exponent, and the table's entries and midpoints times the scale
+ * (where the nearest entry changes). */
+static void test_eightbit_paths(void)
+{
+    const size_t n = 100003;
+    float *x = malloc(n * sizeof *x), table[128];
+    size_t i;
+    static const float scales[] = {3.0f, 3e37f, 2e-29f, 7e-31f};
+    CHECK_OK(dr_eightbit_table(table));
+    for (i = 0; i < sizeof scales / sizeof *scales; i++) {
+        fill(x, n, 11 + i, scales[i]);
+        check_paths("8bit large", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+    }
+    fill_bits(x, n, 13);
+    check_paths("8bit large bits", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+    for (i = 0; i < n; i++) {
+        float scale = 1.7f, t = table[(i / 4) % 127], t1 = table[(i / 4) % 127 + 1];
+        float v = i % 4 == 0 ? t * scale : i % 4 == 1 ? 0.5f * (t + t1) * scale
+                : i % 4 == 2 ? nextafterf(0.5f * (t + t1) * scale, 0.0f) : nextafterf(0.5f * (t + t1) * scale, 9.0f);
+        x[i] = (i / 508) % 2 ? -v : v;
+    }
+    x[0] = 1.7f;
+    check_paths("8bit large midpoints", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
+    free(x);
+}
+
+/* adaq's one sweep (its counts, maxima and candidates) on every path: tensors large
+ * enough for the candidates (with a ragged tail), ratios that take them and one that
+ * sweeps x per count instead, signs out of balance, and a tensor whose sample sets the
+ * cut at a value most entries share, so the candidates overflow their room. */
+static void test_adaq_paths(void)
+{
+    const size_t n = 100003;
+    static const float ratios[] = {0.001f, 0.01f, 0.02f, 0.2f};
+    float *x = malloc(n * sizeof *x);
+    size_t i, r;
+    g_adaq_work = malloc(dr_adaq_workspace_size(n));
+    fill(x, n, 5, 2.0f);
+    for (r = 0; r < sizeof ratios / sizeof *ratios; r++) {
+        g_ratio = ratios[r];
+        check_paths("adaq", enc_adaq, dr_adaq_decode, x, n, dr_adaq_bound(n));
+        check_paths("adaq tail", enc_adaq, dr_adaq_decode, x, n - 77, dr_adaq_bound(n));
+    }
+    for (i = 0; i < n; i++)
+        x[i] = x[i] < 0.0f ? x[i] * 0.01f : x[i];
+    g_ratio = 0.01f;
+    check_paths("adaq lopsided", enc_adaq, dr_adaq_decode, x, n, dr_adaq_bound(n));
+    for (i = 0; i < n; i++)
+        x[i] = i % 1000 == 0 ? -3.0f : 1.0f;
+    check_paths("adaq ties", enc_adaq, dr_adaq_decode, x, n, dr_adaq_bound(n));
+    free(g_adaq_work);
+    free(x);
+}
+
 /* dr_crc32 on every path equals zlib's crc32, for lengths around the vector loop's
  * steps, unaligned starts and a running crc carried in. */
 static void test_crc32_paths(void)
@@ -291,11 +379,15 @@ int main(void)
         }
         fill_bits(x, n, 3 + n);
         check_paths("8bit bits", enc_eightbit, dr_eightbit_decode, x, n, dr_eightbit_size(n));
-        g_bound = 10;
-        check_paths("inceptionn bits", enc_inceptionn, dr_inceptionn_decode, x, n, dr_inceptionn_bound(n));
+        /* Every bound: the vector paths tag by thresholds derived from it. */
+        for (g_bound = 1; g_bound <= DR_INCEPTIONN_MAX_BITS; g_bound++)
+            check_paths("inceptionn bits", enc_inceptionn, dr_inceptionn_decode, x, n, dr_inceptionn_bound(n));
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     test_threads_same_bytes();
+    test_adaq_paths();
+    test_eightbit_paths();
+    test_inceptionn_band_edges();
     test_crc32_paths();
     test_signum_fused_paths();
     test_signs_streamed();

@@ -175,6 +175,22 @@ static void test_adaq(void)
         CHECK_OK(dr_adaq_encode(x, n, 0.01f, 11, 0, work, buf, need, &len));
         CHECK(len == need);
     }
+    /* Few distinct magnitudes: the sample puts the positives' cut at the value they all
+     * share, so the candidates outgrow their room and the counts sweep x; every entry of
+     * each side is sent (no threshold splits equal magnitudes). */
+    for (i = 0; i < n; i++)
+        x[i] = i % 1000 == 0 ? -3.0f : 1.0f;
+    CHECK_OK(dr_adaq_encode(x, n, 0.01f, 11, 0, work, buf, cap, &len));
+    CHECK(len == 68 + 4 * n);
+    {
+        float *out = malloc(n * sizeof *out);
+        int same = 1;
+        CHECK_OK(dr_adaq_decode(buf, len, out, n));
+        for (i = 0; i < n; i++)
+            same &= out[i] == x[i];
+        CHECK(same);
+        free(out);
+    }
     CHECK_STATUS(dr_adaq_encode(x, n, 0.0f, 11, 0, work, buf, cap, &len), DR_E_ARG);
     CHECK_STATUS(dr_adaq_encode(x, n, 1.5f, 11, 0, work, buf, cap, &len), DR_E_ARG);
     x[5] = NAN;
@@ -220,6 +236,24 @@ static void test_adaq_small_and_empty(void)
     CHECK_OK(dr_adaq_decode(buf, len, NULL, 0));
 }
 
+/* dr_adaq_decode's status, after checking that dr_adaq_decode_add returns the same and
+ * either adds the decoded frame onto out (a sum of 1s) or, refusing, leaves it as it
+ * was. */
+static int decode_both(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    float sum[64];
+    size_t i;
+    int st = dr_adaq_decode(buf, len, out, n), same = 1;
+    CHECK(n <= 64);
+    for (i = 0; i < n; i++)
+        sum[i] = 1.0f;
+    CHECK(dr_adaq_decode_add(buf, len, sum, n) == st);
+    for (i = 0; i < n; i++)
+        same &= sum[i] == (st == DR_OK ? 1.0f + out[i] : 1.0f);
+    CHECK(same);
+    return st;
+}
+
 static void test_adaq_refuses_damage(void)
 {
     float x[64], out[64];
@@ -234,13 +268,13 @@ static void test_adaq_refuses_damage(void)
     check_adaq(x, 64, 0.2f, buf, len);
     for (pos = 0; pos < len; pos++) {
         buf[pos] ^= 0x21;
-        refused &= dr_adaq_decode(buf, len, out, 64) < 0;
+        refused &= decode_both(buf, len, out, 64) < 0;
         buf[pos] ^= 0x21;
     }
     for (pos = 0; pos < len; pos++)
-        refused &= dr_adaq_decode(buf, pos, out, 64) < 0;
+        refused &= decode_both(buf, pos, out, 64) < 0;
     CHECK(refused);
-    CHECK_STATUS(dr_adaq_decode(buf, len, out, 63), DR_E_FRAME_FIELD);
+    CHECK_STATUS(decode_both(buf, len, out, 63), DR_E_FRAME_FIELD);
     CHECK_STATUS(dr_signsgd_decode(buf, len, out, 64), DR_E_FRAME_CODEC);
 
     /* Contents with a valid CRC: index out of range, out of order, in both lists,
@@ -251,19 +285,19 @@ static void test_adaq_refuses_damage(void)
     v = 64;
     memcpy(buf + 64, &v, 4);
     reseal(buf, len);
-    CHECK_STATUS(dr_adaq_decode(buf, len, out, 64), DR_E_CORRUPT);
+    CHECK_STATUS(decode_both(buf, len, out, 64), DR_E_CORRUPT);
     CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
     memcpy(buf + 64, buf + 68, 4); /* first positive index = second */
     reseal(buf, len);
-    CHECK_STATUS(dr_adaq_decode(buf, len, out, 64), DR_E_CORRUPT);
+    CHECK_STATUS(decode_both(buf, len, out, 64), DR_E_CORRUPT);
     CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
     memcpy(buf + 64 + 4 * np, buf + 64, 4); /* first negative index = first positive */
     reseal(buf, len);
-    CHECK(dr_adaq_decode(buf, len, out, 64) < 0);
+    CHECK(decode_both(buf, len, out, 64) < 0);
     CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
     buf[56 + 3] ^= 0x80; /* mean_pos negative */
     reseal(buf, len);
-    CHECK_STATUS(dr_adaq_decode(buf, len, out, 64), DR_E_CORRUPT);
+    CHECK_STATUS(decode_both(buf, len, out, 64), DR_E_CORRUPT);
 }
 
 int main(void)

@@ -8,7 +8,7 @@
 
 #include "check.h"
 
-enum { C_POLYFIT, C_DEXP, C_DEFLATE, C_QSGD, C_FP16, C_BF16, C_SKETCH };
+enum { C_POLYFIT, C_DEXP, C_DEFLATE, C_QSGD, C_FP16, C_BF16, C_SKETCH, C_SKCOMPRESS };
 
 /* What a decoder call needs besides the bytes. */
 typedef struct {
@@ -33,6 +33,8 @@ static int decode_any(const dec_ctx *c, const uint8_t *in, size_t len, float *ou
         return dr_value_fp16_decode(in, len, c->r, out);
     case C_SKETCH:
         return dr_value_sketch_decode(in, len, c->r, c->p1, out);
+    case C_SKCOMPRESS:
+        return dr_value_skcompress_decode(in, len, c->r, c->p1, out);
     default:
         return dr_value_bf16_decode(in, len, c->r, out);
     }
@@ -576,6 +578,16 @@ static void test_sort_passes(void)
 
 /* ----------------------------------------------------------------------- sketch */
 
+/* The truncation and byte-change sweep of a section whose only parameter is its bins. */
+static void sweep_bins(int codec, size_t r, uint32_t bins, const uint8_t *sec, size_t len)
+{
+    dec_ctx c = {0, 0, 0, 0, NULL};
+    c.codec = codec;
+    c.r = r;
+    c.p1 = bins;
+    sweep(&c, sec, len);
+}
+
 /* SKCompress's values: the section is the sketch compressor's two sections, byte for
  * byte; every value comes back as its bin's mean; damaged sections are refused. */
 static void test_sketch_values(void)
@@ -607,12 +619,8 @@ static void test_sketch_values(void)
         CHECK(same);
         printf("sketch values r=%zu bins=%u: %zu bytes, rel L2 error %.4f\n", r, bins, written,
                rel_l2(val, NULL, dec, r));
-        if (t == 0) {
-            dec_ctx c = {C_SKETCH, 0, 0, 0, NULL};
-            c.r = r;
-            c.p1 = bins;
-            sweep(&c, sec, written);
-        }
+        if (t == 0)
+            sweep_bins(C_SKETCH, r, bins, sec, written);
         CHECK_STATUS(dr_value_sketch_decode(sec, written, r, 0, dec), DR_E_ARG);
         sec[4u * bins] = (uint8_t)(bins <= 256 ? bins : 0); /* an index out of range */
         if (bins <= 256)
@@ -620,6 +628,69 @@ static void test_sketch_values(void)
         free(sec);
         free(frame);
         free(work);
+    }
+}
+
+/* SKCompress's values: every value decodes to its bin's mean as the plain sketch gives
+ * it (up to the int16 means' step of 1/32767 of the largest), the section is 4 + 3 bins +
+ * the Huffman codes (2 bits a value at 4 equal-count bins), a lone bin codes in 0 bits,
+ * and damaged sections are refused or decode to finite values. */
+static void test_skcompress_values(void)
+{
+    enum { N = 5000 };
+    static float val[N], dec[N], plain[N], same[8];
+    static const uint32_t bins_list[3] = {2, 4, 128};
+    size_t r = topk_values(0, 41, 36864, val), t, written = 0, j;
+    float top = 0.0f;
+    for (j = 0; j < r; j++)
+        top = fabsf(val[j]) > top ? fabsf(val[j]) : top;
+    for (t = 0; t < 3; t++) {
+        uint32_t bins = bins_list[t];
+        size_t cap = dr_value_skcompress_bound(r, bins), plain_cap = dr_value_sketch_bound(r, bins);
+        uint8_t *sec = malloc(cap), *psec = malloc(plain_cap);
+        void *work = malloc(dr_value_skcompress_workspace_size(r, bins));
+        int close = 1;
+        CHECK(cap == 4u + 3u * bins + 3u * r);
+        CHECK_OK(dr_value_skcompress_encode(val, r, bins, 7, sec, cap, &written, work));
+        CHECK_STATUS(dr_value_skcompress_encode(val, r, bins, 7, sec, written - 1, &written, work),
+                     DR_E_DST_TOO_SMALL);
+        CHECK_OK(dr_value_skcompress_encode(val, r, bins, 7, sec, cap, &written, work));
+        if (bins == 4)
+            CHECK(written == 4u + 12u + (2u * r + 7u) / 8u);
+        CHECK_OK(dr_value_skcompress_decode(sec, written, r, bins, dec));
+        CHECK_OK(dr_value_sketch_encode(val, r, bins, 7, psec, plain_cap, &j, work));
+        CHECK_OK(dr_value_sketch_decode(psec, plain_cap, r, bins, plain));
+        for (j = 0; j < r; j++)
+            close &= fabsf(dec[j] - plain[j]) <= top / 32767.0f;
+        CHECK(close);
+        printf("skcompress values r=%zu bins=%u: %zu bytes, rel L2 error %.4f\n", r, bins, written,
+               rel_l2(val, NULL, dec, r));
+        if (bins == 4) {
+            sweep_bins(C_SKCOMPRESS, r, bins, sec, written);
+            sec[4] = 0x00;
+            sec[5] = 0x80; /* a mean of -32768 */
+            CHECK_STATUS(dr_value_skcompress_decode(sec, written, r, bins, dec), DR_E_CORRUPT);
+        }
+        CHECK_STATUS(dr_value_skcompress_decode(sec, written, r, 0, dec), DR_E_ARG);
+        free(sec);
+        free(psec);
+        free(work);
+    }
+    /* Equal values: one used bin, coded in no bits; r = 0 is the empty section. */
+    {
+        static const float eq[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+        uint8_t sec[64];
+        uint64_t work[64];
+        CHECK(dr_value_skcompress_workspace_size(8, 4) <= sizeof work);
+        CHECK_OK(dr_value_skcompress_encode(eq, 8, 4, 1, sec, sizeof sec, &written, work));
+        CHECK(written == 4u + 12u);
+        CHECK_OK(dr_value_skcompress_decode(sec, written, 8, 4, same));
+        CHECK(same[0] == 2.0f && same[7] == 2.0f);
+        CHECK_OK(dr_value_skcompress_encode(eq, 0, 4, 1, sec, sizeof sec, &written, work));
+        CHECK(written == 0);
+        CHECK_OK(dr_value_skcompress_decode(sec, 0, 0, 4, same));
+        CHECK_STATUS(dr_value_skcompress_encode(eq, 8, 257, 1, sec, sizeof sec, &written, work),
+                     DR_E_ARG);
     }
 }
 
@@ -837,6 +908,7 @@ int main(void)
 {
     test_polyfit_knots();
     test_sketch_values();
+    test_skcompress_values();
     test_polyfit();
     test_dexp();
     test_sort_passes();

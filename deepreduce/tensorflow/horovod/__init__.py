@@ -8,33 +8,16 @@ Every collective here is one ``tf.numpy_function`` (``deepreduce.tensorflow.cros
 so the functions work eagerly and inside a ``tf.function`` alike. What differs from real
 Horovod, and why: docs/tensorflow.md.
 """
-import itertools
-
 import numpy as np
 import tensorflow as tf
 
+from ...horovod_common import Average, Sum, collective_name, reduce_op, refuse_unoffered
 from ...world import current, init, is_initialized, local_rank, local_size, rank, shutdown, size
 from ..crossing import numpy_call, step_tensorflow
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
            "Average", "Sum", "allreduce", "allgather", "broadcast", "broadcast_variables",
            "DistributedGradientTape", "DistributedOptimizer", "reduce_gradients", "variable_names"]
-
-Average = "average"
-Sum = "sum"
-_UNNAMED = itertools.count()  # unnamed collectives are tagged by their order, shared by every rank
-
-
-def _name(name, op):
-    return name if name is not None else f"{op}.noname.{next(_UNNAMED)}"
-
-
-def _check_op(op):
-    op = Average if op is None else op
-    if op not in (Average, Sum):
-        raise ValueError(f"op must be hvd.Average or hvd.Sum, got {op!r} (Adasum is not offered)")
-    return op
-
 
 def allreduce(tensor, average=None, name=None, op=None, grace=None):
     """The mean (default) or sum of ``tensor`` over ranks; with ``grace`` (GRACE's patched
@@ -44,9 +27,9 @@ def allreduce(tensor, average=None, name=None, op=None, grace=None):
             raise ValueError("hvd.allreduce(..., grace=grc) needs a name= that is the same at every step "
                              "(the communicator's error feedback is kept per tensor name)")
         return step_tensorflow(grace, [tensor], [name])[0]
-    op = Sum if average is False else _check_op(op)
+    op = reduce_op(op, average)
     tensor = tf.convert_to_tensor(tensor)
-    tag = _name(name, "allreduce")
+    tag = collective_name(name, "allreduce")
 
     def reduce(array):
         world = current()
@@ -61,7 +44,7 @@ def allreduce(tensor, average=None, name=None, op=None, grace=None):
 def allgather(tensor, name=None):
     """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
     tensor = tf.convert_to_tensor(tensor)
-    tag = _name(name, "allgather")
+    tag = collective_name(name, "allgather")
 
     def gather(array):
         parts = current().transport.allgather(np.ascontiguousarray(array).reshape(-1), tag)
@@ -74,7 +57,7 @@ def allgather(tensor, name=None):
 
 def broadcast(tensor, root_rank, name=None):
     """Root's ``tensor`` on every rank."""
-    return _broadcast_all([tensor], root_rank, [_name(name, "broadcast")])[0]
+    return _broadcast_all([tensor], root_rank, [collective_name(name, "broadcast")])[0]
 
 
 def _broadcast_all(tensors, root_rank, names):
@@ -120,7 +103,7 @@ def reduce_gradients(gradients, variables, grace=None, op=Average):
     if grace is not None:
         reduced = step_tensorflow(grace, dense, [names[i] for i in present])
     else:
-        op = _check_op(op)
+        op = reduce_op(op)
 
         def mean(*arrays):
             world = current()
@@ -141,12 +124,10 @@ class DistributedGradientTape:
 
     def __init__(self, gradtape, device_dense="", device_sparse="", compression=None,
                  sparse_as_dense=False, op=Average, grace=None):
-        if compression is not None:
-            raise ValueError("compression=hvd.Compression... is Horovod's own fp16 cast; with deepreduce pass "
-                             "grace=grace_from_params({'compressor': 'fp16', ...}) instead")
+        refuse_unoffered(compression)
         self._tape = gradtape
         self._grace = grace
-        self._op = _check_op(op)
+        self._op = reduce_op(op)
         current()  # fail now, not inside a traced function, when hvd.init() was not called
 
     def gradient(self, target, sources, output_gradients=None, **kwargs):

@@ -1,7 +1,12 @@
 /* A fork-join over contiguous ranges with POSIX threads: no pool and no global state, so
  * nothing is left running between calls; starting a thread costs tens of microseconds,
  * which only the large tensors that use this can afford. */
+#if defined(__linux__)
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <sched.h>
+#else
 #define _POSIX_C_SOURCE 200112L
+#endif
 #include "deepreduce.h"
 #include "parallel.h"
 
@@ -9,9 +14,29 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
+#include <unistd.h>
 #define DR_HAVE_PTHREADS 1
 #else
 #define DR_HAVE_PTHREADS 0
+#endif
+
+#if DR_HAVE_PTHREADS
+/* The cores this process may run on (its affinity mask, as torch and NumPy's BLAS size
+ * their pools), else the online cores, capped at DR_DEFAULT_THREADS_CAP. */
+static int allowed_cores(void)
+{
+    long cores;
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cores = CPU_COUNT(&set);
+    else
+#endif
+        cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        return 1;
+    return cores > DR_DEFAULT_THREADS_CAP ? DR_DEFAULT_THREADS_CAP : (int)cores;
+}
 #endif
 
 int dr_thread_count(void)
@@ -21,7 +46,7 @@ int dr_thread_count(void)
     char *end;
     long t;
     if (v == NULL)
-        return 1;
+        return allowed_cores();
     t = strtol(v, &end, 10);
     if (end == v || *end != '\0' || t < 1 || t > DR_MAX_THREADS)
         return 1;

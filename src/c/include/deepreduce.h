@@ -100,7 +100,7 @@ enum dr_index_codec {
     DR_INDEX_EF = 4,      /* Elias-Fano                                              */
     DR_INDEX_RICE = 5,    /* Golomb-Rice on gaps                                     */
     DR_INDEX_VARINT = 6,  /* delta + LEB128                                          */
-    DR_INDEX_SKCOMPRESS = 7, /* delta-binary keys, 2-bit byte-count prefixes (SketchML) */
+    DR_INDEX_SKCOMPRESS = 7, /* delta-binary keys, Huffman-coded byte counts (SKCompress) */
     DR_INDEX_COUNT_ = 8
 };
 
@@ -114,7 +114,8 @@ enum dr_value_codec {
     DR_VALUE_FP16 = 5,    /* IEEE half                                               */
     DR_VALUE_BF16 = 6,    /* bfloat16                                                */
     DR_VALUE_SKETCH = 7,  /* SketchML quantile sketch: bin means + bin indices       */
-    DR_VALUE_COUNT_ = 8
+    DR_VALUE_SKCOMPRESS = 8, /* SKCompress: quantile sketch, Huffman-coded bin indices */
+    DR_VALUE_COUNT_ = 9
 };
 
 /* ---------------------------------------------------------------------------------- */
@@ -226,12 +227,16 @@ const char *dr_simd_name(int level);
 /* AVX-512 here means F, BW, VL and DQ (the vector generator multiplies 64-bit lanes). */
 
 /* How many threads a kernel that can split its work may use: DEEPREDUCE_THREADS when it
- * holds an integer in 1..DR_MAX_THREADS, else 1. Read afresh on every call. Kernels that
- * split (dr_qsgd_encode and dr_qsgd_decode, on tensors of at least DR_THREADS_MIN_NUMEL
+ * holds an integer in 1..DR_MAX_THREADS (anything else there means 1); unset, the cores
+ * this process may run on (its CPU affinity), at most DR_DEFAULT_THREADS_CAP, since the
+ * kernels that split are bound by memory bandwidth, which a few cores fill. Read afresh
+ * on every call. Kernels that split (dr_qsgd_encode and dr_qsgd_decode, and the
+ * candidate sweep of dr_topk_select, on tensors of at least DR_THREADS_MIN_NUMEL
  * elements) give the same bytes for every thread count: the work is cut into fixed
  * ranges, each with its own counter-RNG draws and outputs. Threads are started and
  * joined inside the call; none outlives it. Without POSIX threads the count is 1. */
 #define DR_MAX_THREADS 64
+#define DR_DEFAULT_THREADS_CAP 8
 #define DR_THREADS_MIN_NUMEL 1048576u
 int dr_thread_count(void);
 

@@ -1,6 +1,8 @@
-/* AVX-512 8-bit codes: nearest() of eightbit.c on 16 lanes. The 128-entry table lives in
- * eight registers and is read by permutes; every float operation is the scalar code's,
- * in its order, so the codes are the same bytes. */
+/* AVX-512 8-bit codes: nearest() of eightbit.c on 16 lanes, as an estimate from
+ * |x| * (1/scale) settled by the magnitudes where each code begins (which eightbit.c
+ * derives from nearest() itself), so no division and the same bytes. The 128-entry
+ * table of those magnitudes lives in eight registers and is read by permutes. AVX2:
+ * nearest()'s own float operations, in its order, with the table read by gathers. */
 #include "deepreduce.h"
 #include "eightbit_simd.h"
 #include "lookup_simd.h"
@@ -23,13 +25,13 @@ static void decade_lanes(const float *up, const float *steps, int lanes, float *
     }
 }
 
-DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale,
-                                                 const float *table, const float *up,
+DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float inv,
+                                                 const uint32_t *bound, const float *up,
                                                  const float *steps, uint8_t *codes)
 {
     static const float decade[6] = {1e-1f, 1e-2f, 1e-3f, 1e-4f, 1e-5f, 1e-6f};
-    const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
-    const __m512 vscale = _mm512_set1_ps(scale), abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512(), abs_bits = _mm512_set1_epi32(0x7fffffff);
+    const __m512 vinv = _mm512_set1_ps(inv);
     float up16[16], steps16[16];
     int32_t width16[16];
     __m512 t[8], vup, vsteps;
@@ -41,13 +43,13 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
     vsteps = _mm512_loadu_ps(steps16);
     vwidth = _mm512_loadu_si512((const void *)width16);
     for (k = 0; k < 8; k++)
-        t[k] = _mm512_loadu_ps(table + 16 * k);
+        t[k] = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(bound + 16 * k)));
     for (; i + 16 <= n; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i);
-        __m512 a = _mm512_div_ps(_mm512_and_ps(v, abs_mask), vscale);
-        __m512i z = zero, w, j1, c, best, code;
-        __m512 tt, d_best, dm, dp;
-        __mmask16 take;
+        __m512i u = _mm512_loadu_si512(x + i), mag = _mm512_and_si512(u, abs_bits);
+        /* An estimate of the code from |x| * (1/scale), as nearest() estimates it... */
+        __m512 a = _mm512_mul_ps(_mm512_castsi512_ps(mag), vinv);
+        __m512i z = zero, w, j1, c, here, next, code;
+        __m512 tt;
         for (k = 0; k < 6; k++)
             z = _mm512_mask_add_epi32(z, _mm512_cmp_ps_mask(a, _mm512_set1_ps(decade[k]), _CMP_LE_OQ), z, one);
         w = _mm512_permutexvar_epi32(z, vwidth); /* 2^f */
@@ -56,18 +58,17 @@ DR_TARGET_AVX512 size_t dr_eightbit_codes_avx512(const float *x, size_t n, float
         j1 = _mm512_sub_epi32(_mm512_cvttps_epi32(_mm512_add_ps(_mm512_add_ps(tt, _mm512_set1_ps(0.5f)), _mm512_set1_ps(1.0f))), one);
         j1 = _mm512_min_epi32(_mm512_max_epi32(j1, zero), w);
         c = _mm512_add_epi32(_mm512_sub_epi32(w, one), j1);
-        d_best = _mm512_and_ps(_mm512_sub_ps(a, dr_lookup128_avx512(t, c)), abs_mask);
-        dm = _mm512_and_ps(_mm512_sub_ps(a, dr_lookup128_avx512(t, _mm512_sub_epi32(c, one))), abs_mask);
-        take = _mm512_cmpgt_epi32_mask(c, zero) & _mm512_cmp_ps_mask(dm, d_best, _CMP_LE_OQ);
-        best = _mm512_mask_sub_epi32(c, take, c, one);
-        d_best = _mm512_mask_mov_ps(d_best, take, dm);
-        dp = _mm512_and_ps(_mm512_sub_ps(dr_lookup128_avx512(t, _mm512_add_epi32(c, one)), a), abs_mask);
-        take = _mm512_cmplt_epi32_mask(c, _mm512_set1_epi32(127)) & _mm512_cmp_ps_mask(dp, d_best, _CMP_LT_OQ);
-        best = _mm512_mask_add_epi32(best, take, c, one);
+        /* ...settled exactly by the magnitudes where the codes c and c + 1 begin. */
+        here = _mm512_castps_si512(dr_lookup128_avx512(t, c));
+        next = _mm512_castps_si512(dr_lookup128_avx512(t, _mm512_add_epi32(c, one)));
+        code = _mm512_mask_sub_epi32(c, _mm512_cmplt_epu32_mask(mag, here), c, one);
+        code = _mm512_mask_add_epi32(code, _mm512_cmplt_epi32_mask(c, _mm512_set1_epi32(127)) &
+                                               _mm512_cmpge_epu32_mask(mag, next),
+                                     code, one);
         /* Sign bit for nonzero codes of negative x. */
-        code = _mm512_mask_or_epi32(best, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ) &
-                                              _mm512_test_epi32_mask(best, best),
-                                    best, _mm512_set1_epi32(0x80));
+        code = _mm512_mask_or_epi32(code, _mm512_cmplt_epi32_mask(u, zero) & _mm512_cmpneq_epi32_mask(mag, zero) &
+                                              _mm512_test_epi32_mask(code, code),
+                                    code, _mm512_set1_epi32(0x80));
         _mm_storeu_si128((__m128i *)(codes + i), _mm512_cvtepi32_epi8(code));
     }
     return i;

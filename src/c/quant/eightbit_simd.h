@@ -10,11 +10,13 @@
 #include <stdint.h>
 
 #if DR_HAVE_X86_SIMD
-/* codes of x[0..n) for scale > 0; table: the 128 magnitudes; up and steps: the per-decade
- * constants nearest() uses (7 each). */
-size_t dr_eightbit_codes_avx512(const float *x, size_t n, float scale, const float *table,
+/* codes of x[0..n) for a scale > 0 whose inverse inv = 1/scale is finite; bound[c]: the
+ * bit pattern of the least magnitude coded c or above (bound[0] = 0, rising); up and
+ * steps: the per-decade constants nearest() uses (7 each). */
+size_t dr_eightbit_codes_avx512(const float *x, size_t n, float inv, const uint32_t *bound,
                                 const float *up, const float *steps, uint8_t *codes);
-/* The same by 8 lanes and gathers, whole groups of 8. */
+/* codes of x[0..n) for scale > 0 by 8 lanes and gathers, whole groups of 8; table: the
+ * 128 magnitudes. */
 size_t dr_eightbit_codes_avx2(const float *x, size_t n, float scale, const float *table,
                               const float *up, const float *steps, uint8_t *codes);
 /* out[i] = +-scaled[code i & 127] (sign from bit 7) for a prefix of whole groups of 8, by

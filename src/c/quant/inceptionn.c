@@ -11,26 +11,40 @@
 
 enum { TAG_DROP = 0, TAG_8 = 1, TAG_16 = 2, TAG_32 = 3 };
 
-/* The two fixed-point steps 2^-k8 and 2^-k16, and their inverses for the encoder. */
-typedef struct {
-    int k8, k16;
-    double inv8, inv16; /* 2^k8, 2^k16: exact, so a*inv is exact in double */
-} bands;
+typedef dr_inceptionn_bands bands;
+
+/* The bit pattern of min(f, 1). */
+static uint32_t capped_bits(float f)
+{
+    uint32_t u;
+    f = f < 1.0f ? f : 1.0f;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
 
 static bands bands_for(uint32_t b)
 {
     bands s;
     s.k8 = (int)b - 1;
     s.k16 = (int)b - 1 > 15 ? (int)b - 1 : 15;
-    s.inv8 = ldexp(1.0, s.k8);
-    s.inv16 = ldexp(1.0, s.k16);
+    s.twice8 = ldexpf(1.0f, s.k8 + 1);
+    s.twice16 = ldexpf(1.0f, s.k16 + 1);
+    /* From fixed(): q8 > 0 <=> a*2^b >= 1, q8 <= 127 <=> a*2^b < 255, q16 <= 32767 <=>
+     * a*2^(k16+1) < 65535 (each bound exact in float), all capped at 1 where float32
+     * takes over; t16 is at least t8 (for b < 8 the 8-bit band reaches 1). */
+    s.t0 = capped_bits(ldexpf(1.0f, -(int)b));
+    s.t8 = capped_bits(ldexpf(255.0f, -(int)b));
+    s.t16 = capped_bits(ldexpf(65535.0f, -(s.k16 + 1)));
+    s.t16 = s.t16 > s.t8 ? s.t16 : s.t8;
     return s;
 }
 
-/* round(a*scale), half up; a < 1 and scale <= 2^23, so the double sum is exact. */
-static uint32_t fixed(float a, double scale)
+/* round(a*2^k) half up, from twice = 2^(k+1): a < 1, so y = a*twice is exact in float
+ * and below 2^24, and floor(a*2^k + 1/2) = (floor(y) + 1) / 2 in integers. Exact, in
+ * single precision and integers, so it vectorises 16 lanes wide. */
+static uint32_t fixed(float a, float twice)
 {
-    return (uint32_t)((double)a * scale + 0.5);
+    return ((uint32_t)(a * twice) + 1u) >> 1;
 }
 
 /* The tag of v and, for tags 1 and 2, its magnitude in fixed point. Selects, not
@@ -40,7 +54,7 @@ static unsigned classify(float v, const bands *s, uint32_t *q)
     float a = fabsf(v);
     /* a < 1 whenever q8 or q16 is used; clamp a so the conversions stay in range. */
     float c = a < 1.0f ? a : 0.0f;
-    uint32_t q8 = fixed(c, s->inv8), q16 = fixed(c, s->inv16);
+    uint32_t q8 = fixed(c, s->twice8), q16 = fixed(c, s->twice16);
     /* Tags by arithmetic on 0/1 flags: compilers turn chains of ?: back into branches. */
     unsigned big = a >= 1.0f, drop = q8 == 0, is8 = (q8 <= 127u) & !drop;
     unsigned t16 = TAG_16 + (q16 > 32767u);
@@ -72,7 +86,7 @@ static int plan(const float *x, size_t n, uint32_t bound_bits, bands *s, uint64_
     i = 0;
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512)
-        i = dr_inceptionn_count_avx512(x, n, s->inv8, s->inv16, count);
+        i = dr_inceptionn_count_avx512(x, n, s, count);
 #endif
     for (; i < n; i++) {
         uint32_t q;
@@ -126,7 +140,8 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512) {
         size_t cursor[3] = {0, 0, 0};
-        i = dr_inceptionn_fill_avx512(x, n, s.inv8, s.inv16, tags, p8, p16, p32, cursor);
+        const size_t total[3] = {(size_t)len[1], (size_t)len[2] / 2u, (size_t)len[3] / 4u};
+        i = dr_inceptionn_fill_avx512(x, n, &s, tags, p8, p16, p32, total, cursor);
         n8 = cursor[0];
         n16 = cursor[1];
         n32 = cursor[2];
@@ -242,7 +257,7 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512) {
         size_t cursor[3] = {0, 0, 0};
-        i = dr_inceptionn_values_avx512(tags, n, p8, p16, p32, step8, step16, cursor, out);
+        i = dr_inceptionn_values_avx512(tags, n, p8, p16, p32, step8, step16, count + 1, cursor, out);
         n8 = cursor[0];
         n16 = cursor[1];
         n32 = cursor[2];

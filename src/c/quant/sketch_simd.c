@@ -31,38 +31,23 @@ DR_TARGET_AVX512 static __m512i level_edge(const __m512i *t, uint32_t count, __m
     return e;
 }
 
-/* With p <= 256 every level's candidate edges fit in registers: at the level of step s
- * the lanes' lo is a multiple of 2s, so the edge edges[lo + s - 1] is entry lo / 2s of
- * that level's table, fetched by a permute instead of a gather. */
-DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges,
-                                              uint32_t p, uint32_t last, uint8_t *index,
-                                              size_t width)
+/* The search over `levels` = log2(p) levels; where the call passes a constant, the level
+ * loop unrolls, each level's table stays in registers and level_edge's branches fold (a
+ * loop over a run-time level count reloads the tables and branches per level). */
+DR_TARGET_AVX512 static inline __attribute__((always_inline)) void
+bins_body(const float *x, size_t n, __m512i regs[8][8], unsigned levels, uint32_t p, uint32_t last,
+          uint8_t *index, size_t width)
 {
     const __m512i top = _mm512_set1_epi32((int)0x80000000u), cap = _mm512_set1_epi32((int)last);
-    uint32_t table[8][128];
-    __m512i regs[8][8];
-    unsigned levels = 0, lg = 0, lv, r;
-    size_t i = 0;
-    if (p > 256u)
-        return 0;
-    while ((1u << lg) < p)
-        lg++;
-    levels = lg;
-    for (lv = 0; lv < levels; lv++) {
-        uint32_t step = p >> (lv + 1), t;
-        memset(table[lv], 0, sizeof table[lv]);
-        for (t = 0; t < (1u << lv); t++)
-            table[lv][t] = edges[t * 2u * step + step - 1u];
-        for (r = 0; r < 8u; r++)
-            regs[lv][r] = _mm512_loadu_si512((const void *)(table[lv] + 16u * r));
-    }
-    for (; i + 16 <= n; i += 16) {
+    unsigned lv;
+    size_t i;
+    for (i = 0; i + 16 <= n; i += 16) {
         __m512i u = _mm512_loadu_si512((const void *)(x + i));
         __m512i key = _mm512_xor_si512(u, _mm512_or_si512(_mm512_srai_epi32(u, 31), top));
         __m512i lo = _mm512_setzero_si512(), bins;
         for (lv = 0; lv < levels; lv++) {
             uint32_t step = p >> (lv + 1);
-            __m512i idx = _mm512_srli_epi32(lo, lg - lv);
+            __m512i idx = _mm512_srli_epi32(lo, levels - lv);
             __m512i e = level_edge(regs[lv], 1u << lv, idx);
             lo = _mm512_mask_add_epi32(lo, _mm512_cmple_epu32_mask(e, key), lo, _mm512_set1_epi32((int)step));
         }
@@ -72,6 +57,37 @@ DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const ui
         else
             _mm256_storeu_si256((__m256i *)(index + 2 * i), _mm512_cvtepi32_epi16(bins));
     }
-    return i;
+}
+
+/* With p <= 256 every level's candidate edges fit in registers: at the level of step s
+ * the lanes' lo is a multiple of 2s, so the edge edges[lo + s - 1] is entry lo / 2s of
+ * that level's table, fetched by a permute instead of a gather. */
+DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges,
+                                              uint32_t p, uint32_t last, uint8_t *index,
+                                              size_t width)
+{
+    uint32_t table[8][128];
+    __m512i regs[8][8];
+    unsigned levels = 0, lv, r;
+    if (p > 256u)
+        return 0;
+    while ((1u << levels) < p)
+        levels++;
+    for (lv = 0; lv < levels; lv++) {
+        uint32_t step = p >> (lv + 1), t;
+        memset(table[lv], 0, sizeof table[lv]);
+        for (t = 0; t < (1u << lv); t++)
+            table[lv][t] = edges[t * 2u * step + step - 1u];
+        for (r = 0; r < 8u; r++)
+            regs[lv][r] = _mm512_loadu_si512((const void *)(table[lv] + 16u * r));
+    }
+    /* Constant level counts for 65..128 bins (GRACE's default is 127) and 129..256. */
+    if (levels == 7)
+        bins_body(x, n, regs, 7, p, last, index, width);
+    else if (levels == 8)
+        bins_body(x, n, regs, 8, p, last, index, width);
+    else
+        bins_body(x, n, regs, levels, p, last, index, width);
+    return n - n % 16;
 }
 #endif

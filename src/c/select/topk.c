@@ -8,10 +8,12 @@
  *
  * dr_topk_select first narrows the input to candidates with a sampled threshold (one
  * vectorised sweep that writes each candidate's index and value), then runs the same
- * radix select on the candidates alone. Every
+ * radix select on the candidates alone. On large tensors the sweep, the histograms and
+ * the last pass are split over dr_thread_count() threads (select_split). Every
  * entry at or above T is a candidate and candidates keep ascending index order, so the
  * ties are broken identically and the answers agree bit for bit. */
 #include "deepreduce.h"
+#include "parallel.h"
 #include "rng_inline.h"
 #include "topk_simd.h"
 
@@ -32,39 +34,56 @@ static uint32_t magnitude_key(float v)
     return u > 0x7f800000u ? 0u : u;
 }
 
+/* The radix levels over a 31-bit key: its top 10 bits, the next 11, the last 10. */
+static const unsigned radix_shift[3] = {21u, 10u, 0u};
+static const unsigned radix_width[3] = {10u, 11u, 10u};
+#define RADIX_BUCKETS 2048u
+
+/* The histogram at `level` of the keys of x[0..n) whose bits above the level equal
+ * `prefix` (every key at level 0), into hist[0..2^width). */
+static void radix_histogram(const float *x, size_t n, int level, uint32_t prefix, uint32_t *hist)
+{
+    uint32_t bucket_mask = (1u << radix_width[level]) - 1u, above_mask;
+    unsigned shift = radix_shift[level];
+    size_t i;
+    memset(hist, 0, sizeof(uint32_t) << radix_width[level]);
+    if (level == 0) {
+        for (i = 0; i < n; i++)
+            hist[magnitude_key(x[i]) >> shift]++;
+        return;
+    }
+    above_mask = ~0u << (shift + radix_width[level]);
+    for (i = 0; i < n; i++) {
+        uint32_t key = magnitude_key(x[i]);
+        if ((key & above_mask) == prefix)
+            hist[(key >> shift) & bucket_mask]++;
+    }
+}
+
+/* The bucket of hist (at `level`) that holds the remaining-th largest key, walking down
+ * from the largest; the buckets above it are taken off *remaining. */
+static uint32_t radix_pick(const uint32_t *hist, int level, size_t *remaining)
+{
+    uint32_t b = (1u << radix_width[level]) - 1u;
+    size_t above = 0;
+    while (above + hist[b] < *remaining) {
+        above += hist[b];
+        b--;
+    }
+    *remaining -= above;
+    return b;
+}
+
 /* The k-th largest key of x[0..n) (1 <= k <= n) and how many entries equal to it are
  * among the k largest. */
 static void kth_largest(const float *x, size_t n, size_t k, uint32_t *kth, size_t *ties)
 {
-    static const unsigned shift[3] = {21u, 10u, 0u};
-    static const uint32_t width[3] = {10u, 11u, 10u};
-    uint32_t hist[2048];
-    uint32_t prefix = 0, prefix_mask = 0;
-    size_t remaining = k, i;
-    int pass;
-    for (pass = 0; pass < 3; pass++) {
-        uint32_t bucket_mask = (1u << width[pass]) - 1u;
-        uint32_t b = bucket_mask;
-        size_t above = 0;
-        memset(hist, 0, sizeof hist);
-        if (pass == 0) {
-            for (i = 0; i < n; i++)
-                hist[magnitude_key(x[i]) >> shift[0]]++;
-        } else {
-            for (i = 0; i < n; i++) {
-                uint32_t key = magnitude_key(x[i]);
-                if ((key & prefix_mask) == prefix)
-                    hist[(key >> shift[pass]) & bucket_mask]++;
-            }
-        }
-        /* Walk down from the largest bucket until it holds the remaining-th entry. */
-        while (above + hist[b] < remaining) {
-            above += hist[b];
-            b--;
-        }
-        remaining -= above;
-        prefix |= b << shift[pass];
-        prefix_mask |= bucket_mask << shift[pass];
+    uint32_t hist[RADIX_BUCKETS], prefix = 0;
+    size_t remaining = k;
+    int level;
+    for (level = 0; level < 3; level++) {
+        radix_histogram(x, n, level, prefix, hist);
+        prefix |= radix_pick(hist, level, &remaining) << radix_shift[level];
     }
     *kth = prefix;
     *ties = remaining;
@@ -96,10 +115,15 @@ static size_t candidate_capacity(size_t n, size_t k)
     return cap < n ? cap : n;
 }
 
+/* At most this many threads split a selection (each keeps a histogram in the workspace). */
+#define SPLIT_MAX_PARTS 8u
+
 size_t dr_topk_workspace_size(size_t n, size_t k)
 {
-    /* candidate indices + candidate values + the sample */
-    return candidate_capacity(n, k) * (sizeof(uint32_t) + sizeof(float)) + SAMPLE_SIZE * sizeof(float);
+    /* candidate indices + candidate values + the sample (+ the parts' histograms) */
+    size_t histograms = n >= DR_THREADS_MIN_NUMEL ? SPLIT_MAX_PARTS * RADIX_BUCKETS * sizeof(uint32_t) : 0;
+    return candidate_capacity(n, k) * (sizeof(uint32_t) + sizeof(float)) + SAMPLE_SIZE * sizeof(float) +
+           histograms;
 }
 
 /* A threshold that about `wanted` of n entries reach, biased low (by three standard
@@ -123,21 +147,21 @@ static float sampled_threshold(const float *x, size_t n, size_t k, float *sample
     return t;
 }
 
-/* The candidates: the index and value of every entry of magnitude key >= tkey (NaN
- * never), in index order, into idx/val[0..cap). Returns their count, or cap + 1 if
- * they do not fit. */
-static size_t collect_candidates(const float *x, size_t n, uint32_t tkey, uint32_t *idx,
-                                 float *val, size_t cap)
+/* The candidates among x[begin..end): the index and value of every entry of magnitude
+ * key >= tkey (NaN never), in index order, into idx/val[0..cap). Returns their count,
+ * or cap + 1 if they do not fit. */
+static size_t collect_candidates(const float *x, size_t begin, size_t end, uint32_t tkey,
+                                 uint32_t *idx, float *val, size_t cap)
 {
-    size_t i = 0, c = 0;
+    size_t i = begin, c = 0;
 #if DR_HAVE_X86_SIMD
     int simd = dr_simd_active();
     if (simd >= DR_SIMD_AVX512)
-        i = dr_topk_candidates_avx512(x, n, tkey, idx, val, cap, &c);
+        i = dr_topk_candidates_avx512(x, begin, end, tkey, idx, val, cap, &c);
     else if (simd >= DR_SIMD_AVX2)
-        i = dr_topk_candidates_avx2(x, n, tkey, idx, val, cap, &c);
+        i = dr_topk_candidates_avx2(x, begin, end, tkey, idx, val, cap, &c);
 #endif
-    for (; i < n; i++) {
+    for (; i < end; i++) {
         uint32_t key;
         memcpy(&key, x + i, sizeof key);
         key &= 0x7fffffffu;
@@ -151,10 +175,158 @@ static size_t collect_candidates(const float *x, size_t n, uint32_t tkey, uint32
     return c;
 }
 
+/* The selection split over threads. Part p sweeps its share of x into its share of the
+ * candidate room (proportional to its share of x) and keeps a histogram of its own
+ * candidates at each radix level; between the levels, the caller's thread sums the
+ * parts' histograms and picks the bucket, as kth_largest does on one histogram. The
+ * parts' histograms also say how many of each part's candidates are above the k-th key
+ * and how many tie with it, so each part then writes its answers at its own offset,
+ * the ties going to the lowest indices as on one thread. */
+typedef struct {
+    const float *x;
+    size_t n, cap, parts;
+    uint32_t tkey;
+    uint32_t *idx;   /* candidate room; part p's share starts at share(cap, parts, p) */
+    float *val;
+    uint32_t *hist;  /* parts x RADIX_BUCKETS */
+    int level;
+    uint32_t prefix; /* the key bits chosen at the levels before `level` */
+    uint32_t *idx_out;
+    size_t found[SPLIT_MAX_PARTS];  /* candidates of each part (more than its room: overflowed) */
+    size_t above[SPLIT_MAX_PARTS];  /* of them, above the k-th key */
+    size_t ties[SPLIT_MAX_PARTS];   /* of them, equal to it and among the k largest */
+    size_t out_at[SPLIT_MAX_PARTS]; /* where its answers start in idx_out */
+} split_select;
+
+static size_t share(size_t total, size_t parts, size_t p)
+{
+    return (size_t)((uint64_t)total * p / parts);
+}
+
+static uint32_t *part_histogram(const split_select *s, size_t p)
+{
+    return s->hist + p * RADIX_BUCKETS;
+}
+
+static size_t part_room(const split_select *s, size_t p)
+{
+    return share(s->cap, s->parts, p + 1) - share(s->cap, s->parts, p);
+}
+
+/* Phase 1 of part p: its candidates, then their level-0 histogram. */
+static int split_sweep(void *ctx, size_t begin, size_t end)
+{
+    split_select *s = (split_select *)ctx;
+    size_t p;
+    for (p = begin; p < end; p++) {
+        size_t room = share(s->cap, s->parts, p);
+        s->found[p] = collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1),
+                                         s->tkey, s->idx + room, s->val + room, part_room(s, p));
+        if (s->found[p] <= part_room(s, p))
+            radix_histogram(s->val + room, s->found[p], 0, 0, part_histogram(s, p));
+    }
+    return DR_OK;
+}
+
+/* Phases 2 and 3 of part p: the histogram of its candidates at s->level. */
+static int split_histogram(void *ctx, size_t begin, size_t end)
+{
+    split_select *s = (split_select *)ctx;
+    size_t p;
+    for (p = begin; p < end; p++)
+        radix_histogram(s->val + share(s->cap, s->parts, p), s->found[p], s->level, s->prefix,
+                        part_histogram(s, p));
+    return DR_OK;
+}
+
+/* The last phase of part p: its answers, in index order, from s->out_at[p] on. Written
+ * as dr_topk_select's single loop, bounded by the part's own answers so that it never
+ * writes into the next part's. */
+static int split_write(void *ctx, size_t begin, size_t end)
+{
+    split_select *s = (split_select *)ctx;
+    size_t p;
+    for (p = begin; p < end; p++) {
+        const uint32_t *cand_idx = s->idx + share(s->cap, s->parts, p);
+        const float *cand_val = s->val + share(s->cap, s->parts, p);
+        size_t i, out = s->out_at[p], stop = out + s->above[p] + s->ties[p], ties_taken = 0;
+        for (i = 0; i < s->found[p] && out < stop; i++) {
+            uint32_t key = magnitude_key(cand_val[i]);
+            size_t tie = key == s->prefix;
+            s->idx_out[out] = cand_idx[i];
+            out += (size_t)(key > s->prefix) | (tie & (size_t)(ties_taken < s->ties[p]));
+            ties_taken += tie;
+        }
+    }
+    return DR_OK;
+}
+
+/* Sums the parts' histograms at s->level, picks the bucket, adds it to s->prefix and
+ * counts each part's candidates in the buckets above it. */
+static void split_pick(split_select *s, size_t *remaining)
+{
+    uint32_t total[RADIX_BUCKETS], b;
+    size_t buckets = (size_t)1 << radix_width[s->level], p, j;
+    memset(total, 0, sizeof total);
+    for (p = 0; p < s->parts; p++)
+        for (j = 0; j < buckets; j++)
+            total[j] += part_histogram(s, p)[j];
+    b = radix_pick(total, s->level, remaining);
+    for (p = 0; p < s->parts; p++)
+        for (j = b + 1u; j < buckets; j++)
+            s->above[p] += part_histogram(s, p)[j];
+    s->prefix |= b << radix_shift[s->level];
+}
+
+typedef enum { SPLIT_DONE, SPLIT_OVERFLOW, SPLIT_TOO_FEW } split_result;
+
+static split_result select_split(const float *x, size_t n, size_t k, uint32_t tkey, uint32_t *idx_out,
+                                 uint32_t *cand_idx, float *cand_val, size_t cap, uint32_t *hist,
+                                 int threads)
+{
+    split_select s;
+    size_t p, total = 0, remaining = k, ties_left, out = 0;
+    memset(&s, 0, sizeof s);
+    s.x = x;
+    s.n = n;
+    s.cap = cap;
+    s.parts = (size_t)threads;
+    s.tkey = tkey;
+    s.idx = cand_idx;
+    s.val = cand_val;
+    s.hist = hist;
+    s.idx_out = idx_out;
+    dr_parallel_for(s.parts, threads, split_sweep, &s);
+    for (p = 0; p < s.parts; p++) {
+        if (s.found[p] > part_room(&s, p))
+            return SPLIT_OVERFLOW;
+        total += s.found[p];
+    }
+    if (total < k)
+        return SPLIT_TOO_FEW;
+    split_pick(&s, &remaining);
+    for (s.level = 1; s.level < 3; s.level++) {
+        dr_parallel_for(s.parts, threads, split_histogram, &s);
+        split_pick(&s, &remaining);
+    }
+    /* The `remaining` ties at the k-th key go to the lowest indices: the first parts'. */
+    ties_left = remaining;
+    for (p = 0; p < s.parts; p++) {
+        size_t equal = part_histogram(&s, p)[s.prefix & ((1u << radix_width[2]) - 1u)];
+        s.ties[p] = equal < ties_left ? equal : ties_left;
+        ties_left -= s.ties[p];
+        s.out_at[p] = out;
+        out += s.above[p] + s.ties[p];
+    }
+    dr_parallel_for(s.parts, threads, split_write, &s);
+    return SPLIT_DONE;
+}
+
 int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work)
 {
     size_t cap, count = 0, i, out = 0, ties, ties_taken = 0;
     uint32_t *cand_idx, kth, tkey;
+    int threads;
     float *cand_val, *sample, t;
     if (k > n || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
@@ -175,7 +347,20 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     if (!(t > 0.0f))
         return dr_topk(x, n, k, idx_out);
     memcpy(&tkey, &t, sizeof tkey);
-    count = collect_candidates(x, n, tkey, cand_idx, cand_val, cap);
+    threads = n >= DR_THREADS_MIN_NUMEL ? dr_thread_count() : 1;
+    if (threads > (int)SPLIT_MAX_PARTS)
+        threads = (int)SPLIT_MAX_PARTS;
+    if (threads > 1) {
+        split_result r = select_split(x, n, k, tkey, idx_out, cand_idx, cand_val, cap,
+                                      (uint32_t *)(sample + SAMPLE_SIZE), threads);
+        if (r == SPLIT_DONE)
+            return DR_OK;
+        if (r == SPLIT_TOO_FEW)
+            return dr_topk(x, n, k, idx_out);
+        /* A part overflowed its share of the room: the candidates bunch in one part of x,
+         * and one sweep with the whole room may still hold them. */
+    }
+    count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap);
     if (count < k || count > cap)
         return dr_topk(x, n, k, idx_out);
     kth_largest(cand_val, count, k, &kth, &ties);

@@ -4,18 +4,19 @@
  * the mask's popcount, no branch per lane; AVX2: the mask's set bits walked). */
 #include "deepreduce.h"
 #include "topk_simd.h"
+#include "append_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
-DR_TARGET_AVX2 size_t dr_topk_candidates_avx2(const float *x, size_t n, uint32_t tkey, uint32_t *idx,
-                                              float *val, size_t cap, size_t *count)
+DR_TARGET_AVX2 size_t dr_topk_candidates_avx2(const float *x, size_t begin, size_t n, uint32_t tkey,
+                                              uint32_t *idx, float *val, size_t cap, size_t *count)
 {
     /* key >= tkey <=> key > tkey - 1; not NaN <=> key < 0x7f800001. Keys are below 2^31,
      * so the signed compares are exact. */
     const __m256i below = _mm256_set1_epi32((int)tkey - 1), nan_floor = _mm256_set1_epi32(0x7f800001);
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
-    size_t i = 0, c = *count;
+    size_t i = begin, c = *count;
     for (; i + 8 <= n && c + 8 <= cap; i += 8) {
         __m256i key = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(x + i)), abs_mask);
         __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(key, below), _mm256_cmpgt_epi32(nan_floor, key));
@@ -31,23 +32,19 @@ DR_TARGET_AVX2 size_t dr_topk_candidates_avx2(const float *x, size_t n, uint32_t
     return i;
 }
 
-DR_TARGET_AVX512 size_t dr_topk_candidates_avx512(const float *x, size_t n, uint32_t tkey,
+DR_TARGET_AVX512 size_t dr_topk_candidates_avx512(const float *x, size_t begin, size_t n, uint32_t tkey,
                                                   uint32_t *idx, float *val, size_t cap, size_t *count)
 {
     const __m512i below = _mm512_set1_epi32((int)tkey - 1), nan_floor = _mm512_set1_epi32(0x7f800001);
     const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), step = _mm512_set1_epi32(16);
-    __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    size_t i = 0, c = *count;
+    __m512i lanes = _mm512_add_epi32(_mm512_set1_epi32((int)begin),
+                                     _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    size_t i = begin, c = *count;
     for (; i + 16 <= n && c + 16 <= cap; i += 16) {
         __m512i v = _mm512_loadu_si512(x + i);
         __m512i key = _mm512_and_si512(v, abs_mask);
         __mmask16 m = _mm512_cmpgt_epi32_mask(key, below) & _mm512_cmpgt_epi32_mask(nan_floor, key);
-        /* Compressed in registers, then stored whole: the lanes past the count are
-         * overwritten by the next store (a compressing store to memory is slow on some
-         * cores). */
-        _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(m, lanes));
-        _mm512_storeu_si512(val + c, _mm512_maskz_compress_epi32(m, v));
-        c += (size_t)_mm_popcnt_u32(m);
+        c += dr_append_avx512(m, lanes, v, idx + c, val + c);
         lanes = _mm512_add_epi32(lanes, step);
     }
     *count = c;

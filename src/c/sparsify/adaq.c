@@ -1,5 +1,17 @@
 /* AdaComp-style selection: each sign gets its own threshold (from the sampled entries of
- * that sign, corrected against exact counts) and travels as indices plus one mean. */
+ * that sign, corrected against exact counts) and travels as indices plus one mean.
+ *
+ * Where the time goes: the thresholds' counts and the selection would each be a sweep of
+ * x (five or more in all). Instead, before touching x, each sign's sample gives a cut
+ * well below the threshold the search will start from (the sampled magnitude at about
+ * twice the target's rank), and ONE sweep of x counts the signs, finds their maxima and
+ * Inf/NaN, and appends every entry at or beyond its sign's cut (a candidate: index and
+ * value, in index order; ~2x the selection) to the workspace. Every count at a threshold
+ * at or above the cut is then a count over the candidates, and so is the selection, in
+ * the same index order: the frame is bit for bit what full sweeps give. A threshold the
+ * search sends below a cut (the sample misled it by far more than the band), a side that
+ * had no sample, and a cut that would take too many candidates fall back to sweeps of x. */
+#include "adaq_simd.h"
 #include "estimate.h"
 
 #include <math.h>
@@ -9,9 +21,19 @@
 #error "deepreduce's wire format code assumes a little-endian host"
 #endif
 
+/* Room for candidates: an eighth of the tensor (a 1% selection takes about 2%); none
+ * below 4096 entries, where sweeping x per count costs little. */
+static size_t candidate_cap(size_t n)
+{
+    return n >= 4096u ? n / 8u : 0u;
+}
+
 size_t dr_adaq_workspace_size(size_t n)
 {
-    return dr_sp_sample_size(n) * (sizeof(float) + sizeof(uint32_t));
+    /* The sample, the ranks dr_topk writes, each side's largest sampled magnitudes,
+     * then the candidates' indices and values. */
+    return dr_sp_sample_size(n) * (2u * sizeof(float) + sizeof(uint32_t)) +
+           candidate_cap(n) * (sizeof(uint32_t) + sizeof(float));
 }
 
 size_t dr_adaq_bound(size_t n)
@@ -23,29 +45,51 @@ size_t dr_adaq_bound(size_t n)
  * entry belongs to the side when sign*x > 0. */
 typedef struct {
     float sign;
-    size_t total;  /* entries of this sign */
-    float largest; /* their largest magnitude */
+    size_t total;      /* entries of this sign */
+    float largest;     /* their largest magnitude */
+    const float *mag;  /* the side's sampled magnitudes mag[0..m) */
+    size_t m;
+    float *top;        /* the side's r largest sampled magnitudes, unordered, when cut */
+    size_t r;
+    int has_cut;       /* whether the candidates hold every entry of the side with */
+    float cut;         /* magnitude >= cut (> 0) */
 } side;
 
-/* Entries of the side with magnitude >= thr. */
-static size_t count_side(const float *x, size_t n, float sign, float thr)
+/* What the counts and the selection read: x itself, and the candidates. */
+typedef struct {
+    const float *x;
+    size_t n;
+    const uint32_t *cand_idx;
+    const float *cand_val;
+    size_t ncand;
+} source;
+
+/* Entries of the side with magnitude >= thr in v[0..n). */
+static size_t count_side(const float *v, size_t n, float sign, float thr)
 {
     size_t i, c = 0;
     for (i = 0; i < n; i++) {
-        float a = sign * x[i];
+        float a = sign * v[i];
         c += (size_t)((a > 0.0f) & (a >= thr)); /* & not &&: no branch, vectorises */
     }
     return c;
 }
 
-/* The side's threshold: from its sampled magnitudes mag[0..m) (or its largest entry
- * when none was sampled), then corrected toward ceil(total*ratio) selected. */
-static int side_threshold(const float *x, size_t n, const side *s, float ratio,
-                          const float *mag, size_t m, uint32_t *rank_idx, float *thr_out,
-                          size_t *selected)
+/* The same count, over the candidates when they hold every entry it counts. */
+static size_t count_at(const source *src, const side *s, float thr)
+{
+    if (s->has_cut && thr >= s->cut)
+        return count_side(src->cand_val, src->ncand, s->sign, thr);
+    return count_side(src->x, src->n, s->sign, thr);
+}
+
+/* The side's threshold: from its sampled magnitudes (or its largest entry when none was
+ * sampled), then corrected toward ceil(total*ratio) selected. */
+static int side_threshold(const source *src, const side *s, float ratio, uint32_t *rank_idx,
+                          float *thr_out, size_t *selected)
 {
     dr_sp_search search;
-    size_t target, lo, hi, c;
+    size_t target, lo, hi, c, kk;
     float thr = s->largest;
     int step, st;
     if (s->total == 0) {
@@ -54,15 +98,18 @@ static int side_threshold(const float *x, size_t n, const side *s, float ratio,
         return DR_OK;
     }
     target = (size_t)ceil((double)s->total * (double)ratio);
-    if (m > 0) {
-        st = dr_sp_kth_largest(mag, m, dr_sp_scaled_rank(target, m, s->total), rank_idx, &thr);
+    if (s->m > 0) {
+        /* The kk-th largest sample is among the r largest when kk <= r. */
+        kk = dr_sp_scaled_rank(target, s->m, s->total);
+        st = s->has_cut && kk <= s->r ? dr_sp_kth_largest(s->top, s->r, kk, rank_idx, &thr)
+                                      : dr_sp_kth_largest(s->mag, s->m, kk, rank_idx, &thr);
         if (st != DR_OK)
             return st;
     }
     dr_sp_band(target, &lo, &hi);
     dr_sp_search_init(&search);
     for (step = 0;; step++) {
-        c = count_side(x, n, s->sign, thr);
+        c = count_at(src, s, thr);
         if ((c >= lo && c <= hi) || step == DR_DGC_MAX_ADJUST)
             break;
         thr = dr_sp_search_next(&search, thr, c, hi);
@@ -73,7 +120,7 @@ static int side_threshold(const float *x, size_t n, const side *s, float ratio,
      * threshold seen that selected too many. */
     if (c < lo && search.have_below) {
         thr = search.below;
-        c = count_side(x, n, s->sign, thr);
+        c = count_at(src, s, thr);
     }
     *thr_out = thr;
     *selected = c;
@@ -81,67 +128,207 @@ static int side_threshold(const float *x, size_t n, const side *s, float ratio,
 }
 
 /* Move the positive samples to the front and the negative ones right after, as
- * magnitudes; zeros end up last. Returns the counts in *mp, *mn. */
-static void split_sample(float *v, size_t m, size_t *mp, size_t *mn)
+ * magnitudes, through `spare` (room for m); zeros are dropped. Without a branch per
+ * sample (its sign is a coin toss): each is stored on both sides and kept on one.
+ * Returns the counts in *mp, *mn. */
+static void split_sample(float *v, size_t m, float *spare, size_t *mp, size_t *mn)
 {
-    size_t i, p = 0, q;
-    for (i = 0; i < m; i++)
-        if (v[i] > 0.0f) {
-            float t = v[i];
-            v[i] = v[p];
-            v[p++] = t;
-        }
-    q = p;
-    for (i = p; i < m; i++)
-        if (v[i] < 0.0f) {
-            float t = v[i];
-            v[i] = v[q];
-            v[q++] = -t;
-        }
+    size_t i, p = 0, q = 0;
+    for (i = 0; i < m; i++) {
+        float s = v[i];
+        v[p] = s; /* p <= i: v[i] is read before it is overwritten */
+        spare[q] = -s;
+        p += (size_t)(s > 0.0f);
+        q += (size_t)(s < 0.0f);
+    }
+    memcpy(v + p, spare, q * sizeof *v);
     *mp = p;
-    *mn = q - p;
+    *mn = q;
+}
+
+/* How many of the side's largest samples to keep for its cut: about twice the rank the
+ * search starts from (ceil(ratio*m), give or take the rounding of the sign's true count)
+ * plus a margin, so the true threshold is above the cut unless the sample is off by far
+ * more than the band allows. */
+static size_t cut_rank(const side *s, float ratio)
+{
+    size_t r = 2u * (size_t)ceil((double)s->m * (double)ratio) + 16u;
+    return r < s->m ? r : s->m;
+}
+
+/* The side's cut: its r largest samples into s->top, the least of them. */
+static int take_cut(side *s, uint32_t *rank_idx)
+{
+    size_t j;
+    int st = dr_topk(s->mag, s->m, s->r, rank_idx);
+    if (st != DR_OK)
+        return st;
+    s->cut = INFINITY;
+    for (j = 0; j < s->r; j++) {
+        s->top[j] = s->mag[rank_idx[j]];
+        s->cut = s->top[j] < s->cut ? s->top[j] : s->cut;
+    }
+    s->has_cut = 1;
+    return DR_OK;
+}
+
+/* The sweep: tally the signs and append the candidates (bit patterns at or beyond pkey
+ * or nkey, see adaq_simd.h). Returns 0 when the candidates outgrew cap (the tally is
+ * still whole). */
+static int sweep(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint32_t *idx, float *val,
+                 size_t cap, size_t *count, dr_adaq_tally *t)
+{
+    size_t i = 0, c = 0;
+    int fits = 1;
+#if DR_HAVE_X86_SIMD
+    int simd = dr_simd_active();
+    if (simd >= DR_SIMD_AVX512)
+        i = dr_adaq_sweep_avx512(x, n, pkey, nkey, idx, val, cap, &c, t);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_adaq_sweep_avx2(x, n, pkey, nkey, idx, val, cap, &c, t);
+#endif
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        t->pos += (size_t)((int32_t)u > 0);
+        t->neg += (size_t)(u > 0x80000000u);
+        t->smax = (int32_t)u > t->smax ? (int32_t)u : t->smax;
+        t->umax = u > t->umax ? u : t->umax;
+        if ((int32_t)u >= (int32_t)pkey || u >= nkey) {
+            if (c == cap)
+                fits = 0;
+            else {
+                idx[c] = (uint32_t)i;
+                val[c++] = x[i];
+            }
+        }
+    }
+    *count = c;
+    return fits;
+}
+
+/* A float from its bit pattern. */
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* v where take is 1, +0.0 where it is 0, without a branch (adding +0.0 or v * 0 = -0.0
+ * would leave a sum as it was too, but the compiler may branch on a select). */
+static double masked(float v, size_t take)
+{
+    double d = (double)v;
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    u &= (uint64_t)0 - (uint64_t)take;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* Both sides' selections (magnitude >= their thresholds) among the candidates: the
+ * indices written to dst_pos and dst_neg in index order, their values summed in index
+ * order into *sum_pos and *sum_neg (as full sweeps of x sum them). One pass without a
+ * branch per candidate: each candidate's index is stored at both sides' next slots and
+ * a slot is kept only when taken. So the stores past a side's last entry land on the
+ * slot after it: for the negatives the trailer (sealed after), for the positives the
+ * negatives' first slot (section 2 follows section 1 directly), put back at the end. */
+static void take_both(const source *src, float thr_pos, float thr_neg, uint8_t *dst_pos,
+                      uint8_t *dst_neg, double *sum_pos, double *sum_neg)
+{
+    size_t j, kp = 0, kn = 0;
+    uint32_t first_neg = 0;
+    double sp = 0.0, sn = 0.0; /* two independent chains of adds */
+    for (j = 0; j < src->ncand; j++) {
+        float v = src->cand_val[j];
+        uint32_t idx = src->cand_idx[j];
+        size_t tp = (size_t)((v > 0.0f) & (v >= thr_pos));
+        size_t tn = (size_t)((v < 0.0f) & (-v >= thr_neg));
+        memcpy(dst_pos + 4 * kp, &idx, 4);
+        memcpy(dst_neg + 4 * kn, &idx, 4);
+        first_neg = kn == 0 ? idx : first_neg;
+        kp += tp;
+        kn += tn;
+        sp += masked(v, tp);
+        sn += masked(v, tn);
+    }
+    if (kn > 0)
+        memcpy(dst_neg, &first_neg, 4);
+    *sum_pos = sp;
+    *sum_neg = sn;
 }
 
 int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t dtype,
                    void *work, uint8_t *buf, size_t cap, size_t *written)
 {
-    side pos = {1.0f, 0, 0.0f}, neg = {-1.0f, 0, 0.0f};
+    side pos, neg;
+    source src;
+    dr_adaq_tally tally = {0, 0, 0, 0};
     float *sample = (float *)work, thr_pos, thr_neg, mean_pos, mean_neg;
-    uint32_t *rank_idx;
+    uint32_t *rank_idx, pkey = 0x7fffffffu, nkey = 0xffffffffu; /* no candidates */
     double sum_pos = 0.0, sum_neg = 0.0;
-    size_t m, mp = 0, mn = 0, np, nn, i, total;
+    size_t m, mp = 0, mn = 0, np, nn, i, total, ncap;
     dr_frame f;
     int st;
     if (written == NULL || buf == NULL || work == NULL || (n > 0 && x == NULL) ||
         !(ratio > 0.0f && ratio <= 1.0f) || dtype > DR_DTYPE_FLOAT64 || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
-    /* Counts and maxima by selects, not branches: the sign of a gradient is a coin toss.
-     * Both maxima start at 0, so an entry of the other sign never moves them. Inf/NaN is
-     * noted on the way (by its exponent bits) and refused after, so the loop vectorises. */
-    {
-        uint32_t non_finite = 0;
-        for (i = 0; i < n; i++) {
-            float v = x[i];
-            uint32_t u;
-            memcpy(&u, &v, sizeof u);
-            non_finite |= (u & 0x7f800000u) == 0x7f800000u;
-            pos.total += (size_t)(v > 0.0f);
-            neg.total += (size_t)(v < 0.0f);
-            pos.largest = v > pos.largest ? v : pos.largest;
-            neg.largest = -v > neg.largest ? -v : neg.largest;
-        }
-        if (non_finite)
-            return DR_E_NUMERIC;
-    }
     m = dr_sp_sample_size(n);
     rank_idx = (uint32_t *)(sample + m);
+    ncap = candidate_cap(n);
     if (n > 0) {
         dr_sp_sample(x, n, key, sample, m);
-        split_sample(sample, m, &mp, &mn);
+        split_sample(sample, m, (float *)(rank_idx + m), &mp, &mn);
     }
-    st = side_threshold(x, n, &pos, ratio, sample, mp, rank_idx, &thr_pos, &np);
+    memset(&pos, 0, sizeof pos);
+    memset(&neg, 0, sizeof neg);
+    pos.sign = 1.0f;
+    neg.sign = -1.0f;
+    pos.mag = sample;
+    pos.m = mp;
+    pos.top = (float *)(rank_idx + m);
+    neg.mag = sample + mp;
+    neg.m = mn;
+    neg.top = pos.top + mp;
+    pos.r = cut_rank(&pos, ratio);
+    neg.r = cut_rank(&neg, ratio);
+    /* Cut only when the candidates expected (r of m samples stand for r*n/m entries)
+     * fill at most half the room: a large ratio sweeps x per count instead. */
+    if ((double)(pos.r + neg.r) * ((double)n / (double)m) <= 0.5 * (double)ncap) {
+        if (pos.m > 0) {
+            st = take_cut(&pos, rank_idx);
+            if (st != DR_OK)
+                return st;
+            memcpy(&pkey, &pos.cut, sizeof pkey);
+        }
+        if (neg.m > 0) {
+            st = take_cut(&neg, rank_idx);
+            if (st != DR_OK)
+                return st;
+            memcpy(&nkey, &neg.cut, sizeof nkey);
+            nkey |= 0x80000000u;
+        }
+    }
+    src.x = x;
+    src.n = n;
+    src.cand_idx = (uint32_t *)(pos.top + m);
+    src.cand_val = (float *)(src.cand_idx + ncap);
+    if (!sweep(x, n, pkey, nkey, (uint32_t *)src.cand_idx, (float *)src.cand_val, ncap, &src.ncand,
+               &tally))
+        pos.has_cut = neg.has_cut = 0;
+    /* Inf/NaN: a positive pattern at or past +Inf's is the largest as int32, a negative
+     * one at or past -Inf's the largest as uint32. */
+    if (tally.smax >= 0x7f800000 || tally.umax >= 0xff800000u)
+        return DR_E_NUMERIC;
+    pos.total = tally.pos;
+    neg.total = tally.neg;
+    pos.largest = from_bits((uint32_t)tally.smax);
+    neg.largest = tally.umax > 0x80000000u ? from_bits(tally.umax & 0x7fffffffu) : 0.0f;
+
+    st = side_threshold(&src, &pos, ratio, rank_idx, &thr_pos, &np);
     if (st == DR_OK)
-        st = side_threshold(x, n, &neg, ratio, sample + mp, mn, rank_idx, &thr_neg, &nn);
+        st = side_threshold(&src, &neg, ratio, rank_idx, &thr_neg, &nn);
     if (st != DR_OK)
         return st;
 
@@ -161,20 +348,26 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
         *written = total;
         return DR_E_DST_TOO_SMALL;
     }
-    /* Indices go straight into the frame; uint32 stores are memcpy'd since the
-     * section offsets need not be aligned. */
-    np = nn = 0;
-    for (i = 0; i < n; i++) {
-        float v = x[i];
-        uint32_t idx = (uint32_t)i;
-        /* The rare test first: the sign alone is a coin toss the branch predictor
-         * cannot learn. */
-        if (v >= thr_pos && v > 0.0f) {
-            memcpy(buf + f.section_off[1] + 4 * np++, &idx, 4);
-            sum_pos += v;
-        } else if (-v >= thr_neg && v < 0.0f) {
-            memcpy(buf + f.section_off[2] + 4 * nn++, &idx, 4);
-            sum_neg += v;
+    if ((pos.total == 0 || (pos.has_cut && thr_pos >= pos.cut)) &&
+        (neg.total == 0 || (neg.has_cut && thr_neg >= neg.cut))) {
+        take_both(&src, thr_pos, thr_neg, buf + f.section_off[1], buf + f.section_off[2], &sum_pos,
+                  &sum_neg);
+    } else {
+        /* Indices go straight into the frame; uint32 stores are memcpy'd since the
+         * section offsets need not be aligned. */
+        np = nn = 0;
+        for (i = 0; i < n; i++) {
+            float v = x[i];
+            uint32_t idx = (uint32_t)i;
+            /* The rare test first: the sign alone is a coin toss the branch predictor
+             * cannot learn. */
+            if (v >= thr_pos && v > 0.0f) {
+                memcpy(buf + f.section_off[1] + 4 * np++, &idx, 4);
+                sum_pos += v;
+            } else if (-v >= thr_neg && v < 0.0f) {
+                memcpy(buf + f.section_off[2] + 4 * nn++, &idx, 4);
+                sum_neg += v;
+            }
         }
     }
     mean_pos = np > 0 ? (float)(sum_pos / (double)np) : 0.0f;
@@ -198,30 +391,34 @@ static int ascending_in_range(const uint8_t *p, size_t r, size_t n)
     return 1;
 }
 
-/* Whether two strictly ascending lists share an index (a merge walk). */
+/* Whether two strictly ascending lists share an index: a merge walk that advances by
+ * comparisons, not branches (which list moves next is a coin toss), equal entries
+ * noted on the way. */
 static int overlap(const uint8_t *a, size_t ra, const uint8_t *b, size_t rb)
 {
     size_t i = 0, j = 0;
+    int shared = 0;
     while (i < ra && j < rb) {
         uint32_t u, v;
         memcpy(&u, a + 4 * i, 4);
         memcpy(&v, b + 4 * j, 4);
-        if (u == v)
-            return 1;
-        if (u < v)
-            i++;
-        else
-            j++;
+        shared |= u == v;
+        i += (size_t)(u <= v);
+        j += (size_t)(v <= u);
     }
-    return 0;
+    return shared;
 }
 
-int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+/* A frame's parts, after every check the decoders make. */
+typedef struct {
+    size_t np, nn;
+    float mean_pos, mean_neg;
+    const uint8_t *ip, *in; /* the positives' and negatives' indices */
+} adaq_parts;
+
+static int adaq_parse(const uint8_t *buf, size_t len, const float *out, size_t n, adaq_parts *p)
 {
     dr_frame f;
-    size_t np, nn, j;
-    float mean_pos, mean_neg;
-    const uint8_t *ip, *in;
     int st = dr_frame_parse(buf, len, &f);
     if (st != DR_OK)
         return st;
@@ -233,26 +430,50 @@ int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         return DR_E_FRAME_FIELD;
     if (n > 0 && out == NULL)
         return DR_E_ARG;
-    np = (size_t)f.section_len[1] / 4;
-    nn = (size_t)f.section_len[2] / 4;
-    memcpy(&mean_pos, buf + f.section_off[0], 4);
-    memcpy(&mean_neg, buf + f.section_off[0] + 4, 4);
-    ip = buf + f.section_off[1];
-    in = buf + f.section_off[2];
-    if (!(mean_pos >= 0.0f && isfinite(mean_pos)) || !(mean_neg <= 0.0f && isfinite(mean_neg)) ||
-        !ascending_in_range(ip, np, n) || !ascending_in_range(in, nn, n) || overlap(ip, np, in, nn))
+    p->np = (size_t)f.section_len[1] / 4;
+    p->nn = (size_t)f.section_len[2] / 4;
+    memcpy(&p->mean_pos, buf + f.section_off[0], 4);
+    memcpy(&p->mean_neg, buf + f.section_off[0] + 4, 4);
+    p->ip = buf + f.section_off[1];
+    p->in = buf + f.section_off[2];
+    if (!(p->mean_pos >= 0.0f && isfinite(p->mean_pos)) || !(p->mean_neg <= 0.0f && isfinite(p->mean_neg)) ||
+        !ascending_in_range(p->ip, p->np, n) || !ascending_in_range(p->in, p->nn, n) ||
+        overlap(p->ip, p->np, p->in, p->nn))
         return DR_E_CORRUPT;
+    return DR_OK;
+}
+
+/* out[idx[j]] = v (add = 0) or += v (add = 1) for the r indices at p. */
+static void scatter(float *out, const uint8_t *p, size_t r, float v, int add)
+{
+    size_t j;
+    for (j = 0; j < r; j++) {
+        uint32_t i;
+        memcpy(&i, p + 4 * j, 4);
+        out[i] = add ? out[i] + v : v;
+    }
+}
+
+int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    adaq_parts p;
+    int st = adaq_parse(buf, len, out, n, &p);
+    if (st != DR_OK)
+        return st;
     if (n > 0)
         memset(out, 0, n * sizeof *out);
-    for (j = 0; j < np; j++) {
-        uint32_t i;
-        memcpy(&i, ip + 4 * j, 4);
-        out[i] = mean_pos;
-    }
-    for (j = 0; j < nn; j++) {
-        uint32_t i;
-        memcpy(&i, in + 4 * j, 4);
-        out[i] = mean_neg;
-    }
+    scatter(out, p.ip, p.np, p.mean_pos, 0);
+    scatter(out, p.in, p.nn, p.mean_neg, 0);
+    return DR_OK;
+}
+
+int dr_adaq_decode_add(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    adaq_parts p;
+    int st = adaq_parse(buf, len, out, n, &p);
+    if (st != DR_OK)
+        return st;
+    scatter(out, p.ip, p.np, p.mean_pos, 1);
+    scatter(out, p.in, p.nn, p.mean_neg, 1);
     return DR_OK;
 }

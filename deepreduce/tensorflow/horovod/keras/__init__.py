@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from .. import (Average, Sum, allgather, allreduce, broadcast, broadcast_variables, init, is_initialized,
                 local_rank, local_size, rank, reduce_gradients, shutdown, size)
+from ....horovod_common import reduce_op, refuse_unoffered
 from ....world import current
 from . import callbacks
 
@@ -46,13 +47,8 @@ def DistributedOptimizer(optimizer, grace=None, name=None, device_dense="", devi
     """GRACE's ``hvd.DistributedOptimizer(opt, grace=grc)``: a new optimizer of the same
     class and configuration whose ``apply_gradients`` first averages the gradients,
     through ``grace`` when given, else dense."""
-    if compression is not None:
-        raise ValueError("compression=hvd.Compression... is Horovod's own fp16 cast; with deepreduce pass "
-                         "grace=grace_from_params({'compressor': 'fp16', ...}) instead")
-    if kwargs.get("backward_passes_per_step", 1) != 1:
-        raise ValueError("backward_passes_per_step other than 1 is not offered")
-    if op not in (Average, Sum):
-        raise ValueError(f"op must be hvd.Average or hvd.Sum, got {op!r} (Adasum is not offered)")
+    refuse_unoffered(compression, kwargs.get("backward_passes_per_step", 1))
+    op = reduce_op(op)
     current()  # fail here when hvd.init() was not called
     cls = type(type(optimizer).__name__, (_DistributedOptimizer, type(optimizer)), {})
     config = optimizer.get_config()

@@ -49,6 +49,14 @@ int dr_bitpack(const uint32_t *v, size_t n, unsigned bits, uint8_t *out, size_t 
  * not inspected. DR_E_ARG if bits > 32; DR_E_CORRUPT if len < dr_bitpack_size(n, bits). */
 int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_t *out);
 
+/* ---------------------------------------------------------------------- permutations */
+
+/* DR_OK if perm[0..n) holds every value 0..n-1 exactly once, DR_E_CORRUPT if an entry is
+ * n or more or repeats. The check marks entries in place (the top bit of perm[v] records
+ * that v was seen) and clears every mark before returning, so perm ends as it began and
+ * no scratch is needed: O(n). DR_E_ARG if n > 2^31 or perm is NULL with n > 0. */
+int dr_permutation_check(uint32_t *perm, size_t n);
+
 /* ------------------------------------------------------------------------------ rle */
 /* Section: u8 width w, u32 run count n, then n run lengths bit-packed at w bits.
  * The runs are those of the 0/1 bitmap of length d, alternating zero-run, one-run, ...
@@ -138,13 +146,21 @@ int dr_index_varint_decode(const uint8_t *in, size_t len, size_t d, size_t r,
                            uint32_t *idx_out);
 
 /* ----------------------------------------------------------------------- skcompress */
-/* Delta-binary keys (SketchML's key coding, kept by SKCompress). Increments are
- * delta_0 = x_0 and delta_j = x_j - x_(j-1) (>= 1). Section: r 2-bit prefixes, LSB-first
- * (prefix j = bits 2(j%4)..2(j%4)+1 of byte j/4, padding zero), giving n_j - 1 where n_j
- * is the fewest bytes (1..4) that hold delta_j; then each delta_j in n_j little-endian
- * bytes, in key order. Size ceil(r/4) + sum n_j: at density 1% (increments near 100)
- * about 10 bits per index. The decoder refuses non-minimal byte counts, a zero
- * increment after the first key, keys >= d and stray bytes. */
+/* SKCompress's keys: delta-binary increments with adaptive, Huffman-coded prefixes.
+ * Increments are delta_0 = x_0 and delta_j = x_j - x_(j-1) (>= 1); n_j is the fewest
+ * bytes (1..4) that hold delta_j, and its class n_j - 1 gets a canonical prefix code.
+ * Section (r > 0; r = 0 is the empty section):
+ *     table    1 byte: bits 2c..2c+1 = the code length of class c (0..3; 0 = unused);
+ *              a complete code, or one class written as 1 and coded in 0 bits
+ *     prefixes the r class codes, LSB-first stream, each code most significant bit
+ *              first, zero-padded to a byte (canonical: classes sorted by (length,
+ *              class) take consecutive code values)
+ *     deltas   each delta_j in n_j little-endian bytes, in key order
+ * At density 1% nearly every increment takes one byte and its prefix one bit: the Fig. 8
+ * set (d = 36,864, r = 368) costs 1 + 46 + 401 = 448 bytes, 9.7 bits a key (SketchML's
+ * fixed 2-bit prefixes: 493). The decoder refuses a table that is not a valid code,
+ * non-minimal byte counts, a zero increment after the first key, keys >= d, set padding
+ * bits and stray bytes. */
 
 size_t dr_index_skcompress_bound(size_t d, size_t r);
 

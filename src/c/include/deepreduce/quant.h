@@ -195,7 +195,7 @@ int dr_eightbit_table(float *table);
 /* Error-bounded re-encoding by magnitude band (after INCEPTIONN, Li et al. 2018), with
  * the error bound eps = 2^-b, b = `bound_bits` in 1..DR_INCEPTIONN_MAX_BITS (default
  * DR_INCEPTIONN_DEFAULT_BITS: eps = 2^-10 ~ 1e-3). Each value gets a 2-bit tag, the
- * first rule that applies winning (rounding is half up, computed in double):
+ * first rule that applies winning (rounding is half up, computed exactly):
  *   tag 3  |x| >= 1: kept as float32 (exact).
  *   tag 0  q8 = round(|x|*2^(b-1)) is 0, i.e. |x| < eps: dropped, decodes to 0.
  *   tag 1  q8 <= 127: one byte, sign<<7 | q8; value q8*2^(1-b).

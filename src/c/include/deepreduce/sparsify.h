@@ -51,17 +51,28 @@ int dr_dgc_select(const float *x, size_t n, size_t k, uint64_t key, uint32_t *id
  * Size: 68 + 4(np + nn); empty selections are legal (a zero tensor gives 68 bytes).
  *
  * dr_adaq_encode: ratio in (0, 1]. `work` holds dr_adaq_workspace_size(n) bytes,
- * aligned for a uint32. If cap is too small it returns DR_E_DST_TOO_SMALL with the
+ * aligned for a uint32: 12 per sampled entry, plus, from 4096 entries, room for an eighth
+ * of x as candidates (index and value): about 1.1n bytes in all, of which a 1% ratio
+ * touches about 0.2n. The encoder reads x once, plus the sample and passes over the
+ * candidates (entries past a cut drawn from the sample); the frame is what sweeps of x
+ * per threshold tried would give, which it falls back to where the cut does not hold
+ * the answer (large ratios, or ties that crowd the candidates). If cap is too small it returns DR_E_DST_TOO_SMALL with the
  * frame size needed in *written (cap >= dr_adaq_bound(n) always suffices).
  * DR_E_NUMERIC if x holds Inf/NaN.
  * dr_adaq_decode: writes all of out[0..n): mean_pos at the positive indices, mean_neg at
  * the negative ones, 0 elsewhere. Refuses (before writing) indices >= n, lists not
  * strictly ascending, an index in both lists, mean_pos < 0, mean_neg > 0 or non-finite
- * means, besides the frame checks every decoder makes (see quant.h). */
+ * means, besides the frame checks every decoder makes (see quant.h).
+ * dr_adaq_decode_add: the same checks, then adds mean_pos at the positive indices and
+ * mean_neg at the negative ones to out, leaving the other entries as they are: on a
+ * zeroed out (e.g. fresh pages from calloc, which need no clearing pass) it gives what
+ * dr_adaq_decode gives (a zero's sign aside); on a running sum it accumulates a rank's payload. Refused frames
+ * leave out untouched. */
 size_t dr_adaq_workspace_size(size_t n);
 size_t dr_adaq_bound(size_t n);
 int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t dtype,
                    void *work, uint8_t *buf, size_t cap, size_t *written);
 int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n);
+int dr_adaq_decode_add(const uint8_t *buf, size_t len, float *out, size_t n);
 
 #endif /* DEEPREDUCE_SPARSIFY_H */

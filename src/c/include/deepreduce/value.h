@@ -1,6 +1,6 @@
 /*
  * deepreduce/value.h - DeepReduce value codecs (polyfit, dexp, deflate, qsgd, fp16, bf16,
- * sketch).
+ * sketch, skcompress).
  *
  * A value codec turns the r float32 values of a sparse tensor (in the order the sparsifier
  * produced them, i.e. ascending index) into one frame section, and back. r travels in the
@@ -233,5 +233,46 @@ int dr_value_sketch_encode(const float *val, size_t r, uint32_t bins, uint64_t k
 
 int dr_value_sketch_decode(const uint8_t *in, size_t len, size_t r, uint32_t bins,
                            float *val_out);
+
+/* ------------------------------------------------------------------------- skcompress */
+/* SKCompress's values (Jiang et al., VLDB J. 2020): the quantile sketch above (`bins`
+ * equal-count buckets of the r values, each value replaced by its bucket's mean; `key`
+ * draws the sample when r > DR_SKETCH_SAMPLE), with the bucket indices Huffman-coded
+ * and the means stored compactly. Lossless after the sketch: the decoder returns
+ * exactly the encoder's quantised values. Order-preserving. SKCompress's MinMaxSketch
+ * (a lossy hash table of the indices) is not used.
+ *
+ * Section (r > 0; r = 0 is the empty section):
+ *     scale    float32: the largest |bucket mean| (finite, >= 0)
+ *     means    bins int16: bucket j decodes to scale * means[j] / 32767 (-32768 refused)
+ *     lengths  bins uint8: the code length of each bucket's index, 0 for an unused
+ *              bucket; a complete canonical prefix code, or a lone bucket written as 1
+ *              and coded in 0 bits (lengths <= 24)
+ *     codes    the r codes in value order, LSB-first stream, each code most significant
+ *              bit first, zero-padded to a byte
+ * Canonical codes: buckets sorted by (length, index) take consecutive code values.
+ * Size 4 + 3 bins + ceil(bits / 8). Fig. 8 check (r = 368, Laplace top-1%): 4 bins give
+ * 2-bit codes, 4 + 12 + 92 = 108 bytes; 2 bins 4 + 6 + 46 = 56 bytes.
+ * The decoder refuses a non-finite or negative scale, a mean of -32768, a table that is
+ * not a valid code (DR_E_CORRUPT), codes running past the end (DR_E_FRAME_SHORT), bytes
+ * after the last code (DR_E_FRAME_FIELD) and set padding bits (DR_E_CORRUPT). */
+#define DR_SKCOMPRESS_MAX_BINS 256
+#define DR_SKCOMPRESS_DEFAULT_BINS 4
+
+/* Largest section for r values (4 + 3 bins + 3 r; 0 for r = 0); 0 also if bins is outside
+ * 1..DR_SKCOMPRESS_MAX_BINS or r >= 2^32. */
+size_t dr_value_skcompress_bound(size_t r, uint32_t bins);
+
+/* Scratch bytes for encode (the sketch's workspace, the means and the bucket indices);
+ * 0 for bad bins. */
+size_t dr_value_skcompress_workspace_size(size_t r, uint32_t bins);
+
+/* DR_E_ARG for bad bins, a NULL buffer or misaligned work; DR_E_NUMERIC for a non-finite
+ * value. */
+int dr_value_skcompress_encode(const float *val, size_t r, uint32_t bins, uint64_t key,
+                               uint8_t *out, size_t cap, size_t *written, void *work);
+
+int dr_value_skcompress_decode(const uint8_t *in, size_t len, size_t r, uint32_t bins,
+                               float *val_out);
 
 #endif /* DEEPREDUCE_VALUE_H */

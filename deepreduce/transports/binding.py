@@ -1,0 +1,21 @@
+"""The transport of a part that runs collectives of its own (powersgd's and lgc's
+compressors), bound as a communicator binds its own: at first use, not when the part is
+built, so a GRACE script may build it before ``init_process_group``."""
+from . import resolve
+
+
+class TransportAtFirstUse:
+    """Mixin: ``_bind_later(choice, world_size)`` when built; ``self.transport`` is then
+    ``resolve(choice, world_size)`` from its first use on (a world_size the engine
+    disagrees with is refused there, with CommunicationError)."""
+
+    def _bind_later(self, choice, world_size):
+        self._transport_choice = choice  # a Transport, 'torch', 'mpi', 'local' or None (detect)
+        self._world_size = world_size  # None: the engine's
+        self._transport = None
+
+    @property
+    def transport(self):
+        if self._transport is None:
+            self._transport = resolve(self._transport_choice, self._world_size)
+        return self._transport

@@ -1,0 +1,130 @@
+/* AVX2 and AVX-512 variants of adaq's sweep (adaq_simd.h): per vector, the signs'
+ * counts and maxima on the integer patterns and the candidates' indices and values
+ * appended in lane order, without a branch per lane (AVX-512: compressed in registers
+ * and stored whole; AVX2: permuted by a table of left-packing orders and stored whole),
+ * the count advanced by the mask's popcount. */
+#include "adaq_simd.h"
+#include "append_simd.h"
+
+#if DR_HAVE_X86_SIMD
+#include <immintrin.h>
+
+/* Entry m: the lanes set in the 8-bit mask m in ascending order, one per nibble from
+ * the lowest, the rest 0: the permutation that packs those lanes to the left. */
+static const uint32_t left_pack[256] = {
+0x00000000, 0x00000000, 0x00000001, 0x00000010, 0x00000002, 0x00000020, 0x00000021, 0x00000210,
+0x00000003, 0x00000030, 0x00000031, 0x00000310, 0x00000032, 0x00000320, 0x00000321, 0x00003210,
+0x00000004, 0x00000040, 0x00000041, 0x00000410, 0x00000042, 0x00000420, 0x00000421, 0x00004210,
+0x00000043, 0x00000430, 0x00000431, 0x00004310, 0x00000432, 0x00004320, 0x00004321, 0x00043210,
+0x00000005, 0x00000050, 0x00000051, 0x00000510, 0x00000052, 0x00000520, 0x00000521, 0x00005210,
+0x00000053, 0x00000530, 0x00000531, 0x00005310, 0x00000532, 0x00005320, 0x00005321, 0x00053210,
+0x00000054, 0x00000540, 0x00000541, 0x00005410, 0x00000542, 0x00005420, 0x00005421, 0x00054210,
+0x00000543, 0x00005430, 0x00005431, 0x00054310, 0x00005432, 0x00054320, 0x00054321, 0x00543210,
+0x00000006, 0x00000060, 0x00000061, 0x00000610, 0x00000062, 0x00000620, 0x00000621, 0x00006210,
+0x00000063, 0x00000630, 0x00000631, 0x00006310, 0x00000632, 0x00006320, 0x00006321, 0x00063210,
+0x00000064, 0x00000640, 0x00000641, 0x00006410, 0x00000642, 0x00006420, 0x00006421, 0x00064210,
+0x00000643, 0x00006430, 0x00006431, 0x00064310, 0x00006432, 0x00064320, 0x00064321, 0x00643210,
+0x00000065, 0x00000650, 0x00000651, 0x00006510, 0x00000652, 0x00006520, 0x00006521, 0x00065210,
+0x00000653, 0x00006530, 0x00006531, 0x00065310, 0x00006532, 0x00065320, 0x00065321, 0x00653210,
+0x00000654, 0x00006540, 0x00006541, 0x00065410, 0x00006542, 0x00065420, 0x00065421, 0x00654210,
+0x00006543, 0x00065430, 0x00065431, 0x00654310, 0x00065432, 0x00654320, 0x00654321, 0x06543210,
+0x00000007, 0x00000070, 0x00000071, 0x00000710, 0x00000072, 0x00000720, 0x00000721, 0x00007210,
+0x00000073, 0x00000730, 0x00000731, 0x00007310, 0x00000732, 0x00007320, 0x00007321, 0x00073210,
+0x00000074, 0x00000740, 0x00000741, 0x00007410, 0x00000742, 0x00007420, 0x00007421, 0x00074210,
+0x00000743, 0x00007430, 0x00007431, 0x00074310, 0x00007432, 0x00074320, 0x00074321, 0x00743210,
+0x00000075, 0x00000750, 0x00000751, 0x00007510, 0x00000752, 0x00007520, 0x00007521, 0x00075210,
+0x00000753, 0x00007530, 0x00007531, 0x00075310, 0x00007532, 0x00075320, 0x00075321, 0x00753210,
+0x00000754, 0x00007540, 0x00007541, 0x00075410, 0x00007542, 0x00075420, 0x00075421, 0x00754210,
+0x00007543, 0x00075430, 0x00075431, 0x00754310, 0x00075432, 0x00754320, 0x00754321, 0x07543210,
+0x00000076, 0x00000760, 0x00000761, 0x00007610, 0x00000762, 0x00007620, 0x00007621, 0x00076210,
+0x00000763, 0x00007630, 0x00007631, 0x00076310, 0x00007632, 0x00076320, 0x00076321, 0x00763210,
+0x00000764, 0x00007640, 0x00007641, 0x00076410, 0x00007642, 0x00076420, 0x00076421, 0x00764210,
+0x00007643, 0x00076430, 0x00076431, 0x00764310, 0x00076432, 0x00764320, 0x00764321, 0x07643210,
+0x00000765, 0x00007650, 0x00007651, 0x00076510, 0x00007652, 0x00076520, 0x00076521, 0x00765210,
+0x00007653, 0x00076530, 0x00076531, 0x00765310, 0x00076532, 0x00765320, 0x00765321, 0x07653210,
+0x00007654, 0x00076540, 0x00076541, 0x00765410, 0x00076542, 0x00765420, 0x00765421, 0x07654210,
+0x00076543, 0x00765430, 0x00765431, 0x07654310, 0x00765432, 0x07654320, 0x07654321, 0x76543210
+};
+
+DR_TARGET_AVX2 size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey,
+                                         uint32_t *idx, float *val, size_t cap, size_t *count,
+                                         dr_adaq_tally *t)
+{
+    /* AVX2 compares only signed lanes: u >= nkey unsigned is (u ^ 2^31) >= (nkey ^ 2^31)
+     * signed, and (u ^ 2^31) is a negative entry's magnitude pattern. "a >= b" is
+     * "a > b - 1", exact since pkey, nkey ^ 2^31 > 0. */
+    const __m256i flip = _mm256_set1_epi32(INT32_MIN), zero = _mm256_setzero_si256();
+    const __m256i pbelow = _mm256_set1_epi32((int32_t)pkey - 1);
+    const __m256i nbelow = _mm256_set1_epi32((int32_t)(nkey ^ 0x80000000u) - 1);
+    const __m256i nibble = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), low4 = _mm256_set1_epi32(15);
+    __m256i smax = _mm256_set1_epi32(t->smax), umax = _mm256_set1_epi32((int32_t)t->umax);
+    __m256i npos = zero, nneg = zero; /* per lane, minus the count (compares give -1) */
+    __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i step = _mm256_set1_epi32(8);
+    uint32_t lane_count[8];
+    size_t i = 0, c = *count;
+    int j;
+    for (; i + 8 <= n && c + 8 <= cap; i += 8) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
+        __m256i mag = _mm256_xor_si256(u, flip);
+        __m256i cand = _mm256_or_si256(_mm256_cmpgt_epi32(u, pbelow), _mm256_cmpgt_epi32(mag, nbelow));
+        unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(cand));
+        __m256i order = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int32_t)left_pack[m]), nibble), low4);
+        npos = _mm256_add_epi32(npos, _mm256_cmpgt_epi32(u, zero));
+        nneg = _mm256_add_epi32(nneg, _mm256_cmpgt_epi32(mag, zero));
+        smax = _mm256_max_epi32(smax, u);
+        umax = _mm256_max_epu32(umax, u);
+        _mm256_storeu_si256((__m256i *)(void *)(idx + c), _mm256_permutevar8x32_epi32(lanes, order));
+        _mm256_storeu_si256((__m256i *)(void *)(val + c), _mm256_permutevar8x32_epi32(u, order));
+        c += (size_t)__builtin_popcount(m);
+        lanes = _mm256_add_epi32(lanes, step);
+    }
+    _mm256_storeu_si256((__m256i *)(void *)lane_count, _mm256_sub_epi32(zero, npos));
+    for (j = 0; j < 8; j++)
+        t->pos += lane_count[j];
+    _mm256_storeu_si256((__m256i *)(void *)lane_count, _mm256_sub_epi32(zero, nneg));
+    for (j = 0; j < 8; j++)
+        t->neg += lane_count[j];
+    _mm256_storeu_si256((__m256i *)(void *)lane_count, smax);
+    for (j = 0; j < 8; j++)
+        t->smax = (int32_t)lane_count[j] > t->smax ? (int32_t)lane_count[j] : t->smax;
+    _mm256_storeu_si256((__m256i *)(void *)lane_count, umax);
+    for (j = 0; j < 8; j++)
+        t->umax = lane_count[j] > t->umax ? lane_count[j] : t->umax;
+    *count = c;
+    return i;
+}
+
+DR_TARGET_AVX512 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t pkey, uint32_t nkey,
+                                             uint32_t *idx, float *val, size_t cap, size_t *count,
+                                             dr_adaq_tally *t)
+{
+    const __m512i pk = _mm512_set1_epi32((int32_t)pkey), nk = _mm512_set1_epi32((int32_t)nkey);
+    const __m512i zero = _mm512_setzero_si512(), negzero = _mm512_set1_epi32(INT32_MIN);
+    const __m512i one = _mm512_set1_epi32(1), step = _mm512_set1_epi32(16);
+    __m512i smax = _mm512_set1_epi32(t->smax), umax = _mm512_set1_epi32((int32_t)t->umax);
+    __m512i npos = zero, nneg = zero;
+    __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    size_t i = 0, c = *count;
+    for (; i + 16 <= n && c + 16 <= cap; i += 16) {
+        __m512i u = _mm512_loadu_si512(x + i);
+        __mmask16 m = _mm512_cmpge_epi32_mask(u, pk) | _mm512_cmpge_epu32_mask(u, nk);
+        npos = _mm512_mask_add_epi32(npos, _mm512_cmpgt_epi32_mask(u, zero), npos, one);
+        nneg = _mm512_mask_add_epi32(nneg, _mm512_cmpgt_epu32_mask(u, negzero), nneg, one);
+        smax = _mm512_max_epi32(smax, u);
+        umax = _mm512_max_epu32(umax, u);
+        c += dr_append_avx512(m, lanes, u, idx + c, val + c);
+        lanes = _mm512_add_epi32(lanes, step);
+    }
+    t->pos += (uint32_t)_mm512_reduce_add_epi32(npos);
+    t->neg += (uint32_t)_mm512_reduce_add_epi32(nneg);
+    {
+        int32_t s = _mm512_reduce_max_epi32(smax);
+        uint32_t v = _mm512_reduce_max_epu32(umax);
+        t->smax = s > t->smax ? s : t->smax;
+        t->umax = v > t->umax ? v : t->umax;
+    }
+    *count = c;
+    return i;
+}
+#endif

@@ -1,0 +1,37 @@
+/* Internal: adaq's one sweep over x (see adaq.c), its AVX2 and AVX-512 variants. Not part
+ * of the public API.
+ *
+ * The sweep works on the entries' bit patterns u (as int32 and as uint32), which order
+ * like the values within a sign: an entry is positive when (int32)u > 0, negative when
+ * u > 0x80000000, a positive candidate when (int32)u >= (int32)pkey and a negative one
+ * when u >= nkey (pkey = the positive cut's bits, nkey = 0x80000000 | the negative cut's
+ * magnitude bits). Every path adds the same integers to the tally and appends the same
+ * candidates in ascending index order. */
+#ifndef DR_ADAQ_SIMD_H
+#define DR_ADAQ_SIMD_H
+
+#include "simd_config.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    size_t pos, neg;   /* entries > 0 and < 0 */
+    int32_t smax;      /* largest pattern as int32, at least 0: the largest positive's bits */
+    uint32_t umax;     /* largest pattern as uint32: the most negative entry's bits (or a
+                          positive's when there is no negative) */
+} dr_adaq_tally;
+
+#if DR_HAVE_X86_SIMD
+/* Each takes a prefix of whole vectors of x, adds it to *t, appends its candidates'
+ * indices and values to idx[*count..] and val[*count..], and returns the prefix length.
+ * They stop early, before a vector that could take *count past cap, so the caller
+ * finishes the tail (and an overflow) with the scalar sweep. The AVX-512 one stores 16
+ * lanes and the AVX2 one 8 lanes past *count, inside cap. */
+size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint32_t *idx,
+                          float *val, size_t cap, size_t *count, dr_adaq_tally *t);
+size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint32_t *idx,
+                            float *val, size_t cap, size_t *count, dr_adaq_tally *t);
+#endif
+
+#endif
