@@ -8,18 +8,25 @@ from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, f
                        nonfinite_frame, u8, u32)
 
 
-def selected_values(flat, indices):
+def _gather(flat, indices, index_pointer):
+    """flat[indices] as a new float32 array and a pointer to it."""
     values = np.empty(indices.size, dtype=np.float32)
-    check(lib.dr_gather(f32(flat), flat.size, u32(indices), indices.size, f32(values)), "gather")
-    return values
+    value_pointer = f32(values)
+    check(lib.dr_gather(f32(flat), flat.size, index_pointer, indices.size, value_pointer), "gather")
+    return values, value_pointer
+
+
+def selected_values(flat, indices):
+    return _gather(flat, indices, u32(indices))[0]
 
 
 def encode(kind, flat, indices, what):
     """Frame flat[indices] (indices: uint32) as a raw sparse payload."""
-    values = selected_values(flat, indices)
+    index_pointer = u32(indices)  # made once for both calls
+    values, value_pointer = _gather(flat, indices, index_pointer)
     frame = np.empty(lib.dr_sparse_raw_size(indices.size), dtype=np.uint8)
     written = ffi.new("size_t *")
-    check(lib.dr_sparse_raw_encode(kind, lib.DR_DTYPE_FLOAT32, flat.size, u32(indices), f32(values),
+    check(lib.dr_sparse_raw_encode(kind, lib.DR_DTYPE_FLOAT32, flat.size, index_pointer, value_pointer,
                                    indices.size, u8(frame), frame.nbytes, written), what)
     return frame
 
