@@ -192,12 +192,13 @@ static void test_topk_select_equals_topk(void)
     free(b);
 }
 
-/* Past DR_THREADS_MIN_NUMEL the candidate sweep is split over DEEPREDUCE_THREADS: the
- * same indices as dr_topk for every thread count, with candidates spread over x and
- * bunched in its last part (which overflows a part's room and redoes the sweep whole). */
+/* dr_topk_select split over DEEPREDUCE_THREADS (one thread per DR_THREADS_MIN_NUMEL
+ * entries): the same indices as dr_topk for every thread count, with candidates spread
+ * over x and bunched in its last eighth, where they overflow that part's share of the
+ * candidate room at 3 and 5 threads and the sweep is redone on one thread. */
 static void test_topk_select_threads(void)
 {
-    const size_t n = DR_THREADS_MIN_NUMEL + 4099, k = n / 100;
+    const size_t n = 5 * DR_THREADS_MIN_NUMEL + 4099, k = n / 100;
     static const char *const counts[] = {"1", "2", "3", "5"};
     float *x = malloc(n * sizeof *x);
     uint32_t *a = malloc(k * sizeof *a), *b = malloc(k * sizeof *b);

@@ -202,11 +202,11 @@ static void test_signs_streamed(void)
     free(x);
 }
 
-/* dr_qsgd_encode/decode on a tensor past DR_THREADS_MIN_NUMEL: the same frame and
- * output for 1, 2 and 3 threads. */
+/* dr_qsgd_encode/decode on a tensor long enough for 3 threads (one per
+ * DR_THREADS_MIN_NUMEL elements): the same frame and output for 1, 2 and 3 threads. */
 static void test_threads_same_bytes(void)
 {
-    const size_t n = DR_THREADS_MIN_NUMEL + 1000;
+    const size_t n = 3 * DR_THREADS_MIN_NUMEL + 1000;
     float *x = malloc(n * sizeof *x), *out1 = malloc(n * sizeof *x), *out = malloc(n * sizeof *x);
     size_t cap = dr_qsgd_size(n, 127, 128), len1 = 0, len = 0;
     uint8_t *want = malloc(cap), *got = malloc(cap);

@@ -56,6 +56,16 @@ int dr_thread_count(void)
 #endif
 }
 
+int dr_threads_for(size_t amount, size_t per_thread)
+{
+    size_t most = per_thread == 0 ? amount : amount / per_thread;
+    int threads;
+    if (most <= 1)
+        return 1;
+    threads = dr_thread_count();
+    return most < (size_t)threads ? (int)most : threads;
+}
+
 typedef struct {
     int (*fn)(void *ctx, size_t begin, size_t end);
     void *ctx;

@@ -12,4 +12,9 @@
 int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin, size_t end),
                     void *ctx);
 
+/* The threads a kernel splitting `amount` units of work gives them: dr_thread_count(), but
+ * no more than one per `per_thread` units (at least 1), so that each thread's share
+ * outweighs the cost of starting it. */
+int dr_threads_for(size_t amount, size_t per_thread);
+
 #endif

@@ -230,11 +230,12 @@ const char *dr_simd_name(int level);
  * holds an integer in 1..DR_MAX_THREADS (anything else there means 1); unset, the cores
  * this process may run on (its CPU affinity), at most DR_DEFAULT_THREADS_CAP, since the
  * kernels that split are bound by memory bandwidth, which a few cores fill. Read afresh
- * on every call. Kernels that split (dr_qsgd_encode and dr_qsgd_decode, and the
- * candidate sweep of dr_topk_select, on tensors of at least DR_THREADS_MIN_NUMEL
- * elements) give the same bytes for every thread count: the work is cut into fixed
- * ranges, each with its own counter-RNG draws and outputs. Threads are started and
- * joined inside the call; none outlives it. Without POSIX threads the count is 1. */
+ * on every call. The kernels that split (dr_qsgd_encode and dr_qsgd_decode, and
+ * dr_topk_select) use at most one thread per DR_THREADS_MIN_NUMEL elements, so a tensor
+ * under twice that runs on the caller's thread alone, and give the same bytes for every
+ * thread count: the work is cut into fixed ranges, each with its own counter-RNG draws
+ * and outputs. Threads are started and joined inside the call; none outlives it.
+ * Without POSIX threads the count is 1. */
 #define DR_MAX_THREADS 64
 #define DR_DEFAULT_THREADS_CAP 8
 #define DR_THREADS_MIN_NUMEL 1048576u

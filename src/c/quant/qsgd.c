@@ -133,12 +133,6 @@ static int encode_buckets(void *ctx, size_t begin, size_t end)
     return DR_OK;
 }
 
-/* The threads a call on n elements uses. */
-static int threads_for(size_t n)
-{
-    return n >= DR_THREADS_MIN_NUMEL ? dr_thread_count() : 1;
-}
-
 int dr_qsgd_encode(const float *x, size_t n, uint32_t quantum_num, uint32_t bucket_size,
                    uint64_t key, uint8_t dtype, uint8_t *buf, size_t cap, size_t *written)
 {
@@ -165,7 +159,7 @@ int dr_qsgd_encode(const float *x, size_t n, uint32_t quantum_num, uint32_t buck
     q.levels = buf + f.section_off[1];
     q.simd = dr_simd_active();
     /* Buckets are independent (own norm, own counters): any cut gives the same bytes. */
-    st = dr_parallel_for(bucket_count(n, bucket_size), threads_for(n), encode_buckets, &q);
+    st = dr_parallel_for(bucket_count(n, bucket_size), dr_threads_for(n, DR_THREADS_MIN_NUMEL), encode_buckets, &q);
     if (st != DR_OK)
         return st;
     return dr_frame_seal(&f, buf, cap, written);
@@ -254,5 +248,5 @@ int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     q.levels = levels;
     q.out = out;
     q.simd = simd;
-    return dr_parallel_for(nb, threads_for(n), decode_buckets, &q);
+    return dr_parallel_for(nb, dr_threads_for(n, DR_THREADS_MIN_NUMEL), decode_buckets, &q);
 }

@@ -9,7 +9,7 @@
  * dr_topk_select first narrows the input to candidates with a sampled threshold (one
  * vectorised sweep that writes each candidate's index and value), then runs the same
  * radix select on the candidates alone. On large tensors the sweep, the histograms and
- * the last pass are split over dr_thread_count() threads (select_split). Every
+ * the last pass are split over threads (select_split). Every
  * entry at or above T is a candidate and candidates keep ascending index order, so the
  * ties are broken identically and the answers agree bit for bit. */
 #include "deepreduce.h"
@@ -115,8 +115,11 @@ static size_t candidate_capacity(size_t n, size_t k)
     return cap < n ? cap : n;
 }
 
-/* At most this many threads split a selection (each keeps a histogram in the workspace). */
+/* At most this many threads split a selection (each keeps a histogram in the workspace),
+ * one per DR_THREADS_MIN_NUMEL entries of x; the phases over the candidates alone take
+ * one thread per SPLIT_CANDIDATES_PER_THREAD of them. */
 #define SPLIT_MAX_PARTS 8u
+#define SPLIT_CANDIDATES_PER_THREAD 65536u
 
 size_t dr_topk_workspace_size(size_t n, size_t k)
 {
@@ -286,6 +289,7 @@ static split_result select_split(const float *x, size_t n, size_t k, uint32_t tk
 {
     split_select s;
     size_t p, total = 0, remaining = k, ties_left, out = 0;
+    int later;
     memset(&s, 0, sizeof s);
     s.x = x;
     s.n = n;
@@ -304,9 +308,14 @@ static split_result select_split(const float *x, size_t n, size_t k, uint32_t tk
     }
     if (total < k)
         return SPLIT_TOO_FEW;
+    /* The later phases read the candidates alone, a few percent of x: threads only for
+     * as many parts as have enough of them to pay for a thread's start. */
+    later = dr_threads_for(total, SPLIT_CANDIDATES_PER_THREAD);
+    if (later > threads)
+        later = threads;
     split_pick(&s, &remaining);
     for (s.level = 1; s.level < 3; s.level++) {
-        dr_parallel_for(s.parts, threads, split_histogram, &s);
+        dr_parallel_for(s.parts, later, split_histogram, &s);
         split_pick(&s, &remaining);
     }
     /* The `remaining` ties at the k-th key go to the lowest indices: the first parts'. */
@@ -318,7 +327,7 @@ static split_result select_split(const float *x, size_t n, size_t k, uint32_t tk
         s.out_at[p] = out;
         out += s.above[p] + s.ties[p];
     }
-    dr_parallel_for(s.parts, threads, split_write, &s);
+    dr_parallel_for(s.parts, later, split_write, &s);
     return SPLIT_DONE;
 }
 
@@ -347,7 +356,7 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     if (!(t > 0.0f))
         return dr_topk(x, n, k, idx_out);
     memcpy(&tkey, &t, sizeof tkey);
-    threads = n >= DR_THREADS_MIN_NUMEL ? dr_thread_count() : 1;
+    threads = dr_threads_for(n, DR_THREADS_MIN_NUMEL);
     if (threads > (int)SPLIT_MAX_PARTS)
         threads = (int)SPLIT_MAX_PARTS;
     if (threads > 1) {

@@ -64,8 +64,8 @@ int dr_unpack_signs(const uint8_t *bits, size_t n, float if_clear, float if_set,
  *   Size: 56 + 4*ceil(n/B) + n*(s < 128 ? 1 : 2) bytes.
  * DR_E_NUMERIC if a bucket holds Inf/NaN. A bucket of finite values whose norm exceeds
  * FLT_MAX sends FLT_MAX as its norm (still >= every |x|: unbiased, decodes finite).
- * Both functions split the buckets over dr_thread_count() threads when n >=
- * DR_THREADS_MIN_NUMEL; the bytes and floats are the same for every thread count. */
+ * Both functions split the buckets over up to dr_thread_count() threads, one per
+ * DR_THREADS_MIN_NUMEL elements; the bytes and floats are the same for every thread count. */
 #define DR_QSGD_MAX_S 32767
 size_t dr_qsgd_size(size_t n, uint32_t quantum_num, uint32_t bucket_size);
 int dr_qsgd_encode(const float *x, size_t n, uint32_t quantum_num, uint32_t bucket_size,

@@ -20,8 +20,10 @@ size_t dr_topk_workspace_size(size_t n, size_t k);
  * a threshold estimated from a sample of |x| bounds the candidates, one vectorised pass
  * collects them, and the radix select runs over the candidates only. Falls back to the
  * full radix select when the estimate misses (too few or too many candidates), so the
- * result never depends on the sample. `work` holds dr_topk_workspace_size(n, k) bytes,
- * aligned as malloc aligns. */
+ * result never depends on the sample. On tensors of at least 2 * DR_THREADS_MIN_NUMEL
+ * entries the work is split over up to dr_thread_count() threads (at most 8), with the
+ * same answer for every count. `work` holds dr_topk_workspace_size(n, k) bytes, aligned
+ * as malloc aligns. */
 int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work);
 
 /* Number of entries with |x[i]| >= t (t >= 0; NaN entries never count). */
