@@ -134,3 +134,10 @@ uint64_t dr_prefix_cost(const dr_prefix_code *pc, const uint64_t *count)
         bits += count[s] * pc->len[s];
     return bits;
 }
+
+int dr_prefix_is_huffman(const uint8_t *len, const uint64_t *count, unsigned nsym)
+{
+    uint8_t rebuilt[DR_PREFIX_MAX_SYMBOLS];
+    dr_prefix_lengths(count, nsym, rebuilt);
+    return memcmp(rebuilt, len, nsym) == 0;
+}

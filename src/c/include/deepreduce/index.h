@@ -158,9 +158,11 @@ int dr_index_varint_decode(const uint8_t *in, size_t len, size_t d, size_t r,
  *     deltas   each delta_j in n_j little-endian bytes, in key order
  * At density 1% nearly every increment takes one byte and its prefix one bit: the Fig. 8
  * set (d = 36,864, r = 368) costs 1 + 46 + 401 = 448 bytes, 9.7 bits a key (SketchML's
- * fixed 2-bit prefixes: 493). The decoder refuses a table that is not a valid code,
- * non-minimal byte counts, a zero increment after the first key, keys >= d, set padding
- * bits and stray bytes. */
+ * fixed 2-bit prefixes: 493). The table is the Huffman lengths of the class counts
+ * (ties broken by class), so each key set has exactly one section: the decoder counts
+ * the classes it decoded and refuses (DR_E_CORRUPT) any other table, even a complete
+ * code that decodes. It also refuses non-minimal byte counts, a zero increment after
+ * the first key, keys >= d, set padding bits and stray bytes. */
 
 size_t dr_index_skcompress_bound(size_t d, size_t r);
 
