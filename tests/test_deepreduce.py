@@ -91,6 +91,13 @@ def test_bad_names_list_the_valid_ones():
         wrap("index", fpr=1.5)
 
 
+@pytest.mark.parametrize("fpr", [0, 1, 1.5, -0.1, float("nan")])
+def test_bloom_fpr_out_of_range_gets_one_message(fpr):
+    """Both ends of the open range (0, 1) are refused with the same message."""
+    with pytest.raises(ValueError, match=rf"^fpr must be in \(0, 1\), got {fpr!r}$"):
+        wrap("index", fpr=fpr)
+
+
 # ---------------------------------------------------------------------- Fig. 8 volumes
 def test_fig8_volumes_are_exact():
     """DeepReduce Fig. 8 (SPEC §10): d = 36,864, top-1% r = 368, fpr 1e-3."""
