@@ -689,10 +689,12 @@ static void test_skcompress_layout(void)
 }
 
 /* A permutation passes and ends unchanged; an entry out of range or repeated is refused,
- * and the marks the check sets are cleared either way. */
+ * and the buffer ends as it began either way (also for an entry whose top bit, the
+ * check's mark, is set). */
 static void test_permutation_check(void)
 {
     uint32_t good[5] = {3, 0, 4, 1, 2}, repeat[5] = {3, 0, 3, 1, 2}, wide[3] = {0, 3, 1};
+    uint32_t marked[3] = {1, 0x80000001u, 0};
     static const uint32_t good0[5] = {3, 0, 4, 1, 2}, repeat0[5] = {3, 0, 3, 1, 2};
     CHECK_OK(dr_permutation_check(good, 5));
     CHECK(memcmp(good, good0, sizeof good) == 0);
@@ -700,6 +702,8 @@ static void test_permutation_check(void)
     CHECK(memcmp(repeat, repeat0, sizeof repeat) == 0);
     CHECK_STATUS(dr_permutation_check(wide, 3), DR_E_CORRUPT);
     CHECK(wide[0] == 0 && wide[1] == 3 && wide[2] == 1);
+    CHECK_STATUS(dr_permutation_check(marked, 3), DR_E_CORRUPT);
+    CHECK(marked[0] == 1 && marked[1] == 0x80000001u && marked[2] == 0);
     CHECK_OK(dr_permutation_check(NULL, 0));
     CHECK_STATUS(dr_permutation_check(NULL, 1), DR_E_ARG);
 }

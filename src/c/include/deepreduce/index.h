@@ -52,9 +52,11 @@ int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_
 /* ---------------------------------------------------------------------- permutations */
 
 /* DR_OK if perm[0..n) holds every value 0..n-1 exactly once, DR_E_CORRUPT if an entry is
- * n or more or repeats. The check marks entries in place (the top bit of perm[v] records
- * that v was seen) and clears every mark before returning, so perm ends as it began and
- * no scratch is needed: O(n). DR_E_ARG if n > 2^31 or perm is NULL with n > 0. */
+ * n or more or repeats. perm ends exactly as it began, whatever the result: entries are
+ * first checked to be below n, then marked in place (the top bit of perm[v] records that
+ * v was seen, free since n <= 2^31) and every mark is cleared before returning; no
+ * scratch is needed, O(n). A caller that wants to name the bad entry can scan perm
+ * after a refusal. DR_E_ARG if n > 2^31 or perm is NULL with n > 0. */
 int dr_permutation_check(uint32_t *perm, size_t n);
 
 /* ------------------------------------------------------------------------------ rle */
