@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from deepreduce import DeepReduce, FrameError, IndexCompressor, ValueCompressor, grace_from_params
+from deepreduce._native import lib
 from deepreduce.wrappers import section_bytes
 
 D, R = 36_864, 368  # Fig. 8: one ResNet-20 layer, top-1%
@@ -111,7 +112,7 @@ def polyfit_pieces(section):
 def value_section(tensors):
     frame = np.asarray(tensors[0])
     index_len, value_len = section_bytes(frame)[:2]
-    header = 44 + 4 * 2  # two sections
+    header = lib.dr_frame_header_size(2)  # two sections
     return frame[header + index_len:header + index_len + value_len]
 
 
@@ -286,7 +287,7 @@ def resealed(frame, changes, appended=b""):
     for pos, value in changes.items():
         forged[pos] = value
     if appended:
-        last_len = 44 + 4 * (int(forged[9]) - 1)  # the last section's uint32 length
+        last_len = lib.dr_frame_header_size(int(forged[9])) - 4  # the last section's uint32 length
         grown = int(forged[last_len:last_len + 4].view(np.uint32)[0]) + len(appended)
         forged[last_len:last_len + 4] = np.frombuffer(struct.pack("<I", grown), dtype=np.uint8)
         forged = np.concatenate([forged[:-4], np.frombuffer(appended, dtype=np.uint8), forged[-4:]])
@@ -302,7 +303,7 @@ def test_forged_skcompress_sections_are_refused():
     w = readme_wrapper("both", index="skcompress", value="skcompress", num_quantiles=4)
     tensors, ctx = w.compress(g, "conv")
     frame = np.asarray(tensors[0])
-    header = 44 + 4 * 2
+    header = lib.dr_frame_header_size(2)
     values = header + section_bytes(frame)[0]
     assert (frame[values + 12:values + 16] == 2).all()  # 4 equal bins: 2-bit codes
     for changes in ({header: 0x09}, {values + 12: 0}, {values + 4: 0x00, values + 5: 0x80},
@@ -323,7 +324,7 @@ def test_skcompress_sections_have_one_encoding():
                        compress_ratio=5 / 2000)
     tensors, ctx = w.compress(g, "equal")
     frame = np.asarray(tensors[0])
-    header = 44 + 4 * 2
+    header = lib.dr_frame_header_size(2)
     values = header + section_bytes(frame)[0]
     assert frame[header] == 0x05 and frame[values:values + 4].tobytes() == struct.pack("<f", 2.0)
     assert frame[values + 4:values + 16].tolist() == [0, 0, 0, 0, 0, 0, 0xff, 0x7f, 0, 0, 0, 1]

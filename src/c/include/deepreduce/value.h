@@ -273,8 +273,9 @@ size_t dr_value_skcompress_bound(size_t r, uint32_t bins);
  * 0 for bad bins. */
 size_t dr_value_skcompress_workspace_size(size_t r, uint32_t bins);
 
-/* DR_E_ARG for bad bins, a NULL buffer or misaligned work; DR_E_NUMERIC for a non-finite
- * value. */
+/* Writes the section to out[0..cap) and its size to *written. DR_E_ARG for bad bins, a
+ * NULL buffer or misaligned work; DR_E_NUMERIC for a non-finite value;
+ * DR_E_DST_TOO_SMALL if cap is below the section's size (cap >= bound always holds it). */
 int dr_value_skcompress_encode(const float *val, size_t r, uint32_t bins, uint64_t key,
                                uint8_t *out, size_t cap, size_t *written, void *work);
 
