@@ -686,6 +686,18 @@ static void test_skcompress_layout(void)
                  DR_E_CORRUPT);
     CHECK_STATUS(dr_index_skcompress_decode(not_huffman, sizeof not_huffman, 100000, 4, back),
                  DR_E_CORRUPT);
+    {
+        /* Class counts 1, 1, 2, 2: after joining classes 0 and 1 (weight 2), three nodes
+         * weigh 2; the leaves win the tie (lower node numbers), so every class gets 2 bits
+         * (table 0xaa). Taking the joined node first would give lengths 3, 3, 2, 1. */
+        static const uint32_t ties[6] = {1, 257, 65793, 131329, 16908545, 33685761};
+        uint32_t ties_back[6];
+        uint8_t sec[32];
+        CHECK_OK(dr_index_skcompress_encode(ties, 6, 33685762, sec, sizeof sec, &w));
+        CHECK(sec[0] == 0xaa);
+        CHECK_OK(dr_index_skcompress_decode(sec, w, 33685762, 6, ties_back));
+        CHECK(memcmp(ties_back, ties, sizeof ties) == 0);
+    }
 }
 
 /* A permutation passes and ends unchanged; an entry out of range or repeated is refused,

@@ -57,7 +57,7 @@ uint64_t dr_prefix_cost(const dr_prefix_code *pc, const uint64_t *count);
  * count[0..nsym) (what an encoder writes for those symbols), else 0. A decoder counts
  * the symbols it decoded and asks this, so that a section has exactly one encoding: a
  * forged table (a code for an unused symbol, or a complete code that is not the Huffman
- * code of the counts) is refused even though it decodes. O(nsym^2). */
+ * code of the counts) is refused even though it decodes. O(nsym log nsym). */
 int dr_prefix_is_huffman(const uint8_t *len, const uint64_t *count, unsigned nsym);
 
 /* Decode one symbol from the LSB-first stream in[0..len_bytes) at bit *bp (advanced).
