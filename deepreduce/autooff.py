@@ -26,6 +26,8 @@ costs are averaged across ranks with one tiny allreduce before each decision.
 """
 import numpy as np
 
+from .checks import number
+
 
 class _TensorCost:
     __slots__ = ("steps", "compressed_seconds", "codec_seconds", "wire_bytes", "dense_seconds", "dense",
@@ -43,8 +45,8 @@ class _TensorCost:
 
 class AutoOff:
     def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1, min_numel=4096):
-        if bandwidth is not None and not bandwidth > 0:
-            raise ValueError(f"bandwidth must be a positive number of bytes per second, got {bandwidth!r}")
+        if bandwidth is not None:  # bytes per second
+            bandwidth = number(bandwidth, "bandwidth", 0, low_open=True)
         if warmup < 1 or interval <= 2 * warmup:
             raise ValueError("auto_off needs auto_off_warmup >= 1 and auto_off_interval > 2 * auto_off_warmup "
                              f"(each cycle samples both paths), got warmup {warmup!r}, interval {interval!r}")
