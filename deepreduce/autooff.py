@@ -43,6 +43,8 @@ from collections import deque
 
 import numpy as np
 
+from .checks import number
+
 COMPRESSED, DENSE = 0, 1
 
 
@@ -78,8 +80,8 @@ class AutoOff:
 
     def __init__(self, bandwidth=None, warmup=2, interval=100, margin=0.1, min_numel=4096, clear_dense=2.0,
                  clear_compressed=4.0):
-        if bandwidth is not None and not bandwidth > 0:
-            raise ValueError(f"bandwidth must be a positive number of bytes per second, got {bandwidth!r}")
+        if bandwidth is not None:  # bytes per second
+            bandwidth = number(bandwidth, "bandwidth", 0, low_open=True)
         if warmup < 1 or interval <= 2 * warmup:
             raise ValueError("auto_off needs auto_off_warmup >= 1 and auto_off_interval > 2 * auto_off_warmup "
                              f"(each cycle samples both paths), got warmup {warmup!r}, interval {interval!r}")

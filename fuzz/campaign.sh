@@ -22,8 +22,9 @@ cmake --build build/fuzz -j"$jobs" --target fuzz_frame fuzz_sections >/dev/null
 "$python" fuzz/make_corpus.py "$out/seeds" >/dev/null
 
 # target:selector:name. fuzz_frame selectors are enum dr_kind (topk also carries every
-# DeepReduce index/value frame); fuzz_sections selectors are index codecs 1..6, then
-# value codecs 7 + (1..6).
+# DeepReduce index/value frame); fuzz_sections selectors are enum dr_index_codec (1..7),
+# then DR_INDEX_COUNT_ (8) + enum dr_value_codec (1..8), then 17 for the permutation
+# section.
 decoders="
 fuzz_frame:2:qsgd fuzz_frame:3:terngrad fuzz_frame:4:onebit fuzz_frame:5:signsgd
 fuzz_frame:6:signum fuzz_frame:7:efsignsgd fuzz_frame:8:natural fuzz_frame:17:8bit
@@ -32,8 +33,11 @@ fuzz_frame:10:topk+deepreduce
 fuzz_frame:11:threshold fuzz_frame:12:dgc fuzz_frame:18:spardl
 fuzz_sections:1:index-bloom fuzz_sections:2:index-rle fuzz_sections:3:index-huffman
 fuzz_sections:4:index-ef fuzz_sections:5:index-rice fuzz_sections:6:index-varint
-fuzz_sections:8:value-polyfit fuzz_sections:9:value-dexp fuzz_sections:10:value-deflate
-fuzz_sections:11:value-qsgd fuzz_sections:12:value-fp16 fuzz_sections:13:value-bf16
+fuzz_sections:7:index-skcompress
+fuzz_sections:9:value-polyfit fuzz_sections:10:value-dexp fuzz_sections:11:value-deflate
+fuzz_sections:12:value-qsgd fuzz_sections:13:value-fp16 fuzz_sections:14:value-bf16
+fuzz_sections:15:value-sketch fuzz_sections:16:value-skcompress
+fuzz_sections:17:permutation
 fuzz_frame:-1:frame-parser+all fuzz_sections:-1:sections-all"
 
 one() {

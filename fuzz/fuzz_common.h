@@ -73,6 +73,15 @@ static void fuzz_index_section(int codec, const uint8_t *in, size_t len, size_t 
     }
 }
 
+/* The receiver's read of a permutation section (deepreduce/codecs/permutation.py
+ * `unpack`): r entries of ceil(log2 r) bits, then the in-place bijection check, which
+ * writes into idx. */
+static void fuzz_permutation_section(const uint8_t *in, size_t len, size_t r, uint32_t *idx)
+{
+    if (dr_bitunpack(in, len, r, dr_bits_for(r > 0 ? (uint32_t)(r - 1) : 0u), idx) == DR_OK)
+        (void)dr_permutation_check(idx, r);
+}
+
 /* Decode a value section of codec `codec` (enum dr_value_codec) into val[0..r). */
 static void fuzz_value_section(int codec, const uint8_t *in, size_t len, size_t r, uint32_t p2,
                                uint32_t p3, float *val)

@@ -111,13 +111,12 @@ static void decode_frame(const uint8_t *buf, size_t len)
     } else if (f.index_codec == DR_INDEX_RAW && f.value_codec == DR_VALUE_RAW) {
         (void)dr_sparse_raw_decode(buf, len, f.kind, dense, n);
     } else if (f.nsections >= 2) {
-        unsigned bits = dr_bits_for(r > 0 ? (uint32_t)(r - 1) : 0u);
         fuzz_index_section(f.index_codec, buf + f.section_off[0], (size_t)f.section_len[0], n, r,
                            f.params[0], f.params[1], idx, scratch);
         fuzz_value_section(f.value_codec, buf + f.section_off[1], (size_t)f.section_len[1], r,
                            f.params[2], f.params[3], dense);
         if (f.nsections >= 3)
-            (void)dr_bitunpack(buf + f.section_off[2], (size_t)f.section_len[2], r, bits, idx);
+            fuzz_permutation_section(buf + f.section_off[2], (size_t)f.section_len[2], r, idx);
     }
 done:
     free(dense);

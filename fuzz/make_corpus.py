@@ -1,7 +1,8 @@
 """Write the seed corpora of the libFuzzer targets from our own encoders: every framed
 compressor payload, every DeepReduce wrapper frame and SparDL's block messages
 (fuzz_frame), and every index and
-value section with the 20-byte header fuzz_sections reads (fuzz_sections).
+value section and a permutation section with the 20-byte header fuzz_sections reads
+(fuzz_sections).
 
     python fuzz/make_corpus.py OUT_DIR    # writes OUT_DIR/fuzz_frame/, OUT_DIR/fuzz_sections/
 """
@@ -14,7 +15,7 @@ import numpy as np
 
 from deepreduce import grace_from_params
 from deepreduce._native import check, f32, ffi, lib, u8
-from deepreduce.codecs import Workspace, index_codec, value_codec
+from deepreduce.codecs import Workspace, index_codec, permutation, value_codec
 from deepreduce.codecs.index import NAMES as INDEX_NAMES, POLICIES, encode_section
 from deepreduce.codecs.value import NAMES as VALUE_NAMES
 from deepreduce.pairings import PAIRINGS, natural_params
@@ -67,6 +68,9 @@ def spardl_messages():
                 yield one + one
 
 
+PERMUTATION = lib.DR_INDEX_COUNT_ + lib.DR_VALUE_COUNT_  # fuzz_sections' permutation selector
+
+
 def sections():
     work = Workspace()
     rng = np.random.default_rng(1)
@@ -90,6 +94,8 @@ def sections():
             p2, p3 = codec.params
             selector = lib.DR_INDEX_COUNT_ + codec.codec_id
             yield struct.pack("<B3xIIII", selector, r, r, p2, p3) + buf[:written].tobytes()
+        order = permutation.packed(rng.permutation(r).astype(np.uint32), "seed")
+        yield struct.pack("<B3xIIII", PERMUTATION, r, r, 0, 0) + order.tobytes()
 
 
 def write(directory, blobs):

@@ -95,6 +95,11 @@ def test_auto_off_rejects_a_bad_bandwidth():
     from deepreduce import grace_from_params
     with pytest.raises(ValueError, match="bandwidth"):
         grace_from_params(dict(TOPK, bandwidth=-1))
+    for bad in (0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match=rf"^bandwidth must be a finite number > 0, got {bad!r}$"):
+            grace_from_params(dict(TOPK, bandwidth=bad))
+    with pytest.raises(TypeError, match="bandwidth must be a number"):
+        grace_from_params(dict(TOPK, bandwidth="fast"))
 
 
 @pytest.mark.parametrize("memory", ["residual", "dgc", "efsignsgd"])

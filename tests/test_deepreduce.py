@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import deepreduce
-from deepreduce._native import u8
+from deepreduce._native import lib, u8
 from deepreduce import DeepReduce, FrameError, IndexCompressor, ValueCompressor, grace_from_params
 from deepreduce.codecs import Workspace, index_codec, value_codec
 from deepreduce.codecs.index import encode_section, floor_bits
@@ -89,6 +89,13 @@ def test_bad_names_list_the_valid_ones():
         deepreduce_from_params(params_for("bogus"))
     with pytest.raises(ValueError, match="fpr"):
         wrap("index", fpr=1.5)
+
+
+@pytest.mark.parametrize("fpr", [0, 1, 1.5, -0.1, float("nan")])
+def test_bloom_fpr_out_of_range_gets_one_message(fpr):
+    """Both ends of the open range (0, 1) are refused with the same message."""
+    with pytest.raises(ValueError, match=rf"^fpr must be in \(0, 1\), got {fpr!r}$"):
+        wrap("index", fpr=fpr)
 
 
 # ---------------------------------------------------------------------- Fig. 8 volumes
@@ -173,7 +180,7 @@ def murmur3_u32(keys, seed):
 
 def filter_of(frame):
     """(filter bits as bools, m_bits, k_hash, policy) of a bloom frame, read by hand."""
-    header = 44 + 4 * int(frame[9])
+    header = lib.dr_frame_header_size(int(frame[9]))
     m_bits, packed = np.frombuffer(frame[12:20].tobytes(), dtype=np.uint32)
     index_len = int(np.frombuffer(frame[44:48].tobytes(), dtype=np.uint32)[0])
     bits = np.unpackbits(frame[header:header + index_len], bitorder="little")[:m_bits].astype(bool)

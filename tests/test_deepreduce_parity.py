@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from deepreduce import DeepReduce, FrameError, IndexCompressor, ValueCompressor, grace_from_params
+from deepreduce._native import lib
 from deepreduce.wrappers import section_bytes
 
 D, R = 36_864, 368  # Fig. 8: one ResNet-20 layer, top-1%
@@ -111,7 +112,7 @@ def polyfit_pieces(section):
 def value_section(tensors):
     frame = np.asarray(tensors[0])
     index_len, value_len = section_bytes(frame)[:2]
-    header = 44 + 4 * 2  # two sections
+    header = lib.dr_frame_header_size(2)  # two sections
     return frame[header + index_len:header + index_len + value_len]
 
 
@@ -279,11 +280,17 @@ def test_skcompress_at_the_fig8_point(bins, value_bytes, error):
     assert_every_byte_change_is_refused(w, tensors[0], ctx, stride=3)
 
 
-def resealed(frame, changes):
-    """``frame`` with bytes changed ({position: value}) and a valid CRC: a forged section."""
+def resealed(frame, changes, appended=b""):
+    """``frame`` with bytes changed ({position: value}), ``appended`` added to its last
+    section (whose length field grows to match) and a valid CRC: a forged section."""
     forged = np.asarray(frame).copy()
     for pos, value in changes.items():
         forged[pos] = value
+    if appended:
+        last_len = lib.dr_frame_header_size(int(forged[9])) - 4  # the last section's uint32 length
+        grown = int(forged[last_len:last_len + 4].view(np.uint32)[0]) + len(appended)
+        forged[last_len:last_len + 4] = np.frombuffer(struct.pack("<I", grown), dtype=np.uint8)
+        forged = np.concatenate([forged[:-4], np.frombuffer(appended, dtype=np.uint8), forged[-4:]])
     forged[-4:] = np.frombuffer(struct.pack("<I", zlib.crc32(forged[:-4].tobytes())), dtype=np.uint8)
     return forged
 
@@ -296,13 +303,47 @@ def test_forged_skcompress_sections_are_refused():
     w = readme_wrapper("both", index="skcompress", value="skcompress", num_quantiles=4)
     tensors, ctx = w.compress(g, "conv")
     frame = np.asarray(tensors[0])
-    header = 44 + 4 * 2
+    header = lib.dr_frame_header_size(2)
     values = header + section_bytes(frame)[0]
     assert (frame[values + 12:values + 16] == 2).all()  # 4 equal bins: 2-bit codes
     for changes in ({header: 0x09}, {values + 12: 0}, {values + 4: 0x00, values + 5: 0x80},
                     {values + 12: 1, values + 13: 1}):
         with pytest.raises(FrameError):
             w.decompress([resealed(frame, changes)], ctx)
+
+
+def test_skcompress_sections_have_one_encoding():
+    """Forgeries that decode to the encoder's very tensor but that it never writes, so a
+    second byte string would stand for the same set: a key table coding a class no key
+    uses (0x29 for 0x05, same prefix byte), a value table coding an unused bin (plus its
+    stream byte), a zero scale with a non-zero mean, a scale of -0.0, and the scale
+    doubled with the full-scale mean halved."""
+    g = np.zeros(2000, dtype=np.float32)
+    g[[3, 10, 20, 30, 400]] = 2.0
+    w = readme_wrapper("both", index="skcompress", value="skcompress", num_quantiles=4,
+                       compress_ratio=5 / 2000)
+    tensors, ctx = w.compress(g, "equal")
+    frame = np.asarray(tensors[0])
+    header = lib.dr_frame_header_size(2)
+    values = header + section_bytes(frame)[0]
+    assert frame[header] == 0x05 and frame[values:values + 4].tobytes() == struct.pack("<f", 2.0)
+    assert frame[values + 4:values + 16].tolist() == [0, 0, 0, 0, 0, 0, 0xff, 0x7f, 0, 0, 0, 1]
+    assert np.array_equal(np.asarray(w.decompress([frame], ctx)), g)
+    zero, minus_zero, four = (np.frombuffer(struct.pack("<f", x), dtype=np.uint8) for x in (0.0, -0.0, 4.0))
+    zero_means = {values + 4 + i: 0 for i in range(8)}
+    forgeries = [
+        ({header: 0x29}, b""),
+        ({values + 14: 1}, b"\xff"),
+        ({values + i: zero[i] for i in range(4)}, b""),
+        ({**zero_means, **{values + i: minus_zero[i] for i in range(4)}}, b""),
+        ({**{values + i: four[i] for i in range(4)}, values + 10: 0x00, values + 11: 0x40}, b""),
+    ]
+    for changes, appended in forgeries:
+        with pytest.raises(FrameError):
+            w.decompress([resealed(frame, changes, appended)], ctx)
+    # The zero scale with zero means is what the encoder writes for zeros: accepted.
+    assert not np.asarray(w.decompress([resealed(frame, {**zero_means, **{values + i: zero[i] for i in range(4)}})],
+                                       ctx)).any()
 
 
 def test_skcompress_values_refuse_bad_bins():

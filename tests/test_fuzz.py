@@ -71,3 +71,26 @@ def test_python_mutation_fuzzer_finds_nothing_in_every_compressor_wrapper_and_lg
     runs, found, _ = py_fuzz.fuzz_lgc_frames(1.0, 0, findings.append)
     assert found == 0 and runs > 100, findings[:5]
     assert total > 2000
+
+
+def test_campaign_selectors_name_the_decoders_fuzz_sections_runs():
+    """fuzz/campaign.sh pins each fuzz_sections decoder by selector number: each name
+    must be the codec that number selects (index codecs, then DR_INDEX_COUNT_ + value
+    codecs, then the permutation section), every decoder must have its line, and the
+    seed corpus must hold a section for each."""
+    from deepreduce._native import lib
+    text = (ROOT / "fuzz" / "campaign.sh").read_text()
+    pinned = {}
+    for word in text.split():
+        parts = word.strip('"').split(":")
+        if len(parts) == 3 and parts[0] == "fuzz_sections" and parts[1] != "-1":
+            pinned[parts[2]] = int(parts[1])
+    expected = {"permutation": make_corpus.PERMUTATION}
+    for name in dir(lib):
+        for side, base in (("INDEX", 0), ("VALUE", lib.DR_INDEX_COUNT_)):
+            prefix = f"DR_{side}_"
+            if name.startswith(prefix) and not name.endswith(("_RAW", "COUNT_")):
+                expected[f"{side.lower()}-{name[len(prefix):].lower()}"] = base + getattr(lib, name)
+    assert pinned == expected
+    seeded = {blob[0] for blob in make_corpus.sections()}
+    assert set(expected.values()) <= seeded

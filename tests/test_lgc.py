@@ -269,9 +269,10 @@ def test_corrupt_and_foreign_frames_are_refused():
     parsed = codec.open(frame, frames.PS_LEAD, 4096, "test", count=4, latent=4)
     assert parsed.indices.tolist() == S.tolist() and parsed.order.tolist() == order.tolist()
     # Well-sealed frames from someone who knows the format, with an order that is no
-    # permutation: refused.
+    # permutation: refused, the message naming the bad entry.
     S5 = np.array([3, 9, 100, 4000, 4001], dtype=np.uint32)  # 3 bits per entry: room for 7
-    for S_, forged, why in ((S, [2, 0, 2, 1], "repeats"), (S5, [2, 0, 3, 7, 1], "out of range")):
+    for S_, forged, why in ((S, [2, 0, 2, 1], "entry 2 repeats at positions 0 and 2"),
+                            (S5, [2, 0, 3, 7, 1], "entry 7 at position 3 is out of range for 5 entries")):
         bad = codec.build(frames.PS_LEAD, 4096, S_, np.array(forged, dtype=np.uint32), **lead)
         with pytest.raises(FrameError, match=why):
             codec.open(bad, frames.PS_LEAD, 4096, "test", count=S_.size, latent=4)

@@ -180,9 +180,7 @@ class BloomIndex(IndexCodec):
     def __init__(self, fpr=None, policy="leftmost"):
         if policy not in POLICIES:
             raise UnknownNameError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
-        if fpr is not None and not 0.0 < number(fpr, "fpr", 0.0, 1.0, high_open=True):
-            raise ValueError(f"fpr must be in (0, 1), got {fpr!r}")
-        self.fpr = fpr
+        self.fpr = None if fpr is None else number(fpr, "fpr", 0, 1, low_open=True, high_open=True)
         self.policy_name = policy
         self.policy = POLICIES[policy]
         # P0's count (and so the value section) follows |P|; the other policies keep r.

@@ -51,6 +51,20 @@ def unpack(buf, offset, length, count, out, what, signs=None):
         np.not_equal(out & 1, 0, out=signs)
         out >>= 1
     if lib.dr_permutation_check(u32(out), count) != lib.DR_OK:
-        raise FrameError(f"{what}: the permutation section is no permutation of {count} entries "
-                         "(an entry repeats or is out of range)")
+        raise FrameError(f"{what}: the permutation section is no permutation of {count} entries: "
+                         f"{_first_bad_entry(out, count)}")
     return out
+
+
+def _first_bad_entry(perm, count):
+    """What is wrong with the refused ``perm``: its first entry out of range, else the
+    smallest value that repeats, with both positions. Cold path:
+    dr_permutation_check leaves perm as it arrived, so it can be read again here."""
+    wide = np.flatnonzero(perm >= count)
+    if wide.size:
+        return f"entry {int(perm[wide[0]])} at position {int(wide[0])} is out of range for {count} entries"
+    # Sorted stably, a repeated value's second occurrence follows its first.
+    order = np.argsort(perm, kind="stable")
+    later = np.flatnonzero(perm[order[1:]] == perm[order[:-1]])
+    first, again = sorted(int(order[i]) for i in (later[0], later[0] + 1))
+    return f"entry {int(perm[first])} repeats at positions {first} and {again}"

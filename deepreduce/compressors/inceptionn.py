@@ -26,14 +26,16 @@ class InceptionnCompressor(FramedCompressor):
     def encode(self, flat, name):
         what = f"inceptionn of {name!r}"
         size = ffi.new("size_t *")
+        # The sizing sweep is where an Inf or a NaN is refused (refuses_nonfinite): compress
+        # then sends the marker. The encoder only runs on finite tensors after it.
         status = lib.dr_inceptionn_size(f32(flat), flat.size, self.bound_bits, size)
-        if status == lib.DR_E_NUMERIC:  # an Inf or a NaN: compress sends the marker instead
+        if status == lib.DR_E_NUMERIC:
             return None
         check(status, what)
         return framed(size[0],
                       lambda buf, cap, w: lib.dr_inceptionn_encode(f32(flat), flat.size, self.bound_bits,
                                                                    lib.DR_DTYPE_FLOAT32, buf, cap, w),
-                      what, self.refuses_nonfinite)
+                      what)
 
 
 def bits_of_error_bound(error_bound):

@@ -631,8 +631,9 @@ static void test_bloom_edges(void)
 /* SKCompress's keys, byte for byte: increments 3, 297, 1, 69699 take 1, 2, 1, 3 bytes;
  * the classes 0, 1, 0, 2 get the Huffman lengths 1, 2, 2 (table 0x29) and the canonical
  * codes 0, 10, 0, 11 (stream bits 0 10 0 11: 0x32). A lone class costs no prefix bits.
- * Non-minimal byte counts, repeated keys, set padding bits and tables that are not a
- * complete code are refused. */
+ * Non-minimal byte counts, repeated keys, set padding bits, tables that are not a
+ * complete code and complete tables other than the Huffman lengths of the decoded
+ * classes (each decodes to the right keys, but the encoder never writes it) are refused. */
 static void test_skcompress_layout(void)
 {
     static const uint32_t idx[4] = {3, 300, 301, 70000}, lone_idx[2] = {1, 5};
@@ -643,6 +644,14 @@ static void test_skcompress_layout(void)
     static const uint8_t padded[3] = {0x05, 0x02, 0x03};   /* a padding bit set */
     static const uint8_t partial[3] = {0x09, 0x00, 0x03};  /* lengths 1, 2: incomplete */
     static const uint8_t long_lone[2] = {0x03, 0x03};      /* a lone class of length 3 */
+    /* Keys 3, 10, 20, 30, 400 (classes 0, 0, 0, 0, 1): the encoder writes table 0x05;
+     * 0x29 also codes class 2, which no key uses, in the same prefix byte. */
+    static const uint8_t five[8] = {0x05, 0x10, 0x03, 0x07, 0x0a, 0x0a, 0x72, 0x01};
+    static const uint8_t five_unused[8] = {0x29, 0x10, 0x03, 0x07, 0x0a, 0x0a, 0x72, 0x01};
+    static const uint8_t one_unused[3] = {0x41, 0x00, 0x4b}; /* key 75; the encoder: 01 4b */
+    /* `want` under lengths 2, 2, 1 (class 2 gets code 0): complete, not Huffman. */
+    static const uint8_t not_huffman[9] = {0x1a, 0x1d, 0x03, 0x29, 0x01, 0x01, 0x43, 0x10, 0x01};
+    static const uint32_t five_idx[5] = {3, 10, 20, 30, 400};
     uint8_t out[16];
     uint32_t back[4];
     size_t w = 0;
@@ -665,13 +674,39 @@ static void test_skcompress_layout(void)
     CHECK_STATUS(dr_index_skcompress_decode(long_lone, sizeof long_lone, 10, 1, back),
                  DR_E_CORRUPT);
     CHECK_STATUS(dr_index_skcompress_decode(want, 0, 100000, 4, back), DR_E_CORRUPT);
+    {
+        uint32_t five_back[5];
+        CHECK_OK(dr_index_skcompress_encode(five_idx, 5, 2000, out, sizeof out, &w));
+        CHECK(w == sizeof five && memcmp(out, five, w) == 0);
+        CHECK_OK(dr_index_skcompress_decode(five, sizeof five, 2000, 5, five_back));
+        CHECK_STATUS(dr_index_skcompress_decode(five_unused, sizeof five_unused, 2000, 5, five_back),
+                     DR_E_CORRUPT);
+    }
+    CHECK_STATUS(dr_index_skcompress_decode(one_unused, sizeof one_unused, 847, 1, back),
+                 DR_E_CORRUPT);
+    CHECK_STATUS(dr_index_skcompress_decode(not_huffman, sizeof not_huffman, 100000, 4, back),
+                 DR_E_CORRUPT);
+    {
+        /* Class counts 1, 1, 2, 2: after joining classes 0 and 1 (weight 2), three nodes
+         * weigh 2; the leaves win the tie (lower node numbers), so every class gets 2 bits
+         * (table 0xaa). Taking the joined node first would give lengths 3, 3, 2, 1. */
+        static const uint32_t ties[6] = {1, 257, 65793, 131329, 16908545, 33685761};
+        uint32_t ties_back[6];
+        uint8_t sec[32];
+        CHECK_OK(dr_index_skcompress_encode(ties, 6, 33685762, sec, sizeof sec, &w));
+        CHECK(sec[0] == 0xaa);
+        CHECK_OK(dr_index_skcompress_decode(sec, w, 33685762, 6, ties_back));
+        CHECK(memcmp(ties_back, ties, sizeof ties) == 0);
+    }
 }
 
 /* A permutation passes and ends unchanged; an entry out of range or repeated is refused,
- * and the marks the check sets are cleared either way. */
+ * and the buffer ends as it began either way (also for an entry whose top bit, the
+ * check's mark, is set). */
 static void test_permutation_check(void)
 {
     uint32_t good[5] = {3, 0, 4, 1, 2}, repeat[5] = {3, 0, 3, 1, 2}, wide[3] = {0, 3, 1};
+    uint32_t marked[3] = {1, 0x80000001u, 0};
     static const uint32_t good0[5] = {3, 0, 4, 1, 2}, repeat0[5] = {3, 0, 3, 1, 2};
     CHECK_OK(dr_permutation_check(good, 5));
     CHECK(memcmp(good, good0, sizeof good) == 0);
@@ -679,6 +714,8 @@ static void test_permutation_check(void)
     CHECK(memcmp(repeat, repeat0, sizeof repeat) == 0);
     CHECK_STATUS(dr_permutation_check(wide, 3), DR_E_CORRUPT);
     CHECK(wide[0] == 0 && wide[1] == 3 && wide[2] == 1);
+    CHECK_STATUS(dr_permutation_check(marked, 3), DR_E_CORRUPT);
+    CHECK(marked[0] == 1 && marked[1] == 0x80000001u && marked[2] == 0);
     CHECK_OK(dr_permutation_check(NULL, 0));
     CHECK_STATUS(dr_permutation_check(NULL, 1), DR_E_ARG);
 }

@@ -631,6 +631,48 @@ static void test_sketch_values(void)
     }
 }
 
+/* Sections that decode to values but that the encoder never writes, built from the
+ * section of eight equal values (scale 2, bin 3's mean 32767, lengths 0 0 0 1): each set
+ * of quantised values has one encoding, so each forgery is refused. */
+static void skcompress_forgeries(const uint8_t *eq, size_t eq_len)
+{
+    static const float minus_zero = -0.0f, doubled = 4.0f, zero = 0.0f;
+    static const int16_t halved = 16384, stray = 5, full = 32767;
+    uint8_t sec[64], big[4 + 3 * 32 + 1];
+    float out[8];
+    unsigned b;
+    CHECK(eq_len == 16 && eq[12] == 0 && eq[14] == 0 && eq[15] == 1);
+    /* A code for the unused bin 2 (lengths 0 0 1 1) and the stream of eight 1 bits. */
+    memcpy(sec, eq, eq_len);
+    sec[14] = 1;
+    sec[16] = 0xff;
+    CHECK_STATUS(dr_value_skcompress_decode(sec, 17, 8, 4, out), DR_E_CORRUPT);
+    /* The scale doubled and the mean at full scale halved: near the same values. */
+    memcpy(sec, eq, eq_len);
+    memcpy(sec, &doubled, 4);
+    memcpy(sec + 4 + 2 * 3, &halved, 2);
+    CHECK_STATUS(dr_value_skcompress_decode(sec, eq_len, 8, 4, out), DR_E_CORRUPT);
+    /* A scale of 0 with a non-zero mean; then all means 0 (what the encoder writes for
+     * zeros) passes, and the same with a scale of -0.0 does not. */
+    memcpy(sec, eq, eq_len);
+    memcpy(sec, &zero, 4);
+    memcpy(sec + 4 + 2 * 3, &stray, 2);
+    CHECK_STATUS(dr_value_skcompress_decode(sec, eq_len, 8, 4, out), DR_E_CORRUPT);
+    memset(sec + 4, 0, 8);
+    CHECK_OK(dr_value_skcompress_decode(sec, eq_len, 8, 4, out));
+    memcpy(sec, &minus_zero, 4);
+    CHECK_STATUS(dr_value_skcompress_decode(sec, eq_len, 8, 4, out), DR_E_CORRUPT);
+    /* 32 bins with lengths 1, 2, .., 24, 25, 25 (a complete code past the 24-bit limit),
+     * one value coded 0 in bin 0. */
+    memset(big, 0, sizeof big);
+    memcpy(big, &doubled, 4);
+    memcpy(big + 4, &full, 2);
+    for (b = 0; b < 24; b++)
+        big[4 + 2 * 32 + b] = (uint8_t)(b + 1);
+    big[4 + 2 * 32 + 24] = big[4 + 2 * 32 + 25] = 25;
+    CHECK_STATUS(dr_value_skcompress_decode(big, sizeof big, 1, 32, out), DR_E_CORRUPT);
+}
+
 /* SKCompress's values: every value decodes to its bin's mean as the plain sketch gives
  * it (up to the int16 means' step of 1/32767 of the largest), the section is 4 + 3 bins +
  * the Huffman codes (2 bits a value at 4 equal-count bins), a lone bin codes in 0 bits,
@@ -686,6 +728,7 @@ static void test_skcompress_values(void)
         CHECK(written == 4u + 12u);
         CHECK_OK(dr_value_skcompress_decode(sec, written, 8, 4, same));
         CHECK(same[0] == 2.0f && same[7] == 2.0f);
+        skcompress_forgeries(sec, written);
         CHECK_OK(dr_value_skcompress_encode(eq, 0, 4, 1, sec, sizeof sec, &written, work));
         CHECK(written == 0);
         CHECK_OK(dr_value_skcompress_decode(sec, 0, 0, 4, same));

@@ -1,18 +1,37 @@
 /* Canonical prefix codes over alphabets of up to 256 symbols (prefix_code.h). */
 #include "prefix_code.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* Huffman's construction on the used symbols: repeatedly join the two lightest nodes
- * (the lower node number on equal weights), then read each leaf's depth through its
- * parents. O(n^2) for n used symbols: at most 65,536 steps, and the alphabets here are
- * small (4 key classes, a few bins). */
+/* A used symbol's place in the queue of leaves: by weight, then node number. */
+typedef struct {
+    uint64_t weight;
+    unsigned node;
+} leaf_key;
+
+static int lighter_leaf_first(const void *x, const void *y)
+{
+    const leaf_key *a = x, *b = y;
+    if (a->weight != b->weight)
+        return a->weight < b->weight ? -1 : 1;
+    return a->node < b->node ? -1 : a->node > b->node;
+}
+
+/* Huffman's construction on the used symbols: repeatedly join the two lightest nodes,
+ * the lower node number on equal weights (leaves are numbered 0.. in symbol order, joined
+ * nodes after them as made), then read each leaf's depth through its parents. Joined
+ * weights never decrease, so the lightest node is the head of one of two queues: the
+ * leaves sorted by (weight, number), and the joined nodes as made; on equal weights the
+ * leaf is taken, its number being the lower. O(n log n) for n used symbols, which a
+ * decoder pays to check a section's table (dr_prefix_is_huffman). */
 void dr_prefix_lengths(const uint64_t *count, unsigned nsym, uint8_t *len_out)
 {
     uint64_t weight[2 * DR_PREFIX_MAX_SYMBOLS], total = 0, floor_w;
     uint16_t parent[2 * DR_PREFIX_MAX_SYMBOLS], leaf_of[DR_PREFIX_MAX_SYMBOLS];
-    uint8_t alive[2 * DR_PREFIX_MAX_SYMBOLS];
-    unsigned s, used = 0, nodes, k;
+    uint8_t depth[2 * DR_PREFIX_MAX_SYMBOLS];
+    leaf_key leaves[DR_PREFIX_MAX_SYMBOLS];
+    unsigned s, used = 0, nodes, k, next_leaf = 0, next_joined;
 
     memset(len_out, 0, nsym);
     for (s = 0; s < nsym; s++)
@@ -24,7 +43,8 @@ void dr_prefix_lengths(const uint64_t *count, unsigned nsym, uint8_t *len_out)
             continue;
         leaf_of[used] = (uint16_t)s;
         weight[used] = count[s] > floor_w ? count[s] : floor_w;
-        alive[used] = 1;
+        leaves[used].weight = weight[used];
+        leaves[used].node = used;
         used++;
     }
     if (used == 0)
@@ -33,33 +53,27 @@ void dr_prefix_lengths(const uint64_t *count, unsigned nsym, uint8_t *len_out)
         len_out[leaf_of[0]] = 1; /* the lone symbol: an empty code */
         return;
     }
-    nodes = used;
+    qsort(leaves, used, sizeof *leaves, lighter_leaf_first);
+    nodes = next_joined = used;
     for (k = 1; k < used; k++) {
-        unsigned a = 2u * DR_PREFIX_MAX_SYMBOLS, b = a, i;
-        for (i = 0; i < nodes; i++) {
-            if (!alive[i])
-                continue;
-            if (a == 2u * DR_PREFIX_MAX_SYMBOLS || weight[i] < weight[a]) {
-                b = a;
-                a = i;
-            } else if (b == 2u * DR_PREFIX_MAX_SYMBOLS || weight[i] < weight[b]) {
-                b = i;
-            }
+        unsigned pick[2], p;
+        for (p = 0; p < 2; p++) {
+            if (next_leaf < used &&
+                (next_joined == nodes || leaves[next_leaf].weight <= weight[next_joined]))
+                pick[p] = leaves[next_leaf++].node;
+            else
+                pick[p] = next_joined++;
         }
-        alive[a] = alive[b] = 0;
-        weight[nodes] = weight[a] + weight[b];
-        alive[nodes] = 1;
-        parent[a] = parent[b] = (uint16_t)nodes;
+        weight[nodes] = weight[pick[0]] + weight[pick[1]];
+        parent[pick[0]] = parent[pick[1]] = (uint16_t)nodes;
         nodes++;
     }
-    for (k = 0; k < used; k++) {
-        unsigned depth = 0, i = k;
-        while (i != nodes - 1u) {
-            i = parent[i];
-            depth++;
-        }
-        len_out[leaf_of[k]] = (uint8_t)depth;
-    }
+    /* A parent is numbered above its children: one pass down from the root. */
+    depth[nodes - 1u] = 0;
+    for (k = nodes - 1u; k-- > 0;)
+        depth[k] = (uint8_t)(depth[parent[k]] + 1u);
+    for (k = 0; k < used; k++)
+        len_out[leaf_of[k]] = depth[k];
 }
 
 static uint32_t reverse_bits(uint32_t v, unsigned bits)
@@ -133,4 +147,11 @@ uint64_t dr_prefix_cost(const dr_prefix_code *pc, const uint64_t *count)
     for (s = 0; s < pc->nsym; s++)
         bits += count[s] * pc->len[s];
     return bits;
+}
+
+int dr_prefix_is_huffman(const uint8_t *len, const uint64_t *count, unsigned nsym)
+{
+    uint8_t rebuilt[DR_PREFIX_MAX_SYMBOLS];
+    dr_prefix_lengths(count, nsym, rebuilt);
+    return memcmp(rebuilt, len, nsym) == 0;
 }

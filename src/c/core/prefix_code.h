@@ -21,7 +21,8 @@
 #include <stdint.h>
 
 #define DR_PREFIX_MAX_SYMBOLS 256
-#define DR_PREFIX_MAX_LEN 32
+/* The longest code dr_prefix_lengths can build (see there); dr_prefix_build refuses longer. */
+#define DR_PREFIX_MAX_LEN 24
 
 typedef struct {
     unsigned nsym;                          /* alphabet size, <= DR_PREFIX_MAX_SYMBOLS */
@@ -51,6 +52,13 @@ int dr_prefix_build(dr_prefix_code *pc, const uint8_t *len, unsigned nsym);
 
 /* Total bits of coding count[s] occurrences of every symbol s. */
 uint64_t dr_prefix_cost(const dr_prefix_code *pc, const uint64_t *count);
+
+/* 1 if len[0..nsym) is byte for byte the table dr_prefix_lengths builds for
+ * count[0..nsym) (what an encoder writes for those symbols), else 0. A decoder counts
+ * the symbols it decoded and asks this, so that a section has exactly one encoding: a
+ * forged table (a code for an unused symbol, or a complete code that is not the Huffman
+ * code of the counts) is refused even though it decodes. O(nsym log nsym). */
+int dr_prefix_is_huffman(const uint8_t *len, const uint64_t *count, unsigned nsym);
 
 /* Decode one symbol from the LSB-first stream in[0..len_bytes) at bit *bp (advanced).
  * DR_E_CORRUPT if the stream ends inside a code. */

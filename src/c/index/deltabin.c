@@ -85,7 +85,7 @@ int dr_index_skcompress_decode(const uint8_t *in, size_t len, size_t d, size_t r
 {
     uint8_t lengths[CLASSES];
     dr_prefix_code pc;
-    uint64_t bp = 0, bytes = 0, prev = 0;
+    uint64_t count[CLASSES] = {0, 0, 0, 0}, bp = 0, bytes = 0, prev = 0;
     size_t j, pos;
     unsigned c;
     int st = dr_index_check_decode(in, len, d, r, idx_out);
@@ -106,7 +106,11 @@ int dr_index_skcompress_decode(const uint8_t *in, size_t len, size_t d, size_t r
             return DR_E_CORRUPT;
         idx_out[j] = c + 1u;
         bytes += c + 1u;
+        count[c]++;
     }
+    /* The table must be the one the encoder builds for these classes: one encoding. */
+    if (!dr_prefix_is_huffman(lengths, count, CLASSES))
+        return DR_E_CORRUPT;
     pos = 1u + (size_t)((bp + 7u) / 8u);
     /* Padding bits after the last prefix are zero, and nothing follows the increments. */
     if ((bp & 7u) != 0 && (in[1u + bp / 8u] >> (bp & 7u)) != 0)

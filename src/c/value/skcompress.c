@@ -10,6 +10,7 @@
 #include "../quant/sketch_fill.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MEAN_STEPS 32767.0
@@ -109,11 +110,12 @@ int dr_value_skcompress_decode(const uint8_t *in, size_t len, size_t r, uint32_t
                                float *val_out)
 {
     float table[DR_SKCOMPRESS_MAX_BINS], scale;
+    uint64_t count[DR_SKCOMPRESS_MAX_BINS], bp = 0;
     dr_prefix_code pc;
-    const uint8_t *codes;
+    const uint8_t *codes, *lengths = in + 4u + 2u * (size_t)bins;
     size_t j, stream;
-    uint64_t bp = 0;
     uint32_t b;
+    int top = 0; /* the largest |mean| */
     if (!bins_ok(bins) || (uint64_t)r > UINT32_MAX || (in == NULL && len > 0) ||
         (r > 0 && val_out == NULL))
         return DR_E_ARG;
@@ -122,17 +124,25 @@ int dr_value_skcompress_decode(const uint8_t *in, size_t len, size_t r, uint32_t
     if (len < head_size(bins))
         return DR_E_FRAME_SHORT;
     memcpy(&scale, in, 4);
-    if (!isfinite(scale) || !(scale >= 0.0f))
+    /* signbit also refuses -0.0, which the encoder never writes. */
+    if (!isfinite(scale) || signbit(scale))
         return DR_E_CORRUPT;
     for (b = 0; b < bins; b++) {
         int16_t v;
         memcpy(&v, in + 4u + 2u * b, 2);
         if (v == INT16_MIN)
             return DR_E_CORRUPT;
+        top = abs(v) > top ? abs(v) : top;
         table[b] = (float)((double)scale * v / MEAN_STEPS);
     }
-    if (dr_prefix_build(&pc, in + 4u + 2u * (size_t)bins, bins) != DR_OK)
+    /* The encoder's scale is the largest |mean|, so that mean is written as +-32767, and
+     * a zero scale zeroes every mean: any other pair (say the scale doubled and the means
+     * halved) is a second encoding of the same values. */
+    if (top != (scale > 0.0f ? 32767 : 0))
         return DR_E_CORRUPT;
+    if (dr_prefix_build(&pc, lengths, bins) != DR_OK)
+        return DR_E_CORRUPT;
+    memset(count, 0, bins * sizeof *count);
     codes = in + head_size(bins);
     stream = len - head_size(bins);
     for (j = 0; j < r; j++) {
@@ -140,7 +150,10 @@ int dr_value_skcompress_decode(const uint8_t *in, size_t len, size_t r, uint32_t
         if (dr_prefix_decode(&pc, codes, stream, &bp, &sym) != DR_OK)
             return DR_E_FRAME_SHORT;
         val_out[j] = table[sym];
+        count[sym]++;
     }
+    if (!dr_prefix_is_huffman(lengths, count, bins))
+        return DR_E_CORRUPT;
     if ((bp + 7u) / 8u != (uint64_t)stream)
         return DR_E_FRAME_FIELD;
     if ((bp & 7u) != 0 && (codes[bp / 8u] >> (bp & 7u)) != 0)

@@ -52,9 +52,11 @@ int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_
 /* ---------------------------------------------------------------------- permutations */
 
 /* DR_OK if perm[0..n) holds every value 0..n-1 exactly once, DR_E_CORRUPT if an entry is
- * n or more or repeats. The check marks entries in place (the top bit of perm[v] records
- * that v was seen) and clears every mark before returning, so perm ends as it began and
- * no scratch is needed: O(n). DR_E_ARG if n > 2^31 or perm is NULL with n > 0. */
+ * n or more or repeats. perm ends exactly as it began, whatever the result: entries are
+ * first checked to be below n, then marked in place (the top bit of perm[v] records that
+ * v was seen, free since n <= 2^31) and every mark is cleared before returning; no
+ * scratch is needed, O(n). A caller that wants to name the bad entry can scan perm
+ * after a refusal. DR_E_ARG if n > 2^31 or perm is NULL with n > 0. */
 int dr_permutation_check(uint32_t *perm, size_t n);
 
 /* ------------------------------------------------------------------------------ rle */
@@ -158,9 +160,11 @@ int dr_index_varint_decode(const uint8_t *in, size_t len, size_t d, size_t r,
  *     deltas   each delta_j in n_j little-endian bytes, in key order
  * At density 1% nearly every increment takes one byte and its prefix one bit: the Fig. 8
  * set (d = 36,864, r = 368) costs 1 + 46 + 401 = 448 bytes, 9.7 bits a key (SketchML's
- * fixed 2-bit prefixes: 493). The decoder refuses a table that is not a valid code,
- * non-minimal byte counts, a zero increment after the first key, keys >= d, set padding
- * bits and stray bytes. */
+ * fixed 2-bit prefixes: 493). The table is the Huffman lengths of the class counts
+ * (ties broken by class), so each key set has exactly one section: the decoder counts
+ * the classes it decoded and refuses (DR_E_CORRUPT) any other table, even a complete
+ * code that decodes. It also refuses non-minimal byte counts, a zero increment after
+ * the first key, keys >= d, set padding bits and stray bytes. */
 
 size_t dr_index_skcompress_bound(size_t d, size_t r);
 

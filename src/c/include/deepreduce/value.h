@@ -243,19 +243,25 @@ int dr_value_sketch_decode(const uint8_t *in, size_t len, size_t r, uint32_t bin
  * (a lossy hash table of the indices) is not used.
  *
  * Section (r > 0; r = 0 is the empty section):
- *     scale    float32: the largest |bucket mean| (finite, >= 0)
+ *     scale    float32: the largest |bucket mean| (finite, +0.0 or above)
  *     means    bins int16: bucket j decodes to scale * means[j] / 32767 (-32768 refused)
  *     lengths  bins uint8: the code length of each bucket's index, 0 for an unused
- *              bucket; a complete canonical prefix code, or a lone bucket written as 1
- *              and coded in 0 bits (lengths <= 24)
+ *              bucket: the Huffman lengths of the bucket counts (ties broken by
+ *              bucket, counts raised to at least ceil(r / 65536), so lengths <= 24); a
+ *              lone used bucket is written as 1 and coded in 0 bits
  *     codes    the r codes in value order, LSB-first stream, each code most significant
  *              bit first, zero-padded to a byte
  * Canonical codes: buckets sorted by (length, index) take consecutive code values.
  * Size 4 + 3 bins + ceil(bits / 8). Fig. 8 check (r = 368, Laplace top-1%): 4 bins give
  * 2-bit codes, 4 + 12 + 92 = 108 bytes; 2 bins 4 + 6 + 46 = 56 bytes.
- * The decoder refuses a non-finite or negative scale, a mean of -32768, a table that is
- * not a valid code (DR_E_CORRUPT), codes running past the end (DR_E_FRAME_SHORT), bytes
- * after the last code (DR_E_FRAME_FIELD) and set padding bits (DR_E_CORRUPT). */
+ * Each set of quantised values has exactly one section. The decoder refuses with
+ * DR_E_CORRUPT: a non-finite or negative scale (-0.0 included); a mean of -32768; a
+ * scale of 0 with a non-zero mean, or a scale above 0 where no mean is +-32767 (the
+ * bucket at full scale); lengths that are not a valid code, or above 24; and lengths
+ * other than those the encoder builds for the bucket counts it decoded (a code for an
+ * unused bucket, or a complete code that is not the Huffman code), and set padding
+ * bits. Codes running past the end give DR_E_FRAME_SHORT, bytes after the last code
+ * DR_E_FRAME_FIELD. */
 #define DR_SKCOMPRESS_MAX_BINS 256
 #define DR_SKCOMPRESS_DEFAULT_BINS 4
 
@@ -267,11 +273,14 @@ size_t dr_value_skcompress_bound(size_t r, uint32_t bins);
  * 0 for bad bins. */
 size_t dr_value_skcompress_workspace_size(size_t r, uint32_t bins);
 
-/* DR_E_ARG for bad bins, a NULL buffer or misaligned work; DR_E_NUMERIC for a non-finite
- * value. */
+/* Writes the section to out[0..cap) and its size to *written. DR_E_ARG for bad bins, a
+ * NULL buffer or misaligned work; DR_E_NUMERIC for a non-finite value;
+ * DR_E_DST_TOO_SMALL if cap is below the section's size (cap >= bound always holds it). */
 int dr_value_skcompress_encode(const float *val, size_t r, uint32_t bins, uint64_t key,
                                uint8_t *out, size_t cap, size_t *written, void *work);
 
+/* Decodes the section in[0..len) of r values into val_out[0..r); the refusals are those
+ * listed in the section's description above. DR_E_ARG for bad bins or a NULL buffer. */
 int dr_value_skcompress_decode(const uint8_t *in, size_t len, size_t r, uint32_t bins,
                                float *val_out);
 
