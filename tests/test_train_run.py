@@ -56,6 +56,17 @@ def test_default_run_writes_logs_plot_and_table(spawned):
     assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_run_with_progress_bars_ends_without_a_leaked_semaphore(tmp_path):
+    """The README's job draws tqdm bars in a worker, which leaves by os._exit: tqdm's
+    default multiprocessing lock would stay registered and Python would warn at exit."""
+    proc = subprocess.run([sys.executable, "-m", "deepreduce", "train", "--epochs", "1", "--no-baseline",
+                           "--workers", "2", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "compressed:" in proc.stderr  # the bar was drawn
+    assert "leaked semaphore" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs mpirun")
 def test_mpirun_reproduces_spawn(spawned, tmp_path):
     pytest.importorskip("mpi4py")

@@ -178,7 +178,13 @@ def _progress_bar(label, cfg, dataset, world_size, channel):
     if channel is not None:  # the process that spawned us draws the bar
         from .progress import ChannelBar
         return ChannelBar(channel, label, cfg.epochs * steps)
+    import threading
+
     from tqdm import tqdm
+    # tqdm's default lock is a multiprocessing one, a named semaphore that a worker leaving
+    # by os._exit (launch.leave) never unlinks: the run would end with Python's "leaked
+    # semaphore" warning. One process draws this bar, so a thread lock is enough.
+    tqdm.set_lock(threading.RLock())
     return tqdm(total=cfg.epochs * steps, desc=label, unit="step", dynamic_ncols=True)
 
 
