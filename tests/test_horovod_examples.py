@@ -21,7 +21,9 @@ CONFIGS = {
     "qsgd": {"compressor": "qsgd", "memory": "none", "communicator": "allgather"},
 }
 TOPK_PARAMS = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.3}
-LINE = re.compile(r"rank (\d+): (.*)weights sha256 ([0-9a-f]{64})")
+# Non-greedy: mpirun merges the ranks' stdout, and one rank's line can arrive before the
+# other's newline ("... sha256 <hex>rank 0: ..."), so two digests may share a line.
+LINE = re.compile(r"rank (\d+): (.*?)weights sha256 ([0-9a-f]{64})")
 
 
 @pytest.fixture(scope="module")
