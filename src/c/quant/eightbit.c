@@ -78,8 +78,7 @@ static unsigned nearest(const float *table, const float *steps, float a)
  * nearest(y / scale) >= c (bound[0] = 0). Codes rise with the magnitude (y / scale rounds
  * monotonically, and the nearest entry of a rising table, ties to the lower, only moves
  * up), so each is found by bisection over the bit patterns, starting from the one
- * before: about 127 * 31 calls of nearest(). The AVX-512 search compares magnitudes with
- * these rather than dividing. */
+ * before: about 127 * 31 calls of nearest(). */
 static void code_bounds(const float *table, const float *steps, float scale, uint32_t *bound)
 {
     uint32_t top, c;
@@ -100,12 +99,159 @@ static void code_bounds(const float *table, const float *steps, float scale, uin
     }
 }
 
+/* The buckets from bound[1]'s (less one) to the scale's: 2^21 (the ratio of 1 to half the
+ * least entry, 1e-6) spans at most 22 exponents of 128 buckets, plus one. */
+#define DR_EIGHTBIT_BUCKETS (24u * 128u)
+
+/* The code as a function of the magnitude's bit pattern m is a staircase whose steps are
+ * the bounds. Cut the patterns into buckets of 2^16 (the exponent and the top 7 mantissa
+ * bits, a relative width of at most 1/128) and each bucket holds at most one step: the
+ * narrowest relative gap between codes, at the top decade, is 0.9/64 (1.4%). Entry b,
+ * for the patterns (base + b) << 16 onwards, is (c0 << 16) + 2^16 - t where c0 is the
+ * code at the bucket's start and t (1..2^16 - 1) how far into it the next code begins, or
+ * just c0 << 16 when the next code begins past the bucket; then
+ *     code = (entry + (m & 0xffff)) >> 16,
+ * the carry adding the step. Bucket 0 ends at or below bound[1], so it is all zeros and
+ * the magnitudes below it clamp into it. Returns the bucket count, or 0 where a bucket
+ * would hold two steps or the table would not fit (scales near the subnormals, whose
+ * buckets are wider): those take nearest() per element. */
+static uint32_t code_buckets(const uint32_t *bound, uint32_t top, uint32_t *entry, uint32_t *base)
+{
+    uint32_t b, count, c = 0;
+    if (bound[1] < 0x10000u)
+        return 0;
+    *base = (bound[1] >> 16) - 1u;
+    count = (top >> 16) - *base + 1u;
+    if (count > DR_EIGHTBIT_BUCKETS)
+        return 0;
+    for (b = 0; b < count; b++) {
+        uint32_t start = (*base + b) << 16;
+        while (c < 127 && bound[c + 1] <= start)
+            c++;
+        entry[b] = c << 16;
+        if (c < 127 && bound[c + 1] - start < 0x10000u) {
+            if (c < 126 && bound[c + 2] - start < 0x10000u)
+                return 0;
+            entry[b] += 0x10000u - (bound[c + 1] - start);
+        }
+    }
+    return count;
+}
+
+/* The guess of eightbit_simd.h for one pattern m, as the AVX-512 lanes compute it
+ * (fmaf rounds once, as the vector fused multiply-add does). */
+static int32_t guess_estimate(const dr_eightbit_guess *g, uint32_t m)
+{
+    uint32_t e = m >> 23 > g->binade0 ? (m >> 23) - g->binade0 : 0u;
+    uint32_t z = (g->split[e] - (m & 0x7fffffu)) >> 24;
+    float y;
+    memcpy(&y, &m, sizeof y);
+    return (int32_t)fmaf(y, g->slope[z], g->offset[z]);
+}
+
+/* The guess for a scale (top: its bit pattern) and its bounds. Inside decade z (a = y /
+ * scale in (10^-z-1, 10^-z]) the codes' midpoints are evenly spaced: code 2^f - 1 +
+ * round(t), t = (a 10^z - 0.1) 2^f / 0.9 (decade 6 runs from 0: round(a 10^6)), so the
+ * estimate is that, less 1/32 so that rounding (a few ulps of y) only ever makes it one
+ * low. The decade comes from the binade: 10^-z * scale for z = 1..6 are the powers;
+ * each binade has its top's decade and one more below a power inside it. Then it checks
+ * that the estimate is the code or one below for every m in [0, top]: between the
+ * bounds, the binades' starts and the powers the decade is fixed, so the estimate rises
+ * with m there and its ends decide. Returns 1, or 0 where the scale is too close to the
+ * subnormals for the binades to fit (or the check fails, which the margin rules out):
+ * those take the buckets. */
+static int build_guess(const uint32_t *bound, float scale, uint32_t top, dr_eightbit_guess *g)
+{
+    static const double delta = 1.0 / 32.0;
+    uint32_t cut[128 + 64], power[7], count = 0, e, c, k, z, lo;
+    for (k = 1; k <= 6u; k++) {
+        float p = (float)(pow(10.0, -(double)k) * (double)scale);
+        memcpy(power + k, &p, sizeof *power);
+    }
+    if (power[6] >> 23 < 2u || (top >> 23) - ((power[6] >> 23) - 1u) >= 32u)
+        return 0;
+    g->binade0 = (power[6] >> 23) - 1u; /* wholly below 10^-6 * scale, but for rounding */
+    for (e = 0; e < 32u; e++) {
+        uint32_t start = (g->binade0 + e) << 23, zhi = 0, split = 0;
+        for (k = 1; k <= 6u; k++) {
+            zhi += power[k] >= start + (1u << 23); /* at or above the binade's end */
+            if (power[k] >> 23 == g->binade0 + e && (power[k] & 0x7fffffu) != 0)
+                split = power[k] & 0x7fffffu;
+        }
+        g->split[e] = split ? ((zhi + 1u) << 24) + split - 1u : (zhi << 24) + 0xffffffu;
+        if (g->binade0 + e <= top >> 23) {
+            cut[count++] = e == 0 ? 0u : start;
+            if (split)
+                cut[count++] = start + split;
+        }
+    }
+    for (z = 0; z < 16u; z++) {
+        double width = (double)(1u << (z < 6u ? 6u - z : 0u)), up = pow(10.0, (double)(z < 6u ? z : 6u));
+        g->slope[z] = (float)(z < 6u ? up * width / (0.9 * (double)scale) : up / (double)scale);
+        g->offset[z] = (float)(z < 6u ? width - 0.5 - 0.1 * width / 0.9 - delta : 0.5 - delta);
+    }
+    for (c = 0; c < 127u; c++)
+        g->next[c] = bound[c + 1];
+    g->next[127] = UINT32_MAX;
+    /* The cuts: binade starts and powers (already rising), then the bounds merged in. */
+    for (c = 1; c < 128u; c++) {
+        uint32_t at = count++;
+        while (at > 0 && cut[at - 1] > bound[c]) {
+            cut[at] = cut[at - 1];
+            at--;
+        }
+        cut[at] = bound[c];
+    }
+    for (k = 0, c = 0; k < count; k++) {
+        uint32_t hi;
+        lo = cut[k];
+        if (lo > top)
+            break;
+        hi = k + 1 < count && cut[k + 1] <= top ? cut[k + 1] - (cut[k + 1] > lo) : top;
+        if (hi < lo)
+            continue;
+        while (c < 127u && bound[c + 1] <= lo)
+            c++;
+        if (guess_estimate(g, lo) < (int32_t)(c > 0 ? c - 1 : 0) || guess_estimate(g, hi) > (int32_t)c)
+            return 0;
+    }
+    return 1;
+}
+
+/* The byte for x with magnitude code c: the sign bit for nonzero codes of negative x. */
+static uint8_t signed_code(float x, unsigned c)
+{
+    return (uint8_t)(c == 0 ? 0u : c | (x < 0.0f ? 0x80u : 0u));
+}
+
+/* codes[i] from the buckets: whole vectors on the SIMD paths, the rest here. */
+static void bucket_codes(int simd, const float *x, size_t n, const uint32_t *entry,
+                         uint32_t base, uint8_t *codes)
+{
+    size_t i = 0;
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX2)
+        i = dr_eightbit_codes_avx2(x, n, entry, base, codes);
+#else
+    (void)simd;
+#endif
+    for (; i < n; i++) {
+        uint32_t u, m, b, c;
+        memcpy(&u, x + i, sizeof u);
+        m = u & 0x7fffffffu;
+        b = m >> 16 > base ? (m >> 16) - base : 0u;
+        c = (entry[b] + (m & 0xffffu)) >> 16;
+        codes[i] = signed_code(x[i], c);
+    }
+}
+
 int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, size_t cap,
                        size_t *written)
 {
     dr_frame f;
     float table[128], steps[7], scale;
-    uint32_t bound[128];
+    uint32_t bound[128], bucket[DR_EIGHTBIT_BUCKETS], base = 0;
+    dr_eightbit_guess guess;
     uint8_t *codes;
     uint32_t top;
     size_t i;
@@ -122,20 +268,25 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
     decade_steps(steps);
     dr_qf_put_f32(buf + f.section_off[0], scale);
     codes = buf + f.section_off[1];
-    i = 0;
-#if DR_HAVE_X86_SIMD
     /* The bounds cost about 4000 calls of nearest(): worth it from a few thousand
-     * elements. Tiny scales (near the subnormals) keep the scalar search. */
-    if (scale >= 1e-30f && n >= 4096u && simd >= DR_SIMD_AVX512) {
+     * elements, after which each element takes a few integer operations. */
+    if (scale > 0.0f && n >= 4096u) {
         code_bounds(table, steps, scale, bound);
-        i = dr_eightbit_codes_avx512(x, n, 1.0f / scale, bound, decade_up, steps, codes);
-    } else if (scale > 0.0f && simd >= DR_SIMD_AVX2)
-        i = dr_eightbit_codes_avx2(x, n, scale, table, decade_up, steps, codes);
+#if DR_HAVE_X86_SIMD
+        if (simd >= DR_SIMD_AVX512 && build_guess(bound, scale, top, &guess)) {
+            i = dr_eightbit_guess_avx512(x, n, &guess, codes);
+            for (; i < n; i++)
+                codes[i] = signed_code(x[i], nearest(table, steps, fabsf(x[i]) / scale));
+            return dr_frame_seal(&f, buf, cap, written);
+        }
 #endif
-    for (; i < n; i++) {
-        unsigned c = scale > 0.0f ? nearest(table, steps, fabsf(x[i]) / scale) : 0u;
-        codes[i] = (uint8_t)(c == 0 ? 0u : c | (x[i] < 0.0f ? 0x80u : 0u));
+        if (code_buckets(bound, top, bucket, &base) > 0) {
+            bucket_codes(simd, x, n, bucket, base, codes);
+            return dr_frame_seal(&f, buf, cap, written);
+        }
     }
+    for (i = 0; i < n; i++)
+        codes[i] = signed_code(x[i], scale > 0.0f ? nearest(table, steps, fabsf(x[i]) / scale) : 0u);
     return dr_frame_seal(&f, buf, cap, written);
 }
 

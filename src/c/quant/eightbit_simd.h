@@ -1,6 +1,5 @@
-/* Internal: the AVX-512 and AVX2 variants of the 8-bit encoder's codes and decoder's
- * values. The encoders code a prefix of whole groups of 16 (8) elements exactly as
- * nearest() in eightbit.c does and return its length. */
+/* Internal: the AVX-512 and AVX2 variants of the 8-bit encoder's codes and the AVX2
+ * decoder's values. */
 #ifndef DR_EIGHTBIT_SIMD_H
 #define DR_EIGHTBIT_SIMD_H
 
@@ -9,16 +8,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The AVX-512 encoder's code for a magnitude bit pattern m (built and checked by
+ * eightbit.c, build_guess): an estimate from a linear formula per decade, one step low at
+ * most, settled by one compare with where the next code begins:
+ *     e    = (m >> 23) - binade0, clamped at 0      (the binade)
+ *     z    = (split[e] - (m & 0x7fffff)) >> 24       (the decade: 6 from the binade's top,
+ *                                                    one more below a power of ten in it)
+ *     est  = trunc(fma(float m, slope[z], offset[z]))
+ *     code = est + (m >= next[est]). */
+typedef struct {
+    uint32_t binade0;
+    uint32_t split[32];
+    float slope[16], offset[16];
+    uint32_t next[128];
+} dr_eightbit_guess;
+
 #if DR_HAVE_X86_SIMD
-/* codes of x[0..n) for a scale > 0 whose inverse inv = 1/scale is finite; bound[c]: the
- * bit pattern of the least magnitude coded c or above (bound[0] = 0, rising); up and
- * steps: the per-decade constants nearest() uses (7 each). */
-size_t dr_eightbit_codes_avx512(const float *x, size_t n, float inv, const uint32_t *bound,
-                                const float *up, const float *steps, uint8_t *codes);
-/* codes of x[0..n) for scale > 0 by 8 lanes and gathers, whole groups of 8; table: the
- * 128 magnitudes. */
-size_t dr_eightbit_codes_avx2(const float *x, size_t n, float scale, const float *table,
-                              const float *up, const float *steps, uint8_t *codes);
+/* codes of x[0..n) (every |x| at most the scale the guess was built for) by the guess, for
+ * a prefix of whole groups of 16; returns its length. */
+size_t dr_eightbit_guess_avx512(const float *x, size_t n, const dr_eightbit_guess *g, uint8_t *codes);
+/* codes of x[0..n) from the encoder's bucket entries (eightbit.c, code_buckets: bucket b
+ * for the magnitude bit patterns (base + b) << 16 onwards, every finite |x| <= the scale
+ * within the table, those below base << 16 clamped to bucket 0), for a prefix of whole
+ * groups of 8; returns its length. */
+size_t dr_eightbit_codes_avx2(const float *x, size_t n, const uint32_t *entry, uint32_t base,
+                              uint8_t *codes);
 /* out[i] = +-scaled[code i & 127] (sign from bit 7) for a prefix of whole groups of 8, by
  * gathers (AVX-512 takes dr_signed_lookup128_avx512, the table in registers). */
 size_t dr_eightbit_values_avx2(const uint8_t *codes, size_t n, const float *scaled, float *out);
