@@ -273,7 +273,7 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
     if (scale > 0.0f && n >= 4096u) {
         code_bounds(table, steps, scale, bound);
 #if DR_HAVE_X86_SIMD
-        if (simd >= DR_SIMD_AVX512 && build_guess(bound, scale, top, &guess)) {
+        if (simd >= DR_SIMD_AVX512 && dr_eightbit_guess_supported() && build_guess(bound, scale, top, &guess)) {
             i = dr_eightbit_guess_avx512(x, n, &guess, codes);
             for (; i < n; i++)
                 codes[i] = signed_code(x[i], nearest(table, steps, fabsf(x[i]) / scale));

@@ -1,27 +1,49 @@
-/* The 8-bit encoder's codes from its bucket table (eightbit.c, code_buckets) on 16 and 8
- * lanes: the bucket from the magnitude's top bits, one gather of the entries (the table,
- * at most 12 KB, stays in L1), and the low bits' carry into the code. Integer operations
- * only, so the same bytes as the scalar loop. AVX2 also reads the decoder's values by
- * gathers (AVX-512 takes dr_signed_lookup128_avx512, the table in registers). */
+/* The 8-bit encoder's codes. AVX-512 (with VBMI): the guess of eightbit_simd.h, a few
+ * operations and one table read by byte permutes per 16 elements. AVX2: the bucket table
+ * (eightbit.c, code_buckets) on 8 lanes: the bucket from the magnitude's top bits, one
+ * gather of the entries (the table, at most 12 KB, stays in L1), and the low bits' carry
+ * into the code. Both exact by construction, so the same bytes as the scalar loop. AVX2
+ * also reads the decoder's values by gathers (AVX-512 takes dr_signed_lookup128_avx512,
+ * the table in registers). */
 #include "deepreduce.h"
 #include "eightbit_simd.h"
-#include "lookup_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
-DR_TARGET_AVX512 size_t dr_eightbit_guess_avx512(const float *x, size_t n, const dr_eightbit_guess *g,
-                                                 uint8_t *codes)
+/* AVX-512 with VBMI's byte permutes, which read a 128-byte table from two registers. */
+#define DR_TARGET_AVX512_VBMI \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx2,bmi,bmi2,popcnt,fma")))
+
+int dr_eightbit_guess_supported(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi");
+}
+
+DR_TARGET_AVX512_VBMI size_t dr_eightbit_guess_avx512(const float *x, size_t n, const dr_eightbit_guess *g,
+                                                      uint8_t *codes)
 {
     const __m512i abs_bits = _mm512_set1_epi32(0x7fffffff), mantissa = _mm512_set1_epi32(0x7fffff);
     const __m512i binade0 = _mm512_set1_epi32((int)g->binade0), one = _mm512_set1_epi32(1);
     const __m512i split_lo = _mm512_loadu_si512(g->split), split_hi = _mm512_loadu_si512(g->split + 16);
     const __m512 slope = _mm512_loadu_ps(g->slope), offset = _mm512_loadu_ps(g->offset);
-    __m512 next[8];
+    /* Negative x coded nonzero: the patterns from the sign bit plus bound[1] up. */
+    const __m512i negative_coded = _mm512_set1_epi32((int)(0x80000000u | g->next[0]));
+    /* Byte 0 of each lane copied into its four bytes. */
+    const __m512i spread = _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
+    uint8_t bytes[4][128];
+    __m512i plane[8];
     size_t i = 0;
-    int k;
-    for (k = 0; k < 8; k++)
-        next[k] = _mm512_castsi512_ps(_mm512_loadu_si512(g->next + 16 * k));
+    int j, c;
+    /* next[] as four 128-byte planes (byte j of each entry), two registers each. */
+    for (j = 0; j < 4; j++)
+        for (c = 0; c < 128; c++)
+            bytes[j][c] = (uint8_t)(g->next[c] >> (8 * j));
+    for (j = 0; j < 4; j++) {
+        plane[2 * j] = _mm512_loadu_si512(bytes[j]);
+        plane[2 * j + 1] = _mm512_loadu_si512(bytes[j] + 64);
+    }
     for (; i + 16 <= n; i += 16) {
         __m512i u = _mm512_loadu_si512(x + i), mag = _mm512_and_si512(u, abs_bits);
         /* The binade, clamped at 0 by a saturating subtract on the low halves (the high
@@ -32,11 +54,15 @@ DR_TARGET_AVX512 size_t dr_eightbit_guess_avx512(const float *x, size_t n, const
                                       24);
         __m512i est = _mm512_cvttps_epi32(_mm512_fmadd_ps(_mm512_castsi512_ps(mag), _mm512_permutexvar_ps(z, slope),
                                                           _mm512_permutexvar_ps(z, offset)));
-        __m512i bound = _mm512_castps_si512(dr_lookup128_avx512(next, est));
-        __m512i code = _mm512_mask_add_epi32(est, _mm512_cmpge_epu32_mask(mag, bound), est, one);
-        /* Sign bit for nonzero codes of negative x. */
-        code = _mm512_mask_or_epi32(code, _mm512_mask_test_epi32_mask(_mm512_movepi32_mask(u), code, code), code,
-                                    _mm512_set1_epi32(0x80));
+        /* next[est], a byte at a time: each permute reads byte j of every lane's entry
+         * (the index bytes still hold est) into that lane's byte j. */
+        __m512i bound = _mm512_shuffle_epi8(est, spread), code;
+        bound = _mm512_mask2_permutex2var_epi8(plane[0], bound, 0x1111111111111111ull, plane[1]);
+        bound = _mm512_mask2_permutex2var_epi8(plane[2], bound, 0x2222222222222222ull, plane[3]);
+        bound = _mm512_mask2_permutex2var_epi8(plane[4], bound, 0x4444444444444444ull, plane[5]);
+        bound = _mm512_mask2_permutex2var_epi8(plane[6], bound, 0x8888888888888888ull, plane[7]);
+        code = _mm512_mask_add_epi32(est, _mm512_cmpge_epu32_mask(mag, bound), est, one);
+        code = _mm512_mask_or_epi32(code, _mm512_cmpge_epu32_mask(u, negative_coded), code, _mm512_set1_epi32(0x80));
         _mm_storeu_si128((__m128i *)(codes + i), _mm512_cvtepi32_epi8(code));
     }
     return i;
