@@ -138,15 +138,18 @@ static uint32_t code_buckets(const uint32_t *bound, uint32_t top, uint32_t *entr
     return count;
 }
 
+#if DR_HAVE_X86_SIMD
 /* The guess of eightbit_simd.h for one pattern m, as the AVX-512 lanes compute it
- * (fmaf rounds once, as the vector fused multiply-add does). */
+ * (fmaf rounds once, as the vector fused multiply-add does); past the int range (which
+ * the check below would refuse) INT32_MAX. */
 static int32_t guess_estimate(const dr_eightbit_guess *g, uint32_t m)
 {
     uint32_t e = m >> 23 > g->binade0 ? (m >> 23) - g->binade0 : 0u;
     uint32_t z = (g->split[e] - (m & 0x7fffffu)) >> 24;
     float y;
     memcpy(&y, &m, sizeof y);
-    return (int32_t)fmaf(y, g->slope[z], g->offset[z]);
+    y = fmaf(y, g->slope[z], g->offset[z]);
+    return y < 2147483648.0f ? (int32_t)y : INT32_MAX;
 }
 
 /* The guess for a scale (top: its bit pattern) and its bounds. Inside decade z (a = y /
@@ -217,6 +220,7 @@ static int build_guess(const uint32_t *bound, float scale, uint32_t top, dr_eigh
     }
     return 1;
 }
+#endif
 
 /* The byte for x with magnitude code c: the sign bit for nonzero codes of negative x. */
 static uint8_t signed_code(float x, unsigned c)
@@ -251,7 +255,6 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
     dr_frame f;
     float table[128], steps[7], scale;
     uint32_t bound[128], bucket[DR_EIGHTBIT_BUCKETS], base = 0;
-    dr_eightbit_guess guess;
     uint8_t *codes;
     uint32_t top;
     size_t i;
@@ -273,6 +276,7 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
     if (scale > 0.0f && n >= 4096u) {
         code_bounds(table, steps, scale, bound);
 #if DR_HAVE_X86_SIMD
+        dr_eightbit_guess guess;
         if (simd >= DR_SIMD_AVX512 && dr_eightbit_guess_supported() && build_guess(bound, scale, top, &guess)) {
             i = dr_eightbit_guess_avx512(x, n, &guess, codes);
             for (; i < n; i++)
