@@ -296,9 +296,10 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
 
 int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
-    float table[128], scale;
+    float table[128], value[256], scale;
     const uint8_t *codes;
     size_t i;
+    unsigned c;
     /* Byte codes have no padding bits to check. */
     int st = dr_qf_open_scaled(buf, len, DR_KIND_EIGHTBIT, n, n, 8, out, &scale, &codes);
     if (st != DR_OK)
@@ -313,12 +314,14 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512)
         i = dr_signed_lookup128_avx512(codes, n, table, out);
-    else if (dr_simd_active() >= DR_SIMD_AVX2)
-        i = dr_eightbit_values_avx2(codes, n, table, out);
 #endif
-    for (; i < n; i++) {
-        float v = table[codes[i] & 0x7fu];
-        out[i] = codes[i] & 0x80u ? -v : v;
+    /* Elsewhere one load from a table of both signs: faster on this core than AVX2's
+     * gathers. */
+    for (c = 0; c < 128; c++) {
+        value[c] = table[c];
+        value[c | 0x80u] = -table[c];
     }
+    for (; i < n; i++)
+        out[i] = value[codes[i]];
     return DR_OK;
 }

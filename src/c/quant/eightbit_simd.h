@@ -1,5 +1,4 @@
-/* Internal: the AVX-512 and AVX2 variants of the 8-bit encoder's codes and the AVX2
- * decoder's values. */
+/* Internal: the AVX-512 and AVX2 variants of the 8-bit encoder's codes. */
 #ifndef DR_EIGHTBIT_SIMD_H
 #define DR_EIGHTBIT_SIMD_H
 
@@ -36,9 +35,6 @@ size_t dr_eightbit_guess_avx512(const float *x, size_t n, const dr_eightbit_gues
  * groups of 8; returns its length. */
 size_t dr_eightbit_codes_avx2(const float *x, size_t n, const uint32_t *entry, uint32_t base,
                               uint8_t *codes);
-/* out[i] = +-scaled[code i & 127] (sign from bit 7) for a prefix of whole groups of 8, by
- * gathers (AVX-512 takes dr_signed_lookup128_avx512, the table in registers). */
-size_t dr_eightbit_values_avx2(const uint8_t *codes, size_t n, const float *scaled, float *out);
 #endif
 
 #endif
