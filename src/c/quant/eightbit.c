@@ -222,10 +222,20 @@ static int build_guess(const uint32_t *bound, float scale, uint32_t top, dr_eigh
 }
 #endif
 
-/* The byte for x with magnitude code c: the sign bit for nonzero codes of negative x. */
-static uint8_t signed_code(float x, unsigned c)
+/* The byte for x (its bit pattern u) with magnitude code c: the sign bit for nonzero codes
+ * of negative x. Without branches (the signs of gradients are coin flips): bit 7 of c +
+ * 127 is set for c in 1..127, and bit 7 of u >> 24 is the sign. */
+static uint8_t signed_code(uint32_t u, uint32_t c)
 {
-    return (uint8_t)(c == 0 ? 0u : c | (x < 0.0f ? 0x80u : 0u));
+    return (uint8_t)(c | ((c + 127u) & (u >> 24) & 0x80u));
+}
+
+/* x[i]'s bit pattern. */
+static uint32_t bits_at(const float *x, size_t i)
+{
+    uint32_t u;
+    memcpy(&u, x + i, sizeof u);
+    return u;
 }
 
 /* codes[i] from the buckets: whole vectors on the SIMD paths, the rest here. */
@@ -240,12 +250,9 @@ static void bucket_codes(int simd, const float *x, size_t n, const uint32_t *ent
     (void)simd;
 #endif
     for (; i < n; i++) {
-        uint32_t u, m, b, c;
-        memcpy(&u, x + i, sizeof u);
-        m = u & 0x7fffffffu;
-        b = m >> 16 > base ? (m >> 16) - base : 0u;
-        c = (entry[b] + (m & 0xffffu)) >> 16;
-        codes[i] = signed_code(x[i], c);
+        uint32_t u = bits_at(x, i), m = u & 0x7fffffffu;
+        uint32_t b = m >> 16 > base ? (m >> 16) - base : 0u;
+        codes[i] = signed_code(u, (entry[b] + (m & 0xffffu)) >> 16);
     }
 }
 
@@ -280,7 +287,7 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
         if (simd >= DR_SIMD_AVX512 && dr_eightbit_guess_supported() && build_guess(bound, scale, top, &guess)) {
             i = dr_eightbit_guess_avx512(x, n, &guess, codes);
             for (; i < n; i++)
-                codes[i] = signed_code(x[i], nearest(table, steps, fabsf(x[i]) / scale));
+                codes[i] = signed_code(bits_at(x, i), nearest(table, steps, fabsf(x[i]) / scale));
             return dr_frame_seal(&f, buf, cap, written);
         }
 #endif
@@ -290,7 +297,7 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
         }
     }
     for (i = 0; i < n; i++)
-        codes[i] = signed_code(x[i], scale > 0.0f ? nearest(table, steps, fabsf(x[i]) / scale) : 0u);
+        codes[i] = signed_code(bits_at(x, i), scale > 0.0f ? nearest(table, steps, fabsf(x[i]) / scale) : 0u);
     return dr_frame_seal(&f, buf, cap, written);
 }
 
