@@ -1,7 +1,14 @@
 /* Dettmers' 8-bit approximation: sign + the nearest of 128 magnitudes of a dynamic tree
  * (a decimal exponent in unary, then linear steps inside the decade), times max|x|.
  * The table is a pure function of the code, built on the stack per call from exact
- * double arithmetic, so every platform gets the same float32 values. */
+ * double arithmetic, so every platform gets the same float32 values.
+ * The code of x is nearest(|x| / max), defined below. For tensors of a few thousand
+ * elements and more, the encoder first finds where each code begins (bound[], from
+ * nearest() itself), then codes each element from its bit pattern without dividing:
+ * AVX-512 by a per-decade linear estimate settled by one compare with a bound (the
+ * guess), AVX2 and scalar by a table over the pattern's top 16 bits (the buckets). Both
+ * are exact by construction and checked when built, so every path writes the same
+ * bytes. */
 #include "eightbit_simd.h"
 #include "lookup_simd.h"
 #include "qframe.h"

@@ -1,5 +1,4 @@
-/* Internal: table lookups in vector registers, shared by the 8-bit and sketch decoders
- * (and the 8-bit encoder's search). */
+/* Internal: table lookups in vector registers, shared by the 8-bit and sketch decoders. */
 #ifndef DR_LOOKUP_SIMD_H
 #define DR_LOOKUP_SIMD_H
 
