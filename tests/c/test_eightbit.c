@@ -3,7 +3,9 @@
  * scale fall on a binade's start), magnitudes a few ulps either side of every code's
  * first magnitude, of every 2^16-pattern bucket start and end in the 24 binades below
  * the scale, and of 10^-k * scale. The vector paths estimate the code from the bit
- * pattern and settle it by these bounds, and ctest runs this under every SIMD level. */
+ * pattern and settle it by these bounds, and ctest runs this under every SIMD level.
+ * Then a tensor past the decoder's streamed-store threshold on every path. */
+#define _POSIX_C_SOURCE 200112L
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +101,37 @@ static void check_scale(const float *table, float scale)
     CHECK(ok);
 }
 
+/* Past 4 Mi elements (the internal DR_LOOKUP_STREAM_MIN_N) the AVX-512 decoder writes its
+ * output with non-temporal stores: the same frame and floats on every path. */
+static void check_streamed(void)
+{
+    static const char *paths[] = {"scalar", "avx2", "avx512"};
+    const size_t n = ((size_t)4 << 20) + 13;
+    float *x = malloc(n * sizeof *x), *want_out = malloc(n * sizeof *x), *out = malloc(n * sizeof *x);
+    uint8_t *want = malloc(dr_eightbit_size(n)), *got = malloc(dr_eightbit_size(n));
+    size_t want_len, len, i, p;
+    int same = 1;
+    for (i = 0; i < n; i++)
+        x[i] = test_uniform(93, i) * test_uniform(94, i);
+    setenv("DEEPREDUCE_SIMD", paths[0], 1);
+    CHECK_OK(dr_eightbit_encode(x, n, 0, want, dr_eightbit_size(n), &want_len));
+    CHECK_OK(dr_eightbit_decode(want, want_len, want_out, n));
+    for (p = 1; p < 3; p++) {
+        setenv("DEEPREDUCE_SIMD", paths[p], 1);
+        CHECK_OK(dr_eightbit_encode(x, n, 0, got, dr_eightbit_size(n), &len));
+        same &= len == want_len && memcmp(got, want, len) == 0;
+        CHECK_OK(dr_eightbit_decode(want, want_len, out, n));
+        same &= memcmp(out, want_out, n * sizeof *out) == 0;
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    CHECK(same);
+    free(x);
+    free(want_out);
+    free(out);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     static const float scales[] = {5.5f, 1.0f, 1.7f, 0.3f, 1000.0f, 1e5f, 3e37f, FLT_MAX,
@@ -109,5 +142,6 @@ int main(void)
     for (i = 0; i < sizeof scales / sizeof *scales; i++)
         check_scale(table, scales[i]);
     check_scale(table, ldexpf(1.0f, -100));
+    check_streamed();
     return check_summary("test_eightbit");
 }
