@@ -7,11 +7,11 @@
  * Workspace layout, doubles first for alignment: tally[2Q] (double: each bin's sum, then
  * its count), edges[P] (uint32, P = the power of two >= Q), sample[S] and scratch[S]
  * (uint32), S = min(n, DR_SKETCH_SAMPLE). */
-#include "rng_inline.h"
 #include "qframe.h"
 #include "lookup_simd.h"
 #include "sketch_simd.h"
 #include "sketch_fill.h"
+#include "../sparsify/estimate.h"
 
 #include <math.h>
 #if defined(__SSE2__)
@@ -118,12 +118,17 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
     sample = edges + p;
     scratch = sample + m;
 
-    /* Sample (all of x when small enough: exact quantiles), sort, read the edges. */
-    for (i = 0; i < m; i++) {
-        size_t pos = i;
-        if (m < n)
-            pos = (size_t)(((dr_rng_u64_fast(key, i) >> 32) * (uint64_t)n) >> 32);
-        sample[i] = order_key(x[pos]);
+    /* Sample (all of x when small enough: exact quantiles), sort, read the edges. The
+     * sampled values go through scratch first: dr_sp_sample prefetches a batch of
+     * positions before reading them, where one read at a time waited on each miss. */
+    if (m < n) {
+        float *drawn = (float *)(void *)scratch;
+        dr_sp_sample(x, n, key, drawn, m);
+        for (i = 0; i < m; i++)
+            sample[i] = order_key(drawn[i]);
+    } else {
+        for (i = 0; i < m; i++)
+            sample[i] = order_key(x[i]);
     }
     radix_sort(sample, scratch, m);
     for (j = 1; j < bins; j++)
