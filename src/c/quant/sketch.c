@@ -8,7 +8,6 @@
  * its count), edges[P] (uint32, P = the power of two >= Q), sample[S] and scratch[S]
  * (uint32), S = min(n, DR_SKETCH_SAMPLE). */
 #include "qframe.h"
-#include "lookup_simd.h"
 #include "sketch_simd.h"
 #include "sketch_fill.h"
 #include "../sparsify/estimate.h"
@@ -205,9 +204,8 @@ static int sketch_read(const uint8_t *means, const uint8_t *index, uint32_t bins
         memcpy(table, means, 4u * bins);
         i = 0;
 #if DR_HAVE_X86_SIMD
-        /* Indices below bins <= 128 have no bit 7: the signed lookup keeps the means' signs. */
-        if (bins <= 128u && dr_simd_active() >= DR_SIMD_AVX512)
-            i = dr_signed_lookup128_avx512(index, n, table, out);
+        if (dr_simd_active() >= DR_SIMD_AVX512)
+            i = dr_sketch_read_avx512(index, n, table, out);
 #endif
         for (; i < n; i++)
             out[i] = table[index[i]];

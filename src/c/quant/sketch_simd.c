@@ -4,7 +4,9 @@
  * machine's Zen 4 core, so AVX2 machines take the scalar path.) */
 #include "deepreduce.h"
 #include "sketch_simd.h"
+#include "lookup_simd.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #if DR_HAVE_X86_SIMD
@@ -117,5 +119,39 @@ DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const ui
     case 7: return bins_body(x, n, regs, 7, SEARCH_WAYS, p, last, index, width);
     default: return bins_body(x, n, regs, 8, SEARCH_WAYS / 2, p, last, index, width);
     }
+}
+
+/* The decoder's values: table[index[i]] from two 128-entry halves in registers (bit 7 of
+ * the index picks the half). An output far larger than the caches is written past them
+ * (four 16-byte non-temporal stores per vector: NumPy promises 16-byte alignment), which
+ * spares reading its old lines first. */
+DR_TARGET_AVX512 size_t dr_sketch_read_avx512(const uint8_t *index, size_t n, const float *table,
+                                              float *out)
+{
+    const __m512i bit7 = _mm512_set1_epi32(0x80);
+    const int stream = n >= DR_SKETCH_STREAM_MIN_N && ((uintptr_t)out & 15u) == 0;
+    __m512 low[8], high[8];
+    size_t i = 0;
+    int k;
+    for (k = 0; k < 8; k++) {
+        low[k] = _mm512_loadu_ps(table + 16 * k);
+        high[k] = _mm512_loadu_ps(table + 128 + 16 * k);
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(index + i)));
+        __m512 v = dr_lookup128_avx512(low, b);
+        v = _mm512_mask_mov_ps(v, _mm512_test_epi32_mask(b, bit7), dr_lookup128_avx512(high, b));
+        if (stream) {
+            _mm_stream_ps(out + i, _mm512_castps512_ps128(v));
+            _mm_stream_ps(out + i + 4, _mm512_extractf32x4_ps(v, 1));
+            _mm_stream_ps(out + i + 8, _mm512_extractf32x4_ps(v, 2));
+            _mm_stream_ps(out + i + 12, _mm512_extractf32x4_ps(v, 3));
+        } else {
+            _mm512_storeu_ps(out + i, v);
+        }
+    }
+    if (stream)
+        _mm_sfence(); /* the streamed stores are visible before anyone reads out */
+    return i;
 }
 #endif
