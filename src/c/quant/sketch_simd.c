@@ -6,7 +6,6 @@
 #include "sketch_simd.h"
 #include "lookup_simd.h"
 
-#include <stdint.h>
 #include <string.h>
 
 #if DR_HAVE_X86_SIMD
@@ -122,14 +121,12 @@ DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const ui
 }
 
 /* The decoder's values: table[index[i]] from two 128-entry halves in registers (bit 7 of
- * the index picks the half). An output far larger than the caches is written past them
- * (four 16-byte non-temporal stores per vector: NumPy promises 16-byte alignment), which
- * spares reading its old lines first. */
+ * the index picks the half). (Non-temporal stores of the output, as the sign decoders
+ * use, were slower here: 5.8-6.6 against 5.2-5.5 ms for 25.6M elements.) */
 DR_TARGET_AVX512 size_t dr_sketch_read_avx512(const uint8_t *index, size_t n, const float *table,
                                               float *out)
 {
     const __m512i bit7 = _mm512_set1_epi32(0x80);
-    const int stream = n >= DR_SKETCH_STREAM_MIN_N && ((uintptr_t)out & 15u) == 0;
     __m512 low[8], high[8];
     size_t i = 0;
     int k;
@@ -140,18 +137,8 @@ DR_TARGET_AVX512 size_t dr_sketch_read_avx512(const uint8_t *index, size_t n, co
     for (; i + 16 <= n; i += 16) {
         __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(index + i)));
         __m512 v = dr_lookup128_avx512(low, b);
-        v = _mm512_mask_mov_ps(v, _mm512_test_epi32_mask(b, bit7), dr_lookup128_avx512(high, b));
-        if (stream) {
-            _mm_stream_ps(out + i, _mm512_castps512_ps128(v));
-            _mm_stream_ps(out + i + 4, _mm512_extractf32x4_ps(v, 1));
-            _mm_stream_ps(out + i + 8, _mm512_extractf32x4_ps(v, 2));
-            _mm_stream_ps(out + i + 12, _mm512_extractf32x4_ps(v, 3));
-        } else {
-            _mm512_storeu_ps(out + i, v);
-        }
+        _mm512_storeu_ps(out + i, _mm512_mask_mov_ps(v, _mm512_test_epi32_mask(b, bit7), dr_lookup128_avx512(high, b)));
     }
-    if (stream)
-        _mm_sfence(); /* the streamed stores are visible before anyone reads out */
     return i;
 }
 #endif

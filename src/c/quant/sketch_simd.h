@@ -15,9 +15,7 @@
 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges, uint32_t p,
                              uint32_t last, uint8_t *index, size_t width);
 
-/* table[index[i]] to out[i], table 256 floats (entries past the bins zero). From
- * DR_SKETCH_STREAM_MIN_N elements with out 16-byte aligned, by non-temporal stores. */
-#define DR_SKETCH_STREAM_MIN_N ((size_t)4 << 20)
+/* table[index[i]] to out[i] (one byte each), table 256 floats. */
 size_t dr_sketch_read_avx512(const uint8_t *index, size_t n, const float *table, float *out);
 #endif
 
