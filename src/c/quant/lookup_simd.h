@@ -1,4 +1,4 @@
-/* Internal: table lookups in vector registers, shared by the 8-bit and sketch decoders. */
+/* Internal: a 128-entry table lookup in vector registers, the 8-bit decoder's. */
 #ifndef DR_LOOKUP_SIMD_H
 #define DR_LOOKUP_SIMD_H
 
@@ -24,8 +24,7 @@ DR_TARGET_AVX512 static inline __m512 dr_lookup128_avx512(const __m512 *t, __m51
 }
 
 /* out[i] = table[codes[i] & 127], negated where bit 7 of codes[i] is set, for a prefix of
- * whole groups of 16; returns its length. The 8-bit decoder's values (a signed code) and
- * the sketch's (a bin below 128). */
+ * whole groups of 16; returns its length (the 8-bit decoder's values, a signed code). */
 size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t n, const float *table, float *out);
 #endif
 
