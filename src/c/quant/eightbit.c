@@ -314,6 +314,9 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     const uint8_t *codes;
     size_t i;
     unsigned c;
+#if DR_HAVE_X86_SIMD
+    int simd;
+#endif
     /* Byte codes have no padding bits to check. */
     int st = dr_qf_open_scaled(buf, len, DR_KIND_EIGHTBIT, n, n, 8, out, &scale, &codes);
     if (st != DR_OK)
@@ -321,20 +324,22 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     if (dr_qf_has_byte(codes, n, 0x80u)) /* a signed zero the encoder never writes */
         return DR_E_CORRUPT;
     build_table(table);
-    /* The magnitudes times the scale once, not per element: the same products. */
-    for (i = 0; i < 128; i++)
-        table[i] *= scale;
-    i = 0;
-#if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512)
-        i = dr_signed_lookup128_avx512(codes, n, table, out);
-#endif
-    /* Elsewhere one load from a table of both signs: faster on this core than AVX2's
-     * gathers. */
+    /* The magnitudes times the scale once, not per element: the same products; and a
+     * table of both signs for the paths that read one entry per element (faster on this
+     * core than AVX2's gathers). */
     for (c = 0; c < 128; c++) {
+        table[c] *= scale;
         value[c] = table[c];
         value[c | 0x80u] = -table[c];
     }
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    simd = dr_simd_active();
+    if (simd >= DR_SIMD_AVX512)
+        i = dr_signed_lookup128_avx512(codes, n, table, out);
+    else if (simd >= DR_SIMD_AVX2 && n >= DR_LOOKUP_STREAM_MIN_N && ((uintptr_t)out & 15u) == 0)
+        i = dr_eightbit_values_stream_avx2(codes, n, value, out);
+#endif
     for (; i < n; i++)
         out[i] = value[codes[i]];
     return DR_OK;

@@ -2,7 +2,8 @@
  * operations and one table read by byte permutes per 16 elements. AVX2: the bucket table
  * (eightbit.c, code_buckets) on 8 lanes: the bucket from the magnitude's top bits, its
  * entry (the table, at most 12 KB, stays in L1), and the low bits' carry into the code.
- * Both exact by construction, so the same bytes as the scalar loop. */
+ * Both exact by construction, so the same bytes as the scalar loop. The AVX2 decoder's
+ * values past the caches: the scalar loop's loads, stored past the caches. */
 #include "deepreduce.h"
 #include "eightbit_simd.h"
 
@@ -92,6 +93,15 @@ DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, const uin
             _mm_storel_epi64((__m128i *)(codes + i), _mm_packus_epi16(words, words));
         }
     }
+    return i;
+}
+DR_TARGET_AVX2 size_t dr_eightbit_values_stream_avx2(const uint8_t *codes, size_t n, const float *value,
+                                                     float *out)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_stream_ps(out + i, _mm_setr_ps(value[codes[i]], value[codes[i + 1]], value[codes[i + 2]], value[codes[i + 3]]));
+    _mm_sfence(); /* the streamed stores are visible before anyone reads out */
     return i;
 }
 #endif

@@ -3,10 +3,6 @@
 #include "lookup_simd.h"
 
 #if DR_HAVE_X86_SIMD
-/* From this many elements (16 MiB of floats, as the sign kernels' DR_SIGNS_STREAM_MIN_N)
- * the output goes out by non-temporal stores: the consumer reads it from memory anyway. */
-#define DR_LOOKUP_STREAM_MIN_N ((size_t)4 << 20)
-
 DR_TARGET_AVX512 size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t n, const float *table,
                                                    float *out)
 {
