@@ -262,7 +262,8 @@ static int decodes_as(decode_fn decode, const uint8_t *buf, size_t len, float *o
  * the same bytes on every path with a roomy cap and with the exact size (which leaves
  * the last blocks no room to spare); an Inf or a NaN in a late block refused on every
  * path; a zero magnitude or an Inf planted in the first block (vector-decoded) and
- * resealed refused as corrupt, and a changed byte not resealed refused by the CRC. */
+ * resealed refused as corrupt, a changed tag resealed refused for the lengths it
+ * breaks, and a changed byte not resealed refused by the CRC. */
 static void test_inceptionn_blocks(void)
 {
     enum { B = DR_INCEPTIONN_BLOCK, N = 3 * B + 77, TAGS = B / 4 };
@@ -309,6 +310,12 @@ static void test_inceptionn_blocks(void)
     CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_CORRUPT));
     buf[48 + TAGS + 4 * n32 + 7] ^= 1;
     CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_FRAME_CHECKSUM));
+    /* A tag of the first block changed (its length then disagrees with the blocks
+     * after it), resealed. */
+    CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
+    buf[48 + 100] ^= 0x0c;
+    reseal(buf, len);
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_FRAME_FIELD));
     free(buf);
 }
 

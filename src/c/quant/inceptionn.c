@@ -310,7 +310,9 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
             break;
         }
 #if DR_HAVE_X86_SIMD
-        if (simd >= DR_SIMD_AVX2)
+        if (m == BLOCK && simd >= DR_SIMD_AVX512)
+            dr_inceptionn_count_block_avx512(buf + at, count);
+        else if (simd >= DR_SIMD_AVX2)
             count_tag_bytes_avx2(buf + at, dr_qf_crumb_bytes(m), count);
         else
 #endif

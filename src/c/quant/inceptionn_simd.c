@@ -93,6 +93,29 @@ DR_TARGET_AVX512 size_t dr_inceptionn_block_avx512(const float *x, const dr_ince
     return B / 4 + 4 * n32 + 2 * n16 + n8;
 }
 
+DR_TARGET_AVX512 void dr_inceptionn_count_block_avx512(const uint8_t *tags, size_t *count)
+{
+    /* For each nibble (two tags), how many of its tags are 1, 2 or 3: byte tables looked up
+     * for both nibbles of every byte; a byte's sums stay below 256 (at most 4 per
+     * vector, 16 vectors), added up by PSADBW at the end. */
+    const __m512i by1 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 0, 1, 2, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0));
+    const __m512i by2 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 2, 1, 0, 0, 1, 0));
+    const __m512i by3 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 2));
+    const __m512i nibble = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
+    __m512i c1 = zero, c2 = zero, c3 = zero;
+    size_t k;
+    for (k = 0; k < DR_INCEPTIONN_BLOCK / 4; k += 64) {
+        __m512i w = _mm512_loadu_si512(tags + k), lo = _mm512_and_si512(w, nibble);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);
+        c1 = _mm512_add_epi8(c1, _mm512_add_epi8(_mm512_shuffle_epi8(by1, lo), _mm512_shuffle_epi8(by1, hi)));
+        c2 = _mm512_add_epi8(c2, _mm512_add_epi8(_mm512_shuffle_epi8(by2, lo), _mm512_shuffle_epi8(by2, hi)));
+        c3 = _mm512_add_epi8(c3, _mm512_add_epi8(_mm512_shuffle_epi8(by3, lo), _mm512_shuffle_epi8(by3, hi)));
+    }
+    count[1] += (size_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(c1, zero));
+    count[2] += (size_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(c2, zero));
+    count[3] += (size_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(c3, zero));
+}
+
 DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, const size_t *count,
                                                             float step8, float step16, float *out)
 {
@@ -103,7 +126,7 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
     const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u), inf = _mm512_set1_epi32(0x7f800000);
     const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
     size_t i, n8 = 0, n16 = 0, n32 = 0;
-    __mmask16 bad = 0;
+    __m512i least = _mm512_set1_epi32(1), top = _mm512_setzero_si512();
     for (i = 0; i < B; i += 16) {
         uint32_t t, lo, hi;
         __mmask16 m8, m16, m32;
@@ -130,9 +153,10 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
         e32 = _mm512_maskz_expand_epi32(m32, l32);
         mag = _mm512_mask_blend_epi32(m8, mag16, mag8);
         step = _mm512_mask_blend_ps(m8, vs16, vs8);
-        /* What the encoder never writes: an 8- or 16-bit magnitude 0, an Inf or NaN. */
-        bad |= _mm512_mask_testn_epi32_mask((__mmask16)(m8 | m16), e, mag) |
-               _mm512_mask_cmpeq_epi32_mask(m32, _mm512_and_si512(e32, inf), inf);
+        /* What the encoder never writes, an 8- or 16-bit magnitude 0 or an Inf or NaN,
+         * shows in the least such magnitude and the largest float32 exponent field. */
+        least = _mm512_mask_min_epu32(least, (__mmask16)(m8 | m16), least, _mm512_and_si512(e, mag));
+        top = _mm512_mask_max_epu32(top, m32, top, _mm512_and_si512(e32, inf));
         /* Magnitude times step, then the sign bit OR-ed in, as the scalar code does (the
          * dropped lanes are 0 throughout). */
         r = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e, mag)), step));
@@ -142,6 +166,6 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
         n16 += (unsigned)_mm_popcnt_u32(hi & ~lo);
         n32 += (unsigned)_mm_popcnt_u32(lo & hi);
     }
-    return bad != 0;
+    return _mm512_reduce_min_epu32(least) == 0 || _mm512_reduce_max_epu32(top) == 0x7f800000u;
 }
 #endif

@@ -29,6 +29,9 @@ size_t dr_inceptionn_count_avx512(const float *x, size_t n, const dr_inceptionn_
  * whole-vector stores may write up to 64 bytes past the block's end (the next block
  * overwrites them): the caller leaves room for that. */
 size_t dr_inceptionn_block_avx512(const float *x, const dr_inceptionn_bands *s, uint8_t *dst);
+/* Adds the counts of tags 1..3 among a whole block's tags (DR_INCEPTIONN_BLOCK / 4 bytes)
+ * to count[1..3]. */
+void dr_inceptionn_count_block_avx512(const uint8_t *tags, size_t *count);
 /* Decodes the frame block at src into out[0..DR_INCEPTIONN_BLOCK), its tags holding
  * count[1..3] entries of tags 1..3 (the caller counted them); returns nonzero if the
  * block holds an entry the encoder cannot write. Its whole-vector loads may read up to
