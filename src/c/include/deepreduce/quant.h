@@ -221,7 +221,7 @@ int dr_eightbit_table(float *table);
  * does not fit in cap, so a tensor with both gets either status. */
 #define DR_INCEPTIONN_DEFAULT_BITS 10
 #define DR_INCEPTIONN_MAX_BITS 24
-#define DR_INCEPTIONN_BLOCK 4096 /* elements per block of the frame (a multiple of 16) */
+#define DR_INCEPTIONN_BLOCK 1024 /* elements per block of the frame (a multiple of 256) */
 size_t dr_inceptionn_bound(size_t n);
 int dr_inceptionn_size(const float *x, size_t n, uint32_t bound_bits, size_t *size);
 int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t dtype,
