@@ -243,19 +243,40 @@ DR_TARGET_AVX2 static void count_tag_bytes_avx2(const uint8_t *tags, size_t nbyt
 }
 #endif
 
+/* Whether a block's sections hold an entry the encoder cannot write: an 8- or 16-bit
+ * magnitude 0, an Inf or NaN float32. Reductions without branches, so that they vectorise. */
+DR_ALWAYS_INLINE unsigned block_bad(const uint8_t *p8, const uint8_t *p16, const uint8_t *p32,
+                                    const size_t *count)
+{
+    size_t i;
+    unsigned bad = 0;
+    for (i = 0; i < count[TAG_8]; i++)
+        bad |= (p8[i] & 0x7fu) == 0;
+    for (i = 0; i < count[TAG_16]; i++) {
+        uint16_t v;
+        memcpy(&v, p16 + 2 * i, 2);
+        bad |= (v & 0x7fffu) == 0;
+    }
+    for (i = 0; i < count[TAG_32]; i++) {
+        uint32_t u;
+        memcpy(&u, p32 + 4 * i, 4);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad;
+}
+
 /* Decodes the block of m elements at src, whose tags hold count[1..3] entries of each
- * tag, into out[0..m); returns nonzero if it holds an entry the encoder cannot write (an
- * 8- or 16-bit magnitude 0, an Inf or NaN float32). Selects, not a switch: every element
- * reads its candidate from each section (a read at a section's end lands in the next
- * section, the next block or the trailer, inside the frame) and keeps the one its tag
- * names. */
-static unsigned decode_block(const uint8_t *src, size_t m, const size_t *count, float step8,
-                             float step16, float *out)
+ * tag, into out[0..m); returns nonzero if it holds an entry the encoder cannot write.
+ * Selects, not a switch: every element reads its candidate from each section (a read at
+ * a section's end lands in the next section, the next block or the trailer, inside the
+ * frame) and keeps the one its tag names. Written once, compiled plain and for AVX2 (the
+ * checks' loops vectorise). */
+DR_ALWAYS_INLINE unsigned decode_block(const uint8_t *src, size_t m, const size_t *count,
+                                       float step8, float step16, float *out)
 {
     const uint8_t *tags = src, *p32 = src + dr_qf_crumb_bytes(m);
     const uint8_t *p16 = p32 + 4u * count[TAG_32], *p8 = p16 + 2u * count[TAG_16];
     size_t i, n8 = 0, n16 = 0, n32 = 0;
-    unsigned bad = 0;
     for (i = 0; i < m; i++) {
         unsigned tag = (tags[i / 4] >> (2 * (i % 4))) & 3u;
         uint16_t v16;
@@ -267,8 +288,6 @@ static unsigned decode_block(const uint8_t *src, size_t m, const size_t *count, 
         memcpy(&b8, &v8, 4);
         memcpy(&b16, &v16f, 4);
         memcpy(&b32, p32 + 4 * n32, 4);
-        bad |= ((tag == TAG_8) & ((p8[n8] & 0x7fu) == 0)) | ((tag == TAG_16) & ((v16 & 0x7fffu) == 0)) |
-               ((tag == TAG_32) & ((b32 & 0x7f800000u) == 0x7f800000u));
         b8 |= (uint32_t)(p8[n8] & 0x80u) << 24;
         b16 |= (uint32_t)(v16 & 0x8000u) << 16;
         /* Masks rather than ?: on floats, which compilers turn back into branches. */
@@ -279,8 +298,22 @@ static unsigned decode_block(const uint8_t *src, size_t m, const size_t *count, 
         n16 += tag == TAG_16;
         n32 += tag == TAG_32;
     }
-    return bad;
+    return block_bad(p8, p16, p32, count);
 }
+
+static unsigned decode_block_plain(const uint8_t *src, size_t m, const size_t *count, float step8,
+                                   float step16, float *out)
+{
+    return decode_block(src, m, count, step8, step16, out);
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static unsigned decode_block_avx2(const uint8_t *src, size_t m, const size_t *count,
+                                                 float step8, float step16, float *out)
+{
+    return decode_block(src, m, count, step8, step16, out);
+}
+#endif
 
 int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
@@ -335,9 +368,11 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         /* Where the whole-vector loads past the block's end stay inside buf. */
         if (m == BLOCK && simd >= DR_SIMD_AVX512 && len - (at + bytes) >= 64)
             bad |= dr_inceptionn_block_decode_avx512(buf + at, count, step8, step16, out + i);
+        else if (simd >= DR_SIMD_AVX2)
+            bad |= decode_block_avx2(buf + at, m, count, step8, step16, out + i);
         else
 #endif
-            bad |= decode_block(buf + at, m, count, step8, step16, out + i);
+            bad |= decode_block_plain(buf + at, m, count, step8, step16, out + i);
         at += bytes;
     }
     if (st == DR_OK && at != end)
