@@ -187,8 +187,9 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
 #if DR_HAVE_X86_SIMD
         /* Where the largest block and the 64 bytes its whole-vector stores may pass its
          * end fit before cap. */
-        if (m == BLOCK && simd >= DR_SIMD_AVX512 && end - at >= BLOCK / 4 + 4 * BLOCK + 64) {
-            bytes = dr_inceptionn_block_avx512(x + i, &s, buf + at);
+        if (m == BLOCK && simd >= DR_SIMD_AVX2 && end - at >= BLOCK / 4 + 4 * BLOCK + 64) {
+            bytes = simd >= DR_SIMD_AVX512 ? dr_inceptionn_block_avx512(x + i, &s, buf + at)
+                                           : dr_inceptionn_block_avx2(x + i, &s, buf + at);
             if (bytes == 0)
                 return DR_E_NUMERIC;
         } else
@@ -368,6 +369,8 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         /* Where the whole-vector loads past the block's end stay inside buf. */
         if (m == BLOCK && simd >= DR_SIMD_AVX512 && len - (at + bytes) >= 64)
             bad |= dr_inceptionn_block_decode_avx512(buf + at, count, step8, step16, out + i);
+        else if (m == BLOCK && simd >= DR_SIMD_AVX2 && len - (at + bytes) >= 64)
+            bad |= dr_inceptionn_block_decode_avx2(buf + at, count, step8, step16, out + i);
         else if (simd >= DR_SIMD_AVX2)
             bad |= decode_block_avx2(buf + at, m, count, step8, step16, out + i);
         else

@@ -168,4 +168,141 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
     }
     return _mm512_reduce_min_epu32(least) == 0 || _mm512_reduce_max_epu32(top) == 0x7f800000u;
 }
+/* ------------------------------------------------------------------------------ AVX2 */
+/* Eight lanes per step; compress and expand by lane permutations computed from the lane
+ * mask with PDEP/PEXT (bytes 0..7 of 0x0706050403020100 are the lane numbers). */
+
+/* The permutation that packs the lanes set in the 8-bit mask m to the low lanes, in order. */
+DR_TARGET_AVX2 static __m256i pack_order(unsigned m)
+{
+    uint64_t lanes = _pdep_u64(m, 0x0101010101010101ull) * 0xffu;
+    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)_pext_u64(0x0706050403020100ull, lanes)));
+}
+
+/* The permutation that spreads the low lanes to the lanes set in m, in order (the other
+ * lanes get lane 0: the caller clears them). */
+DR_TARGET_AVX2 static __m256i spread_order(unsigned m)
+{
+    uint64_t lanes = _pdep_u64(m, 0x0101010101010101ull) * 0xffu;
+    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)_pdep_u64(0x0706050403020100ull, lanes)));
+}
+
+/* All ones in the lanes set in the 8-bit mask m, zeros elsewhere. */
+DR_TARGET_AVX2 static __m256i lanes_of(unsigned m)
+{
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int32_t)m), bit), bit);
+}
+
+DR_TARGET_AVX2 size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptionn_bands *s, uint8_t *dst)
+{
+    enum { B = DR_INCEPTIONN_BLOCK };
+    uint8_t stage16[2 * B + 64], stage8[B + 64]; /* as in dr_inceptionn_block_avx512 */
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), one = _mm256_set1_epi32(1);
+    /* mag >= t as mag > t - 1: the patterns are below 2^31, so signed compares order them. */
+    const __m256i t0 = _mm256_set1_epi32((int32_t)s->t0 - 1), t8 = _mm256_set1_epi32((int32_t)s->t8 - 1);
+    const __m256i t16 = _mm256_set1_epi32((int32_t)s->t16 - 1);
+    const __m256i sign8 = _mm256_set1_epi32(0x80), sign16 = _mm256_set1_epi32(0x8000);
+    const __m256 twice8 = _mm256_set1_ps(s->twice8), twice16 = _mm256_set1_ps(s->twice16);
+    /* Each lane's low byte, or low two bytes, to the front of its 128-bit half. */
+    const __m256i low8 = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                          0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i low16 = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                           0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+    uint8_t *p32 = dst + B / 4;
+    __m256i top = _mm256_setzero_si256();
+    size_t i, n8 = 0, n16 = 0, n32 = 0;
+    for (i = 0; i < B; i += 8) {
+        __m256i bits = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
+        __m256i mag = _mm256_and_si256(bits, abs_mask);
+        __m256i ge0 = _mm256_cmpgt_epi32(mag, t0), ge8 = _mm256_cmpgt_epi32(mag, t8);
+        __m256i ge16 = _mm256_cmpgt_epi32(mag, t16), is8 = _mm256_andnot_si256(ge8, ge0), q, v8, v16, w;
+        unsigned g0 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge0));
+        unsigned g8 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge8));
+        unsigned g16 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge16));
+        unsigned m8 = g0 & ~g8, m16 = g8 & ~g16;
+        /* The tags as in the AVX-512 code: low bit the parity, high bit t8 reached. */
+        uint16_t t = (uint16_t)(_pdep_u32(g0 ^ g8 ^ g16, 0x5555u) | _pdep_u32(g8, 0xaaaau));
+        uint64_t b8;
+        /* fixed() of the scalar code, lane by lane. */
+        q = _mm256_srli_epi32(
+            _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_mul_ps(_mm256_castsi256_ps(mag),
+                                                               _mm256_blendv_ps(twice16, twice8, _mm256_castsi256_ps(is8)))),
+                             one),
+            1);
+        top = _mm256_max_epu32(top, mag);
+        v8 = _mm256_or_si256(q, _mm256_and_si256(_mm256_srli_epi32(bits, 24), sign8));
+        v16 = _mm256_or_si256(q, _mm256_and_si256(_mm256_srli_epi32(bits, 16), sign16));
+        memcpy(dst + i / 4, &t, 2);
+        /* 8-bit entries: the lanes' low bytes in a word, packed by PEXT. */
+        w = _mm256_shuffle_epi8(v8, low8);
+        b8 = _pext_u64((uint64_t)(uint32_t)_mm256_cvtsi256_si32(w) | (uint64_t)(uint32_t)_mm256_extract_epi32(w, 4) << 32,
+                       _pdep_u64(m8, 0x0101010101010101ull) * 0xffu);
+        memcpy(stage8 + n8, &b8, 8);
+        w = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(v16, pack_order(m16)), low16);
+        _mm_storeu_si128((__m128i *)(void *)(stage16 + 2 * n16), _mm256_castsi256_si128(_mm256_permute4x64_epi64(w, 0x08)));
+        _mm256_storeu_si256((__m256i *)(void *)(p32 + 4 * n32), _mm256_permutevar8x32_epi32(bits, pack_order(g16)));
+        n8 += (unsigned)_mm_popcnt_u32(m8);
+        n16 += (unsigned)_mm_popcnt_u32(m16);
+        n32 += (unsigned)_mm_popcnt_u32(g16);
+    }
+    {
+        uint32_t lane[8], most = 0;
+        int j;
+        _mm256_storeu_si256((__m256i *)(void *)lane, top);
+        for (j = 0; j < 8; j++)
+            most = lane[j] > most ? lane[j] : most;
+        if (most >= 0x7f800000u)
+            return 0;
+    }
+    memcpy(p32 + 4 * n32, stage16, 2 * n16);
+    memcpy(p32 + 4 * n32 + 2 * n16, stage8, n8);
+    return B / 4 + 4 * n32 + 2 * n16 + n8;
+}
+
+DR_TARGET_AVX2 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, const size_t *count, float step8,
+                                                        float step16, float *out)
+{
+    enum { B = DR_INCEPTIONN_BLOCK };
+    const __m256 vs8 = _mm256_set1_ps(step8), vs16 = _mm256_set1_ps(step16);
+    const __m256i mag8 = _mm256_set1_epi32(0x7f), mag16 = _mm256_set1_epi32(0x7fff);
+    const __m256i sign = _mm256_set1_epi32((int32_t)0x80000000u), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i zero = _mm256_setzero_si256();
+    const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
+    size_t i, n8 = 0, n16 = 0, n32 = 0;
+    unsigned bad = 0;
+    for (i = 0; i < B; i += 8) {
+        uint16_t t;
+        unsigned lo, hi, m8, m16, m32;
+        __m256i e8, e16, e32, f8, f16;
+        memcpy(&t, src + i / 4, 2);
+        lo = _pext_u32(t, 0x5555u);
+        hi = _pext_u32(t, 0xaaaau);
+        m8 = lo & ~hi;
+        m16 = hi & ~lo;
+        m32 = lo & hi;
+        /* Whole loads (the caller leaves room past the block); each kind's entries spread
+         * to its lanes, the other lanes cleared. */
+        e8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p8 + n8)));
+        e8 = _mm256_and_si256(_mm256_permutevar8x32_epi32(e8, spread_order(m8)), lanes_of(m8));
+        e16 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p16 + 2 * n16)));
+        e16 = _mm256_and_si256(_mm256_permutevar8x32_epi32(e16, spread_order(m16)), lanes_of(m16));
+        e32 = _mm256_loadu_si256((const __m256i *)(const void *)(p32 + 4 * n32));
+        e32 = _mm256_and_si256(_mm256_permutevar8x32_epi32(e32, spread_order(m32)), lanes_of(m32));
+        /* What the encoder never writes: an 8- or 16-bit magnitude 0, an Inf or NaN. */
+        bad |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e8, mag8), zero))) & m8;
+        bad |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e16, mag16), zero))) & m16;
+        bad |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e32, inf), inf)));
+        /* Magnitude times step, the sign bit OR-ed in; the other lanes stay 0. */
+        f8 = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e8, mag8)), vs8));
+        f8 = _mm256_or_si256(f8, _mm256_and_si256(_mm256_slli_epi32(e8, 24), sign));
+        f16 = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e16, mag16)), vs16));
+        f16 = _mm256_or_si256(f16, _mm256_and_si256(_mm256_slli_epi32(e16, 16), sign));
+        _mm256_storeu_si256((__m256i *)(void *)(out + i), _mm256_or_si256(_mm256_or_si256(f8, f16), e32));
+        n8 += (unsigned)_mm_popcnt_u32(m8);
+        n16 += (unsigned)_mm_popcnt_u32(m16);
+        n32 += (unsigned)_mm_popcnt_u32(m32);
+    }
+    return bad != 0;
+}
 #endif

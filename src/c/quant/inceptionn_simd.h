@@ -1,6 +1,6 @@
-/* Internal: the AVX-512 variants of inceptionn's sweeps: the count of dr_inceptionn_size,
- * and one frame block's encode and decode, 16 elements per step, each the scalar code's
- * arithmetic lane by lane. */
+/* Internal: the vector variants of inceptionn's sweeps: the count of dr_inceptionn_size,
+ * and one frame block's encode and decode (AVX-512, 16 elements per step; AVX2, 8), each
+ * the scalar code's arithmetic lane by lane. */
 #ifndef DR_INCEPTIONN_SIMD_H
 #define DR_INCEPTIONN_SIMD_H
 
@@ -38,6 +38,10 @@ void dr_inceptionn_count_block_avx512(const uint8_t *tags, size_t *count);
  * 64 bytes past the block's end: the caller checks that they stay inside the frame. */
 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, const size_t *count, float step8,
                                            float step16, float *out);
+/* The same two for AVX2 CPUs (the same contracts, eight lanes per step). */
+size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptionn_bands *s, uint8_t *dst);
+unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, const size_t *count, float step8,
+                                         float step16, float *out);
 #endif
 
 #endif
