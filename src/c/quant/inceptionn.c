@@ -4,9 +4,9 @@
  * absolute error by half a step, and the steps are chosen so that half a step is at
  * most eps = 2^-b (rules in quant.h). The frame holds x in blocks, each block's sections
  * after its tags, so a block's lengths follow from its own tags: the encoder writes each
- * block in one sweep of x, and the CRC of every block is taken right after it is written
- * or before it is decoded, while its bytes are in cache. x and the frame are each read or
- * written once. */
+ * block in one sweep of x, and the CRC is taken CRC_CHUNK bytes at a time, right behind the
+ * blocks the encoder writes and ahead of those the decoder reads, while the bytes are in
+ * cache. x and the frame are each read or written once per side. */
 #include "frame_fused.h"
 #include "inceptionn_simd.h"
 #include "qframe.h"
@@ -177,6 +177,9 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
     st = dr_qf_prepare(&f, DR_KIND_INCEPTIONN, dtype, x, n, 1, &empty, buf, cap, written);
     if (st != DR_OK)
         return st;
+#if !DR_HAVE_X86_SIMD
+    (void)simd;
+#endif
     s = bands_for(bound_bits);
     f.params[0] = bound_bits;
     f.params[1] = BLOCK;
@@ -331,6 +334,9 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     if (f.params[0] < 1 || f.params[0] > DR_INCEPTIONN_MAX_BITS || f.params[1] != BLOCK ||
         f.params[2] | f.params[3])
         return DR_E_FRAME_FIELD;
+#if !DR_HAVE_X86_SIMD
+    (void)simd;
+#endif
     s = bands_for(f.params[0]);
     step8 = ldexpf(1.0f, -s.k8);
     step16 = ldexpf(1.0f, -s.k16);
