@@ -7,7 +7,8 @@
  *   cc -O2 -std=c99 -Isrc/c/include benchmarks/c/quant_calls.c build/rel/libdeepreduce_core.a \
  *      -lz -lm -lpthread -o build/quant_calls
  *   perf stat -e instructions:u build/quant_calls adaq 5     (and none, inceptionn, sketch,
- *                                                            eightbit; DEEPREDUCE_SIMD caps) */
+ *                                                            eightbit; DEEPREDUCE_SIMD caps)
+ * sketch takes its bin count as an optional third argument (default 127). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,12 @@ int main(int argc, char **argv)
     size_t cap = 5 * n + 4096, len = 0, i;
     float *x = malloc(n * sizeof *x), *out = malloc(n * sizeof *out);
     uint8_t *buf = malloc(cap);
-    void *work = malloc(dr_adaq_workspace_size(n) + dr_sketch_workspace_size(n, 127));
+    uint32_t bins = argc == 4 ? (uint32_t)atoi(argv[3]) : 127u;
+    void *work = malloc(dr_adaq_workspace_size(n) + dr_sketch_workspace_size(n, bins));
     int reps, r, st = DR_OK;
     const char *kernel;
-    if (argc != 3 || x == NULL || out == NULL || buf == NULL || work == NULL) {
-        fprintf(stderr, "usage: quant_calls none|adaq|inceptionn|sketch|eightbit REPS\n");
+    if (argc < 3 || argc > 4 || x == NULL || out == NULL || buf == NULL || work == NULL) {
+        fprintf(stderr, "usage: quant_calls none|adaq|inceptionn|sketch|eightbit REPS [BINS]\n");
         return 2;
     }
     kernel = argv[1];
@@ -45,7 +47,7 @@ int main(int argc, char **argv)
             st = dr_inceptionn_encode(x, n, DR_INCEPTIONN_DEFAULT_BITS, 0, buf, cap, &len);
             st = st != DR_OK ? st : dr_inceptionn_decode(buf, len, out, n);
         } else if (strcmp(kernel, "sketch") == 0) {
-            st = dr_sketch_encode(x, n, 127, 1, 0, work, buf, cap, &len);
+            st = dr_sketch_encode(x, n, bins, 1, 0, work, buf, cap, &len);
             st = st != DR_OK ? st : dr_sketch_decode(buf, len, out, n);
         } else if (strcmp(kernel, "eightbit") == 0) {
             st = dr_eightbit_encode(x, n, 0, buf, cap, &len);

@@ -442,8 +442,9 @@ int main(void)
         check_paths("onebit", enc_onebit, dr_onebit_decode, x, n, dr_onebit_size(n));
         check_paths("efsignsgd", enc_efsignsgd, dr_efsignsgd_decode, x, n, dr_efsignsgd_size(n));
         check_paths("natural", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
-        for (b = 0; b < 4; b++) {
-            static const uint32_t sketch_bins[] = {1, 127, 256, 1000};
+        for (b = 0; b < 7; b++) {
+            /* Every level count of the AVX-512 search (0 to 8), and past it. */
+            static const uint32_t sketch_bins[] = {1, 2, 16, 33, 127, 256, 1000};
             g_bins = sketch_bins[b];
             check_paths("sketch", enc_sketch, dr_sketch_decode, x, n, dr_sketch_size(n, g_bins));
         }

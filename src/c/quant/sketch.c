@@ -4,16 +4,22 @@
  * Floats are compared as order-preserving uint32 keys, so the sample is sorted by an
  * LSD radix sort (four byte passes, linear time, no comparisons) and each element finds
  * its bin by a branch-free binary search over integer edges, padded to a power of two.
- * Workspace layout, doubles first for alignment: tally[2Q] (double: each bin's sum, then
- * its count), edges[P] (uint32, P = the power of two >= Q), sample[S] and scratch[S]
- * (uint32), S = min(n, DR_SKETCH_SAMPLE). */
-#include "rng_inline.h"
+ * Each bin's sum is kept in TALLIES interleaved partial sums in double (element i goes
+ * to partial i % TALLIES, in element order), added up as (p0 + p1) + (p2 + p3) at the
+ * end: every path adds in that order, so every path gets the same means, and neighbours
+ * in one bin do not wait on each other's read-modify-write (with one partial, an
+ * element in the bin of the one before waited for its sum: 1 bin took 3.4x as long).
+ * Workspace layout, doubles first for alignment: tally[TALLIES][2Q] (double: each bin's
+ * partial sum, then its count), edges[P] (uint32, P = the power of two >= Q), sample[S]
+ * and scratch[S] (uint32), S = min(n, DR_SKETCH_SAMPLE). */
 #include "qframe.h"
-#include "lookup_simd.h"
 #include "sketch_simd.h"
 #include "sketch_fill.h"
+#include "../sparsify/estimate.h"
 
 #include <math.h>
+
+#define TALLIES 4 /* the sum at the end of dr_sketch_fill is written out for 4 */
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -39,7 +45,7 @@ static uint32_t padded(uint32_t bins)
 
 size_t dr_sketch_workspace_size(size_t n, uint32_t bins)
 {
-    return (size_t)bins * 2u * sizeof(double) +
+    return TALLIES * (size_t)bins * 2u * sizeof(double) +
            (size_t)padded(bins) * sizeof(uint32_t) + 2 * sample_size(n) * sizeof(uint32_t);
 }
 
@@ -114,16 +120,21 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
 
     tally = (double *)work;
     p = padded(bins);
-    edges = (uint32_t *)(tally + 2u * bins);
+    edges = (uint32_t *)(tally + TALLIES * 2u * bins);
     sample = edges + p;
     scratch = sample + m;
 
-    /* Sample (all of x when small enough: exact quantiles), sort, read the edges. */
-    for (i = 0; i < m; i++) {
-        size_t pos = i;
-        if (m < n)
-            pos = (size_t)(((dr_rng_u64_fast(key, i) >> 32) * (uint64_t)n) >> 32);
-        sample[i] = order_key(x[pos]);
+    /* Sample (all of x when small enough: exact quantiles), sort, read the edges. The
+     * sampled values go through scratch first: dr_sp_sample prefetches a batch of
+     * positions before reading them, where one read at a time waited on each miss. */
+    if (m < n) {
+        float *drawn = (float *)(void *)scratch;
+        dr_sp_sample(x, n, key, drawn, m);
+        for (i = 0; i < m; i++)
+            sample[i] = order_key(drawn[i]);
+    } else {
+        for (i = 0; i < m; i++)
+            sample[i] = order_key(x[i]);
     }
     radix_sort(sample, scratch, m);
     for (j = 1; j < bins; j++)
@@ -131,9 +142,9 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
     for (j = bins - 1; j < p; j++)
         edges[j] = UINT32_MAX;
 
-    memset(tally, 0, 2u * bins * sizeof *tally);
-    /* The bins first (AVX-512 where the machine has it), then the sums in element order
-     * (the order fixes the double sums, so every path gives the same means). */
+    memset(tally, 0, TALLIES * 2u * bins * sizeof *tally);
+    /* The bins first (AVX-512 where the machine has it), then the partial sums (their
+     * order fixes the double sums, so every path gives the same means). */
     i = 0;
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512)
@@ -148,12 +159,23 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
             memcpy(index + 2 * i, &v, 2);
         }
     }
-    for (i = 0; i < n; i++) {
+    i = 0;
+    if (width == 1) {
+        for (; i + TALLIES <= n; i += TALLIES) {
+            tally_add(tally, index[i], x[i]);
+            tally_add(tally + 2u * bins, index[i + 1], x[i + 1]);
+            tally_add(tally + 4u * bins, index[i + 2], x[i + 2]);
+            tally_add(tally + 6u * bins, index[i + 3], x[i + 3]);
+        }
+    }
+    for (; i < n; i++) {
         uint16_t b = index[i];
         if (width == 2)
             memcpy(&b, index + 2 * i, 2);
-        tally_add(tally, b, x[i]);
+        tally_add(tally + (i % TALLIES) * 2u * bins, b, x[i]);
     }
+    for (j = 0; j < 2u * bins; j++)
+        tally[j] = (tally[j] + tally[2u * bins + j]) + (tally[4u * bins + j] + tally[6u * bins + j]);
     for (j = 0; j < bins; j++) {
         float mean = tally[2 * j + 1] > 0.0 ? (float)(tally[2 * j] / tally[2 * j + 1]) : 0.0f;
         /* Inf/NaN in x end up in some bin's sum. */
@@ -200,9 +222,8 @@ static int sketch_read(const uint8_t *means, const uint8_t *index, uint32_t bins
         memcpy(table, means, 4u * bins);
         i = 0;
 #if DR_HAVE_X86_SIMD
-        /* Indices below bins <= 128 have no bit 7: the signed lookup keeps the means' signs. */
-        if (bins <= 128u && dr_simd_active() >= DR_SIMD_AVX512)
-            i = dr_signed_lookup128_avx512(index, n, table, out);
+        if (dr_simd_active() >= DR_SIMD_AVX512)
+            i = dr_sketch_read_avx512(index, n, table, out);
 #endif
         for (; i < n; i++)
             out[i] = table[index[i]];

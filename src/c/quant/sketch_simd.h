@@ -1,7 +1,8 @@
-/* Internal: the AVX-512 variant of the sketch's bin search. It finds the bins of a prefix
- * of whole vectors of x (find_bin of sketch.c on order_key(x[i])), writes them to index
- * (width 1 or 2 bytes each) and returns the prefix length. It keeps the edges in
- * registers and does nothing (returns 0) when p > 256. */
+/* Internal: the AVX-512 variants of the sketch's bin search and of its decoder's values.
+ * Each handles a prefix of whole vectors (16 elements) and returns its length.
+ * dr_sketch_bins_avx512 finds the bins (find_bin of sketch.c on order_key(x[i])), writes
+ * them to index (width 1 or 2 bytes each); it keeps the edges in registers and does
+ * nothing (returns 0) when p > 256. */
 #ifndef DR_SKETCH_SIMD_H
 #define DR_SKETCH_SIMD_H
 
@@ -13,6 +14,9 @@
 #if DR_HAVE_X86_SIMD
 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges, uint32_t p,
                              uint32_t last, uint8_t *index, size_t width);
+
+/* table[index[i]] to out[i] (one byte each), table 256 floats. */
+size_t dr_sketch_read_avx512(const uint8_t *index, size_t n, const float *table, float *out);
 #endif
 
 #endif

@@ -254,7 +254,8 @@ int dr_threelc_decode(const uint8_t *buf, size_t len, float *out, size_t n);
  * data, j = 1..Q-1. Quantiles come from a sample: all of x when n <= DR_SKETCH_SAMPLE
  * (exact), else DR_SKETCH_SAMPLE positions drawn with replacement from the stream `key`.
  * Each element is sent as its bin index (the number of edges <= x), each bin as the
- * float32 mean of its members (accumulated in double; 0 for an empty bin), so the
+ * float32 mean of its members (accumulated in double, element i into the bin's partial
+ * sum i mod 4, the partials added as (p0 + p1) + (p2 + p3); 0 for an empty bin), so the
  * decoded tensor keeps the sum of x up to the rounding of the means. Decode:
  * out = means[bin].
  *   params[0] = Q. section 0: Q float32 means; section 1: n indices, uint8 if Q <= 256
