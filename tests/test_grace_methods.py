@@ -203,14 +203,14 @@ def frame(sections):
 
 
 def inceptionn_bytes(x, b=10):
-    """The band of each value per quant.h, then the bytes of the four sections."""
+    """The band of each value per quant.h, then the bytes of the blocked section."""
     a = np.abs(x.astype(np.float64))
     q8 = np.floor(a * 2.0 ** (b - 1) + 0.5)
     q16 = np.floor(a * 2.0 ** max(15, b - 1) + 0.5)
     tag1 = (a < 1) & (q8 > 0) & (q8 <= 127)
     tag2 = (a < 1) & (q8 > 127) & (q16 <= 32767)
     tag3 = (a >= 1) | ((q8 > 127) & (q16 > 32767))
-    return frame(4) + math.ceil(x.size / 4) + int(tag1.sum()) + 2 * int(tag2.sum()) + 4 * int(tag3.sum())
+    return frame(1) + math.ceil(x.size / 4) + int(tag1.sum()) + 2 * int(tag2.sum()) + 4 * int(tag3.sum())
 
 
 N = 10_001  # not a multiple of 8, 4 or 128: every ceil() in the formulas matters

@@ -1,6 +1,6 @@
 import math
 
-from .._native import f32, ffi, check, lib
+from .._native import f32, lib
 from ._framed import FramedCompressor, framed
 from ..checks import integer, number
 
@@ -12,7 +12,7 @@ class InceptionnCompressor(FramedCompressor):
 
     frame_kind = "DR_KIND_INCEPTIONN"
     decoder = "dr_inceptionn_decode"
-    refuses_nonfinite = True  # the sizing sweep refuses Inf and NaN (DR_E_NUMERIC)
+    refuses_nonfinite = True  # the encoder refuses Inf and NaN (DR_E_NUMERIC)
 
     def __init__(self, bound_bits=None):
         super().__init__(tensors_size_are_same=False)
@@ -24,18 +24,13 @@ class InceptionnCompressor(FramedCompressor):
         return cls(params.get("inceptionn_bits"))
 
     def encode(self, flat, name):
-        what = f"inceptionn of {name!r}"
-        size = ffi.new("size_t *")
-        # The sizing sweep is where an Inf or a NaN is refused (refuses_nonfinite): compress
-        # then sends the marker. The encoder only runs on finite tensors after it.
-        status = lib.dr_inceptionn_size(f32(flat), flat.size, self.bound_bits, size)
-        if status == lib.DR_E_NUMERIC:
-            return None
-        check(status, what)
-        return framed(size[0],
+        # Into room for the largest frame, and the encoder reports the size it wrote: no
+        # sizing sweep of x. An Inf or a NaN gives None (refuses_nonfinite), and compress
+        # then sends the marker.
+        return framed(lib.dr_inceptionn_bound(flat.size),
                       lambda buf, cap, w: lib.dr_inceptionn_encode(f32(flat), flat.size, self.bound_bits,
                                                                    lib.DR_DTYPE_FLOAT32, buf, cap, w),
-                      what)
+                      f"inceptionn of {name!r}", nonfinite_none=True)
 
 
 def bits_of_error_bound(error_bound):

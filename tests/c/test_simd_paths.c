@@ -237,12 +237,94 @@ static void test_threads_same_bytes(void)
     free(got);
 }
 
+/* The frame's CRC field recomputed after a deliberate edit. */
+static void reseal(uint8_t *buf, size_t len)
+{
+    uint32_t c = dr_crc32(0, buf, len - 4);
+    memcpy(buf + len - 4, &c, 4);
+}
+
+/* Each path's decode of buf[0..len) returns `status`. */
+static int decodes_as(decode_fn decode, const uint8_t *buf, size_t len, float *out, size_t n, int status)
+{
+    size_t p;
+    int same = 1;
+    for (p = 0; p < sizeof paths / sizeof *paths; p++) {
+        setenv("DEEPREDUCE_SIMD", paths[p], 1);
+        same &= decode(buf, len, out, n) == status;
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    return same;
+}
+
+/* inceptionn over several frame blocks, where the AVX-512 block kernels run (whole blocks
+ * with room for their whole-vector stores and loads) and the scalar code takes the rest:
+ * the same bytes on every path with a roomy cap and with the exact size (which leaves
+ * the last blocks no room to spare); an Inf or a NaN in a late block refused on every
+ * path; a zero magnitude or an Inf planted in the first block (vector-decoded) and
+ * resealed refused as corrupt, a changed tag resealed refused for the lengths it
+ * breaks, and a changed byte not resealed refused by the CRC. */
+static void test_inceptionn_blocks(void)
+{
+    enum { B = DR_INCEPTIONN_BLOCK, N = 3 * B + 77, TAGS = B / 4 };
+    static float x[N], out[N];
+    static const uint32_t bounds[] = {1, 10, 17, 24};
+    size_t cap = dr_inceptionn_bound(N), exact, len, i, p, n32 = 0, n16 = 0;
+    uint8_t *buf = malloc(cap);
+    const uint8_t *block = buf + 48; /* the first block: its tags, float32s, uint16s */
+    int numeric = 1;
+    fill(x, N, 91, 0.6f);
+    for (i = 0; i < sizeof bounds / sizeof *bounds; i++) {
+        g_bound = bounds[i];
+        check_paths("inceptionn blocks", enc_inceptionn, dr_inceptionn_decode, x, N, cap);
+        CHECK_OK(dr_inceptionn_size(x, N, g_bound, &exact));
+        check_paths("inceptionn exact cap", enc_inceptionn, dr_inceptionn_decode, x, N, exact);
+    }
+    g_bound = 10;
+    for (i = 0; i < 2; i++) {
+        float saved = x[2 * B + 5];
+        x[2 * B + 5] = i ? NAN : -INFINITY;
+        for (p = 0; p < sizeof paths / sizeof *paths; p++) {
+            setenv("DEEPREDUCE_SIMD", paths[p], 1);
+            numeric &= dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len) == DR_E_NUMERIC;
+        }
+        unsetenv("DEEPREDUCE_SIMD");
+        x[2 * B + 5] = saved;
+    }
+    CHECK(numeric);
+    CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_OK));
+    for (i = 0; i < B; i++) {
+        unsigned tag = (block[i / 4] >> (2 * (i % 4))) & 3u;
+        n32 += tag == 3;
+        n16 += tag == 2;
+    }
+    CHECK(n32 > 0 && n16 > 0);
+    buf[48 + TAGS + 4 * n32 + 1] = 0x80; /* the first uint16: -0 */
+    buf[48 + TAGS + 4 * n32] = 0;
+    reseal(buf, len);
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_CORRUPT));
+    CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
+    memcpy(buf + 48 + TAGS, &(float){INFINITY}, 4); /* the first float32 */
+    reseal(buf, len);
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_CORRUPT));
+    buf[48 + TAGS + 4 * n32 + 7] ^= 1;
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_FRAME_CHECKSUM));
+    /* A tag of the first block changed (its length then disagrees with the blocks
+     * after it), resealed. */
+    CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
+    buf[48 + 100] ^= 0x0c;
+    reseal(buf, len);
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_FRAME_FIELD));
+    free(buf);
+}
+
 /* inceptionn on the magnitudes where its tags change, for every bound: each edge (the
  * drop bound 2^-b, the 8-bit top 255*2^-b, the 16-bit top 65535*2^-(k16+1), 1) and the
  * float on either side of it, both signs, repeated to fill whole vectors. */
 static void test_inceptionn_band_edges(void)
 {
-    enum { N = 16 * 24 + 5 };
+    enum { N = 2 * DR_INCEPTIONN_BLOCK + 16 * 24 + 5 }; /* whole blocks: the vector kernels */
     static float x[N];
     size_t i;
     for (g_bound = 1; g_bound <= DR_INCEPTIONN_MAX_BITS; g_bound++) {
@@ -389,6 +471,7 @@ int main(void)
     test_adaq_paths();
     test_eightbit_paths();
     test_inceptionn_band_edges();
+    test_inceptionn_blocks();
     test_crc32_paths();
     test_signum_fused_paths();
     test_signs_streamed();

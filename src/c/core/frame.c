@@ -1,6 +1,7 @@
 /* The framed wire format shared by every byte payload (layout in deepreduce.h). */
 #include "deepreduce.h"
 #include "crc32_simd.h"
+#include "frame_fused.h"
 
 #include <string.h>
 #include <zlib.h>
@@ -78,10 +79,11 @@ int dr_frame_layout(dr_frame *f, size_t *frame_size)
     return DR_OK;
 }
 
-int dr_frame_seal(const dr_frame *f, uint8_t *buf, size_t cap, size_t *frame_size)
+/* Check *f and cap, write the header at buf[0..H) and give the frame's total size. */
+static int put_header(const dr_frame *f, uint8_t *buf, size_t cap, size_t *frame_size)
 {
     dr_frame laid;
-    size_t total, body_end;
+    size_t total;
     uint32_t i;
     int st;
     if (f == NULL || buf == NULL || frame_size == NULL)
@@ -109,13 +111,46 @@ int dr_frame_seal(const dr_frame *f, uint8_t *buf, size_t cap, size_t *frame_siz
     put_u64(buf + 36, f->count);
     for (i = 0; i < f->nsections; i++)
         put_u32(buf + DR_FRAME_FIXED_HEADER + 4 * i, (uint32_t)f->section_len[i]);
-    body_end = total - DR_FRAME_TRAILER;
-    put_u32(buf + body_end, dr_crc32(0, buf, body_end));
     *frame_size = total;
     return DR_OK;
 }
 
-int dr_frame_parse(const uint8_t *buf, size_t len, dr_frame *out)
+int dr_frame_seal(const dr_frame *f, uint8_t *buf, size_t cap, size_t *frame_size)
+{
+    size_t total;
+    int st = put_header(f, buf, cap, &total);
+    if (st != DR_OK)
+        return st;
+    put_u32(buf + total - DR_FRAME_TRAILER, dr_crc32(0, buf, total - DR_FRAME_TRAILER));
+    *frame_size = total;
+    return DR_OK;
+}
+
+int dr_frame_seal_body_crc(const dr_frame *f, uint32_t body_crc, uint8_t *buf, size_t cap,
+                           size_t *frame_size)
+{
+    size_t total, header, body;
+    int st = put_header(f, buf, cap, &total);
+    if (st != DR_OK)
+        return st;
+    header = dr_frame_header_size(f->nsections);
+    body = total - DR_FRAME_TRAILER - header;
+    if ((uint64_t)(z_off_t)body != (uint64_t)body)
+        return DR_E_ARG;
+    /* CRC(header || body) from the two parts' CRCs: zlib's combination, O(log body). */
+    put_u32(buf + total - DR_FRAME_TRAILER,
+            (uint32_t)crc32_combine(dr_crc32(0, buf, header), body_crc, (z_off_t)body));
+    *frame_size = total;
+    return DR_OK;
+}
+
+uint32_t dr_frame_stored_crc(const uint8_t *buf, size_t len)
+{
+    return get_u32(buf + len - DR_FRAME_TRAILER);
+}
+
+/* dr_frame_parse, with the CRC checked only where `verify` (see frame_fused.h). */
+static int parse(const uint8_t *buf, size_t len, dr_frame *out, int verify)
 {
     dr_frame f;
     size_t header, off;
@@ -157,7 +192,7 @@ int dr_frame_parse(const uint8_t *buf, size_t len, dr_frame *out)
     }
     if (off + DR_FRAME_TRAILER != len)
         return DR_E_FRAME_FIELD;
-    if (get_u32(buf + off) != dr_crc32(0, buf, off))
+    if (verify && get_u32(buf + off) != dr_crc32(0, buf, off))
         return DR_E_FRAME_CHECKSUM;
     if (f.kind >= DR_KIND_COUNT_ || f.index_codec >= DR_INDEX_COUNT_ ||
         f.value_codec >= DR_VALUE_COUNT_ || f.dtype > DR_DTYPE_FLOAT64 || f.count > f.numel)
@@ -169,6 +204,16 @@ int dr_frame_parse(const uint8_t *buf, size_t len, dr_frame *out)
         return DR_E_FRAME_FIELD;
     *out = f;
     return DR_OK;
+}
+
+int dr_frame_parse(const uint8_t *buf, size_t len, dr_frame *out)
+{
+    return parse(buf, len, out, 1);
+}
+
+int dr_frame_parse_unverified(const uint8_t *buf, size_t len, dr_frame *out)
+{
+    return parse(buf, len, out, 0);
 }
 
 int dr_frame_nonfinite(uint8_t kind, uint64_t numel, uint8_t *buf, size_t cap, size_t *written)

@@ -2,14 +2,22 @@
  * value was dropped (below the bound), re-encoded as an 8-bit or 16-bit sign-magnitude
  * fixed-point number, or kept as float32. Fixed point with round-to-nearest bounds the
  * absolute error by half a step, and the steps are chosen so that half a step is at
- * most eps = 2^-b (rules in quant.h). The encoder classifies twice, once to size the
- * sections and once to fill them, so it needs no scratch. */
+ * most eps = 2^-b (rules in quant.h). The frame holds x in blocks, each block's sections
+ * after its tags, so a block's lengths follow from its own tags: the encoder writes each
+ * block in one sweep of x, and the CRC is taken CRC_CHUNK bytes at a time, right behind the
+ * blocks the encoder writes and ahead of those the decoder reads, while the bytes are in
+ * cache. x and the frame are each read or written once per side. */
+#include "frame_fused.h"
 #include "inceptionn_simd.h"
 #include "qframe.h"
 
 #include <math.h>
 
 enum { TAG_DROP = 0, TAG_8 = 1, TAG_16 = 2, TAG_32 = 3 };
+/* The CRC is taken over CRC_CHUNK bytes at a time (more than the largest block): the bytes
+ * are still in (or just brought into) the cache, and there are few calls (each one
+ * dispatches and reduces). */
+enum { BLOCK = DR_INCEPTIONN_BLOCK, CRC_CHUNK = 1 << 16 };
 
 typedef dr_inceptionn_bands bands;
 
@@ -72,87 +80,72 @@ static uint8_t *pick(unsigned yes, uint8_t *a, uint8_t *b)
 
 size_t dr_inceptionn_bound(size_t n)
 {
-    return dr_frame_header_size(4) + dr_qf_crumb_bytes(n) + 4u * n + DR_FRAME_TRAILER;
+    return dr_frame_header_size(1) + dr_qf_crumb_bytes(n) + 4u * n + DR_FRAME_TRAILER;
 }
 
-/* What dr_inceptionn_size and _encode share: check the arguments, then classify x (Inf
- * or NaN: DR_E_NUMERIC) into the four section lengths of its frame. */
-static int plan(const float *x, size_t n, uint32_t bound_bits, bands *s, uint64_t *len)
+/* The bytes of a block of m elements holding count[1..3] entries of tags 1..3. */
+static size_t block_bytes(size_t m, const size_t *count)
 {
-    size_t count[4] = {0, 0, 0, 0}, i;
-    if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || (n > 0 && x == NULL))
-        return DR_E_ARG;
-    *s = bands_for(bound_bits);
-    i = 0;
-#if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512)
-        i = dr_inceptionn_count_avx512(x, n, s, count);
-#endif
-    for (; i < n; i++) {
+    return dr_qf_crumb_bytes(m) + 4u * count[TAG_32] + 2u * count[TAG_16] + count[TAG_8];
+}
+
+/* Adds the tag counts of x[0..m) to count[4]; DR_E_NUMERIC for an Inf or a NaN. */
+static int count_tags_of(const float *x, size_t m, const bands *s, size_t *count)
+{
+    size_t i;
+    for (i = 0; i < m; i++) {
         uint32_t q;
         if (!isfinite(x[i]))
             return DR_E_NUMERIC;
         count[classify(x[i], s, &q)]++;
     }
-    len[0] = dr_qf_crumb_bytes(n);
-    len[1] = count[TAG_8];
-    len[2] = 2u * (uint64_t)count[TAG_16];
-    len[3] = 4u * (uint64_t)count[TAG_32];
     return DR_OK;
 }
 
 int dr_inceptionn_size(const float *x, size_t n, uint32_t bound_bits, size_t *size)
 {
-    dr_frame f;
+    size_t count[4] = {0, 0, 0, 0}, i = 0;
     bands s;
     int st;
-    if (size == NULL)
+    if (size == NULL || bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS || (n > 0 && x == NULL))
         return DR_E_ARG;
-    memset(&f, 0, sizeof f);
-    f.nsections = 4;
-    st = plan(x, n, bound_bits, &s, f.section_len);
+    s = bands_for(bound_bits);
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_inceptionn_count_avx512(x, n, &s, count);
+#endif
+    st = i < n ? count_tags_of(x + i, n - i, &s, count) : DR_OK;
     if (st != DR_OK)
         return st;
-    return dr_frame_layout(&f, size);
+    /* Every block but the last has a multiple of 4 elements: the tags take ceil(n/4). */
+    *size = dr_frame_header_size(1) + block_bytes(n, count) + DR_FRAME_TRAILER;
+    return DR_OK;
 }
 
-int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t dtype,
-                         uint8_t *buf, size_t cap, size_t *written)
+/* One block of x[0..m) at dst, with `room` bytes there: a sweep counting its tags (which
+ * places its sections), then one writing them. DR_E_NUMERIC for Inf/NaN in the block,
+ * DR_E_DST_TOO_SMALL if it needs more than `room`; else *bytes is its length. */
+static int encode_block(const float *x, size_t m, const bands *s, uint8_t *dst, size_t room,
+                        size_t *bytes)
 {
-    dr_frame f;
-    bands s;
-    uint64_t len[4];
-    size_t i, n8 = 0, n16 = 0, n32 = 0;
-    uint8_t *tags, *p8, *p16, *p32;
-    int st = plan(x, n, bound_bits, &s, len);
+    size_t count[4] = {0, 0, 0, 0}, i, n8 = 0, n16 = 0, n32 = 0;
+    uint8_t *tags = dst, *p32, *p16, *p8;
+    int st = count_tags_of(x, m, s, count);
     if (st != DR_OK)
         return st;
-    st = dr_qf_prepare(&f, DR_KIND_INCEPTIONN, dtype, x, n, 4, len, buf, cap, written);
-    if (st != DR_OK)
-        return st;
-    f.params[0] = bound_bits;
-    tags = buf + f.section_off[0];
-    p8 = buf + f.section_off[1];
-    p16 = buf + f.section_off[2];
-    p32 = buf + f.section_off[3];
-    memset(tags, 0, (size_t)f.section_len[0]);
-    i = 0;
-#if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512) {
-        size_t cursor[3] = {0, 0, 0};
-        const size_t total[3] = {(size_t)len[1], (size_t)len[2] / 2u, (size_t)len[3] / 4u};
-        i = dr_inceptionn_fill_avx512(x, n, &s, tags, p8, p16, p32, total, cursor);
-        n8 = cursor[0];
-        n16 = cursor[1];
-        n32 = cursor[2];
-    }
-#endif
-    for (; i < n; i++) {
+    *bytes = block_bytes(m, count);
+    if (*bytes > room)
+        return DR_E_DST_TOO_SMALL;
+    p32 = dst + dr_qf_crumb_bytes(m);
+    p16 = p32 + 4u * count[TAG_32];
+    p8 = p16 + 2u * count[TAG_16];
+    memset(tags, 0, dr_qf_crumb_bytes(m));
+    for (i = 0; i < m; i++) {
         /* Every element stores to all three sections, the sections it does not go to
          * through a scratch target, so that no branch depends on its tag. */
         uint8_t scratch[4];
         uint32_t q = 0, sign = x[i] < 0.0f;
-        unsigned tag = classify(x[i], &s, &q);
+        unsigned tag = classify(x[i], s, &q);
         uint16_t v16 = (uint16_t)(sign << 15 | q);
         uint8_t *d8 = pick(tag == TAG_8, p8 + n8, scratch);
         uint8_t *d16 = pick(tag == TAG_16, p16 + 2 * n16, scratch);
@@ -165,20 +158,67 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
         n16 += tag == TAG_16;
         n32 += tag == TAG_32;
     }
-    return dr_frame_seal(&f, buf, cap, written);
+    return DR_OK;
 }
 
-/* The decoder's checks: the tag counts 1..3 (padding tags are 0, so whole bytes count) match
- * the section lengths, no 8- or 16-bit entry has magnitude 0, no float32 entry is Inf or
- * NaN. Accumulated without branches, a word of tags at a time, so that it vectorises;
- * written once, compiled plain and for AVX2 (POPCNT). */
-DR_ALWAYS_INLINE int check_sections(const uint8_t *tags, size_t nbytes, const dr_frame *f,
-                                    const uint8_t *p8, const uint8_t *p16, const uint8_t *p32,
-                                    size_t *count)
+int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t dtype,
+                         uint8_t *buf, size_t cap, size_t *written)
+{
+    const uint64_t empty = 0;
+    dr_frame f;
+    bands s;
+    size_t i, at, done, end, bytes;
+    uint32_t crc = 0;
+    int st, simd = dr_simd_active();
+    if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS)
+        return DR_E_ARG;
+    /* The arguments, and room for the frame of no elements; the section's length is
+     * known once the blocks are written. */
+    st = dr_qf_prepare(&f, DR_KIND_INCEPTIONN, dtype, x, n, 1, &empty, buf, cap, written);
+    if (st != DR_OK)
+        return st;
+#if !DR_HAVE_X86_SIMD
+    (void)simd;
+#endif
+    s = bands_for(bound_bits);
+    f.params[0] = bound_bits;
+    f.params[1] = BLOCK;
+    at = done = (size_t)f.section_off[0];
+    end = cap - DR_FRAME_TRAILER;
+    for (i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK;
+#if DR_HAVE_X86_SIMD
+        /* Where the largest block and the 64 bytes its whole-vector stores may pass its
+         * end fit before cap. */
+        if (m == BLOCK && simd >= DR_SIMD_AVX2 && end - at >= BLOCK / 4 + 4 * BLOCK + 64) {
+            bytes = simd >= DR_SIMD_AVX512 ? dr_inceptionn_block_avx512(x + i, &s, buf + at)
+                                           : dr_inceptionn_block_avx2(x + i, &s, buf + at);
+            if (bytes == 0)
+                return DR_E_NUMERIC;
+        } else
+#endif
+        {
+            st = encode_block(x + i, m, &s, buf + at, end - at, &bytes);
+            if (st != DR_OK)
+                return st;
+        }
+        at += bytes;
+        if (at - done >= CRC_CHUNK) {
+            crc = dr_crc32(crc, buf + done, at - done);
+            done = at;
+        }
+    }
+    crc = dr_crc32(crc, buf + done, at - done);
+    f.section_len[0] = at - (size_t)f.section_off[0];
+    return dr_frame_seal_body_crc(&f, crc, buf, cap, written);
+}
+
+/* Adds the counts of tags 1..3 in tags[0..nbytes) to count[] (padding tags are 0, so whole
+ * bytes count), a word at a time; written once, compiled plain and for AVX2 (POPCNT). */
+DR_ALWAYS_INLINE void count_tag_bytes(const uint8_t *tags, size_t nbytes, size_t *count)
 {
     const uint64_t low = 0x5555555555555555ull;
     size_t i;
-    unsigned bad = 0;
     for (i = 0; i + 8 <= nbytes; i += 8) {
         uint64_t w, lo, hi;
         memcpy(&w, tags + i, 8);
@@ -193,9 +233,27 @@ DR_ALWAYS_INLINE int check_sections(const uint8_t *tags, size_t nbytes, const dr
         for (k = 0; k < 4u; k++)
             count[(tags[i] >> (2u * k)) & 3u]++;
     }
-    if (count[TAG_8] != f->section_len[1] || 2u * (uint64_t)count[TAG_16] != f->section_len[2] ||
-        4u * (uint64_t)count[TAG_32] != f->section_len[3])
-        return DR_E_FRAME_FIELD;
+}
+
+static void count_tag_bytes_plain(const uint8_t *tags, size_t nbytes, size_t *count)
+{
+    count_tag_bytes(tags, nbytes, count);
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static void count_tag_bytes_avx2(const uint8_t *tags, size_t nbytes, size_t *count)
+{
+    count_tag_bytes(tags, nbytes, count);
+}
+#endif
+
+/* Whether a block's sections hold an entry the encoder cannot write: an 8- or 16-bit
+ * magnitude 0, an Inf or NaN float32. Reductions without branches, so that they vectorise. */
+DR_ALWAYS_INLINE unsigned block_bad(const uint8_t *p8, const uint8_t *p16, const uint8_t *p32,
+                                    const size_t *count)
+{
+    size_t i;
+    unsigned bad = 0;
     for (i = 0; i < count[TAG_8]; i++)
         bad |= (p8[i] & 0x7fu) == 0;
     for (i = 0; i < count[TAG_16]; i++) {
@@ -206,64 +264,24 @@ DR_ALWAYS_INLINE int check_sections(const uint8_t *tags, size_t nbytes, const dr
     for (i = 0; i < count[TAG_32]; i++) {
         uint32_t u;
         memcpy(&u, p32 + 4 * i, 4);
-        bad |= (u & 0x7f800000u) == 0x7f800000u; /* Inf or NaN */
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
     }
-    return bad ? DR_E_CORRUPT : DR_OK;
+    return bad;
 }
 
-#if DR_HAVE_X86_SIMD
-DR_TARGET_AVX2 static int check_sections_avx2(const uint8_t *tags, size_t nbytes, const dr_frame *f,
-                                              const uint8_t *p8, const uint8_t *p16,
-                                              const uint8_t *p32, size_t *count)
+/* Decodes the block of m elements at src, whose tags hold count[1..3] entries of each
+ * tag, into out[0..m); returns nonzero if it holds an entry the encoder cannot write.
+ * Selects, not a switch: every element reads its candidate from each section (a read at
+ * a section's end lands in the next section, the next block or the trailer, inside the
+ * frame) and keeps the one its tag names. Written once, compiled plain and for AVX2 (the
+ * checks' loops vectorise). */
+DR_ALWAYS_INLINE unsigned decode_block(const uint8_t *src, size_t m, const size_t *count,
+                                       float step8, float step16, float *out)
 {
-    return check_sections(tags, nbytes, f, p8, p16, p32, count);
-}
-#endif
-
-int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
-{
-    dr_frame f;
-    bands s;
-    size_t count[4] = {0, 0, 0, 0}, i, n8 = 0, n16 = 0, n32 = 0;
-    const uint8_t *tags, *p8, *p16, *p32;
-    float step8, step16;
-    int st = dr_qf_open(buf, len, DR_KIND_INCEPTIONN, n, 4, out, &f);
-    if (st != DR_OK)
-        return st;
-    if (f.params[0] < 1 || f.params[0] > DR_INCEPTIONN_MAX_BITS || f.params[1] | f.params[2] | f.params[3] ||
-        f.section_len[0] != dr_qf_crumb_bytes(n) || f.section_len[2] % 2 || f.section_len[3] % 4)
-        return DR_E_FRAME_FIELD;
-    s = bands_for(f.params[0]);
-    tags = buf + f.section_off[0];
-    p8 = buf + f.section_off[1];
-    p16 = buf + f.section_off[2];
-    p32 = buf + f.section_off[3];
-    if (!dr_qf_padding_clear(tags, n, 2))
-        return DR_E_CORRUPT;
-#if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX2)
-        st = check_sections_avx2(tags, dr_qf_crumb_bytes(n), &f, p8, p16, p32, count);
-    else
-#endif
-        st = check_sections(tags, dr_qf_crumb_bytes(n), &f, p8, p16, p32, count);
-    if (st != DR_OK)
-        return st;
-    step8 = ldexpf(1.0f, -s.k8);
-    step16 = ldexpf(1.0f, -s.k16);
-    /* Selects, not a switch: every element reads its candidate from each section (a
-     * read at a section's end lands in the next section or the trailer, inside buf)
-     * and keeps the one its tag names. */
-    i = 0;
-#if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512) {
-        size_t cursor[3] = {0, 0, 0};
-        i = dr_inceptionn_values_avx512(tags, n, p8, p16, p32, step8, step16, count + 1, cursor, out);
-        n8 = cursor[0];
-        n16 = cursor[1];
-        n32 = cursor[2];
-    }
-#endif
-    for (; i < n; i++) {
+    const uint8_t *tags = src, *p32 = src + dr_qf_crumb_bytes(m);
+    const uint8_t *p16 = p32 + 4u * count[TAG_32], *p8 = p16 + 2u * count[TAG_16];
+    size_t i, n8 = 0, n16 = 0, n32 = 0;
+    for (i = 0; i < m; i++) {
         unsigned tag = (tags[i / 4] >> (2 * (i % 4))) & 3u;
         uint16_t v16;
         uint32_t b8, b16, b32;
@@ -284,5 +302,97 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         n16 += tag == TAG_16;
         n32 += tag == TAG_32;
     }
-    return DR_OK;
+    return block_bad(p8, p16, p32, count);
+}
+
+static unsigned decode_block_plain(const uint8_t *src, size_t m, const size_t *count, float step8,
+                                   float step16, float *out)
+{
+    return decode_block(src, m, count, step8, step16, out);
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static unsigned decode_block_avx2(const uint8_t *src, size_t m, const size_t *count,
+                                                 float step8, float step16, float *out)
+{
+    return decode_block(src, m, count, step8, step16, out);
+}
+#endif
+
+int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    dr_frame f;
+    bands s;
+    size_t i, at, done, end;
+    uint32_t crc;
+    unsigned bad = 0;
+    float step8, step16;
+    int simd = dr_simd_active();
+    int st = dr_qf_open_unverified(buf, len, DR_KIND_INCEPTIONN, n, 1, out, &f);
+    if (st != DR_OK)
+        return st;
+    if (f.params[0] < 1 || f.params[0] > DR_INCEPTIONN_MAX_BITS || f.params[1] != BLOCK ||
+        f.params[2] | f.params[3])
+        return DR_E_FRAME_FIELD;
+#if !DR_HAVE_X86_SIMD
+    (void)simd;
+#endif
+    s = bands_for(f.params[0]);
+    step8 = ldexpf(1.0f, -s.k8);
+    step16 = ldexpf(1.0f, -s.k16);
+    at = done = (size_t)f.section_off[0];
+    end = at + (size_t)f.section_len[0];
+    crc = dr_crc32(0, buf, at);
+    for (i = 0; i < n; i += BLOCK) {
+        size_t m = n - i < BLOCK ? n - i : BLOCK, count[4] = {0, 0, 0, 0}, bytes;
+        if (end - at < dr_qf_crumb_bytes(m)) {
+            st = DR_E_FRAME_FIELD;
+            break;
+        }
+#if DR_HAVE_X86_SIMD
+        if (m == BLOCK && simd >= DR_SIMD_AVX512)
+            dr_inceptionn_count_block_avx512(buf + at, count);
+        else if (simd >= DR_SIMD_AVX2)
+            count_tag_bytes_avx2(buf + at, dr_qf_crumb_bytes(m), count);
+        else
+#endif
+            count_tag_bytes_plain(buf + at, dr_qf_crumb_bytes(m), count);
+        bytes = block_bytes(m, count);
+        if (bytes > end - at) {
+            st = DR_E_FRAME_FIELD;
+            break;
+        }
+        /* The CRC runs ahead of the values, a chunk at a time: it brings the chunk's
+         * blocks into cache with one sequential read, where the values sweep reads four
+         * places of each block at once. */
+        if (at + bytes > done) {
+            size_t upto = end - at > CRC_CHUNK ? at + CRC_CHUNK : end;
+            crc = dr_crc32(crc, buf + done, upto - done);
+            done = upto;
+        }
+        bad |= !dr_qf_padding_clear(buf + at, m, 2);
+#if DR_HAVE_X86_SIMD
+        /* Where the whole-vector loads past the block's end stay inside buf. */
+        if (m == BLOCK && simd >= DR_SIMD_AVX512 && len - (at + bytes) >= 64)
+            bad |= dr_inceptionn_block_decode_avx512(buf + at, count, step8, step16, out + i);
+        else if (m == BLOCK && simd >= DR_SIMD_AVX2 && len - (at + bytes) >= 64)
+            bad |= dr_inceptionn_block_decode_avx2(buf + at, count, step8, step16, out + i);
+        else if (simd >= DR_SIMD_AVX2)
+            bad |= decode_block_avx2(buf + at, m, count, step8, step16, out + i);
+        else
+#endif
+            bad |= decode_block_plain(buf + at, m, count, step8, step16, out + i);
+        at += bytes;
+    }
+    if (st == DR_OK && at != end)
+        st = DR_E_FRAME_FIELD;
+    /* The rest of the section (after a block that does not fit, more than the blocks
+     * read): a frame damaged on the way is told by its CRC first, whatever else the
+     * damage breaks. */
+    crc = dr_crc32(crc, buf + done, end - done);
+    if (crc != dr_frame_stored_crc(buf, len))
+        return DR_E_FRAME_CHECKSUM;
+    if (st != DR_OK)
+        return st;
+    return bad ? DR_E_CORRUPT : DR_OK;
 }

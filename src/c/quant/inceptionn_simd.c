@@ -1,8 +1,9 @@
 /* AVX-512 INCEPTIONN: classify() of inceptionn.c on 16 lanes (the fixed-point values in
- * single precision and integers, exact, as the scalar code computes them), tags interleaved from the lane masks with
- * PDEP (and split again with PEXT), section entries packed by compress and unpacked by
- * expand in registers, and moved with masked stores and loads of exactly the entries a
- * step has (never a byte past them: the fault-suppressing masked forms). */
+ * single precision and integers, exact, as the scalar code computes them), tags
+ * interleaved from the lane masks with PDEP (and split again with PEXT), section entries
+ * packed by compress and unpacked by expand in registers and moved by whole-vector stores
+ * and loads (the lanes past a step's entries are overwritten by the next step's, or read
+ * and ignored). */
 #include "deepreduce.h"
 #include "inceptionn_simd.h"
 
@@ -10,36 +11,6 @@
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
-
-/* The mask of lanes 0..count-1 (count <= 16). */
-static __mmask16 first_lanes(unsigned count)
-{
-    return (__mmask16)((1u << count) - 1u);
-}
-
-typedef struct {
-    __mmask16 m8, m16, m32;
-    __m512i q; /* the 8- or 16-bit magnitude, for m8 and m16 lanes */
-} lanes16;
-
-/* The tags of 16 magnitude patterns by three compares with the bands' thresholds, and
- * each 8- or 16-bit lane's fixed-point magnitude: round(a * 2^k) half up computed, as
- * fixed() does, as (trunc(a * 2^(k+1)) + 1) / 2, with the lane's own 2^(k+1). */
-DR_TARGET_AVX512 static lanes16 classify16(__m512i mag, const dr_inceptionn_bands *s)
-{
-    lanes16 r;
-    __mmask16 ge0 = _mm512_cmpge_epu32_mask(mag, _mm512_set1_epi32((int32_t)s->t0));
-    __mmask16 ge8 = _mm512_cmpge_epu32_mask(mag, _mm512_set1_epi32((int32_t)s->t8));
-    __mmask16 ge16 = _mm512_cmpge_epu32_mask(mag, _mm512_set1_epi32((int32_t)s->t16));
-    __m512 twice = _mm512_mask_blend_ps((__mmask16)(ge0 & ~ge8), _mm512_set1_ps(s->twice16), _mm512_set1_ps(s->twice8));
-    r.m8 = (__mmask16)(ge0 & ~ge8);
-    r.m16 = (__mmask16)(ge8 & ~ge16);
-    r.m32 = ge16;
-    /* Float32 lanes may overflow the conversion; their q is never used. */
-    r.q = _mm512_srli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(_mm512_mul_ps(_mm512_castsi512_ps(mag), twice)),
-                                             _mm512_set1_epi32(1)), 1);
-    return r;
-}
 
 DR_TARGET_AVX512 size_t dr_inceptionn_count_avx512(const float *x, size_t n, const dr_inceptionn_bands *s,
                                                    size_t *count)
@@ -71,102 +42,267 @@ DR_TARGET_AVX512 size_t dr_inceptionn_count_avx512(const float *x, size_t n, con
     return i;
 }
 
-DR_TARGET_AVX512 size_t dr_inceptionn_fill_avx512(const float *x, size_t n, const dr_inceptionn_bands *s,
-                                                  uint8_t *tags, uint8_t *p8,
-                                                  uint8_t *p16, uint8_t *p32, const size_t *total,
-                                                  size_t *cursor)
+DR_TARGET_AVX512 size_t dr_inceptionn_block_avx512(const float *x, const dr_inceptionn_bands *s,
+                                                   uint8_t *dst)
 {
+    enum { B = DR_INCEPTIONN_BLOCK };
+    /* The 16- and 8-bit entries wait here until the float32s' length, which places them,
+     * is known; 64 bytes to spare for the last whole-vector stores. */
+    uint8_t stage16[2 * B + 64], stage8[B + 64];
     const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
-    /* The cursors in locals: through the pointer, every store to a section could alias
-     * them, and the compiler would reload them per step. */
-    size_t i = 0, at[3];
-    memcpy(at, cursor, sizeof at);
-    for (; i + 16 <= n; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i);
-        __m512i bits = _mm512_castps_si512(v), sign = _mm512_srli_epi32(bits, 31);
-        lanes16 l = classify16(_mm512_and_si512(bits, abs_mask), s);
-        unsigned lo = (unsigned)(l.m8 | l.m32), hi = (unsigned)(l.m16 | l.m32);
+    const __m512i t0 = _mm512_set1_epi32((int32_t)s->t0), t8 = _mm512_set1_epi32((int32_t)s->t8);
+    const __m512i t16 = _mm512_set1_epi32((int32_t)s->t16);
+    const __m512i sign8 = _mm512_set1_epi32(0x80), sign16 = _mm512_set1_epi32(0x8000);
+    /* 2^k (half of twice, exact) and the 1/2 of round half up. */
+    const __m512 scale8 = _mm512_set1_ps(0.5f * s->twice8), scale16 = _mm512_set1_ps(0.5f * s->twice16);
+    const __m512 half = _mm512_set1_ps(0.5f);
+    uint8_t *p32 = dst + B / 4;
+    __m512i top = _mm512_setzero_si512();
+    size_t i, n8 = 0, n16 = 0, n32 = 0;
+    for (i = 0; i < B; i += 16) {
+        __m512i bits = _mm512_loadu_si512(x + i), mag = _mm512_and_si512(bits, abs_mask), q;
+        __mmask16 ge0 = _mm512_cmpge_epu32_mask(mag, t0), ge8 = _mm512_cmpge_epu32_mask(mag, t8);
+        __mmask16 ge16 = _mm512_cmpge_epu32_mask(mag, t16), neg = _mm512_movepi32_mask(bits);
+        __mmask16 m8 = _kandn_mask16(ge8, ge0), m16 = _kandn_mask16(ge16, ge8);
+        /* The tag is how many thresholds are reached: its low bit is their parity, its
+         * high bit whether t8 is. */
+        uint32_t lo = _cvtmask16_u32(_kxor_mask16(_kxor_mask16(ge0, ge8), ge16)), hi = _cvtmask16_u32(ge8);
         uint32_t t = _pdep_u32(lo, 0x55555555u) | _pdep_u32(hi, 0xaaaaaaaau);
-        __m512i v8 = _mm512_or_si512(_mm512_slli_epi32(sign, 7), l.q);
-        __m512i v16 = _mm512_or_si512(_mm512_slli_epi32(sign, 15), l.q);
-        unsigned c8 = (unsigned)_mm_popcnt_u32(l.m8), c16 = (unsigned)_mm_popcnt_u32(l.m16);
-        unsigned c32 = (unsigned)_mm_popcnt_u32(l.m32);
-        __m128i e8 = _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(l.m8, v8));
-        __m256i e16 = _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(l.m16, v16));
-        __m512i e32 = _mm512_maskz_compress_epi32(l.m32, bits);
-        memcpy(tags + i / 4, &t, 4);
-        /* Whole stores while 16 entries fit before the section's end (the lanes past
-         * the step's entries are overwritten by the next step's), masked ones after. */
-        if (at[0] + 16 <= total[0])
-            _mm_storeu_si128((__m128i *)(void *)(p8 + at[0]), e8);
-        else
-            _mm_mask_storeu_epi8(p8 + at[0], first_lanes(c8), e8);
-        if (at[1] + 16 <= total[1])
-            _mm256_storeu_si256((__m256i *)(void *)(p16 + 2 * at[1]), e16);
-        else
-            _mm256_mask_storeu_epi16(p16 + 2 * at[1], first_lanes(c16), e16);
-        if (at[2] + 16 <= total[2])
-            _mm512_storeu_si512(p32 + 4 * at[2], e32);
-        else
-            _mm512_mask_storeu_epi32(p32 + 4 * at[2], first_lanes(c32), e32);
-        at[0] += c8;
-        at[1] += c16;
-        at[2] += c32;
+        /* round(a * 2^k) half up = floor(a * 2^k + 1/2): one rounding down, which keeps
+         * the floor since every integer below 2^24 is a float (fixed() gets the same
+         * integer another way). Float32 lanes may overflow the conversion: their q is
+         * never used. */
+        q = _mm512_cvttps_epi32(_mm512_fmadd_round_ps(_mm512_castsi512_ps(mag), _mm512_mask_blend_ps(m8, scale16, scale8),
+                                                      half, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+        top = _mm512_max_epu32(top, mag);
+        memcpy(dst + i / 4, &t, 4);
+        /* q with the sign bit at bit 7 or 15. */
+        _mm_storeu_si128((__m128i *)(void *)(stage8 + n8),
+                         _mm512_cvtepi32_epi8(_mm512_maskz_compress_epi32(m8, _mm512_mask_or_epi32(q, neg, q, sign8))));
+        _mm256_storeu_si256((__m256i *)(void *)(stage16 + 2 * n16),
+                            _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(m16, _mm512_mask_or_epi32(q, neg, q, sign16))));
+        _mm512_storeu_si512(p32 + 4 * n32, _mm512_maskz_compress_epi32(ge16, bits));
+        n8 += (unsigned)_mm_popcnt_u32(lo & ~hi);
+        n16 += (unsigned)_mm_popcnt_u32(hi & ~lo);
+        n32 += (unsigned)_mm_popcnt_u32(lo & hi);
     }
-    memcpy(cursor, at, sizeof at);
-    return i;
+    if (_mm512_reduce_max_epu32(top) >= 0x7f800000u)
+        return 0;
+    memcpy(p32 + 4 * n32, stage16, 2 * n16);
+    memcpy(p32 + 4 * n32 + 2 * n16, stage8, n8);
+    return B / 4 + 4 * n32 + 2 * n16 + n8;
 }
 
-DR_TARGET_AVX512 size_t dr_inceptionn_values_avx512(const uint8_t *tags, size_t n,
-                                                    const uint8_t *p8, const uint8_t *p16,
-                                                    const uint8_t *p32, float step8,
-                                                    float step16, const size_t *total, size_t *cursor,
-                                                    float *out)
+DR_TARGET_AVX512 void dr_inceptionn_count_block_avx512(const uint8_t *tags, size_t *count)
 {
-    const __m512 vs8 = _mm512_set1_ps(step8), vs16 = _mm512_set1_ps(step16);
-    size_t i = 0, at[3]; /* as in fill */
-    memcpy(at, cursor, sizeof at);
-    for (; i + 16 <= n; i += 16) {
-        uint32_t t;
-        unsigned c8, c16, c32;
-        __mmask16 lo, hi, m8, m16, m32;
-        __m128i l8;
-        __m256i l16;
-        __m512i l32, e8, e16, e32, b8, b16, r;
-        memcpy(&t, tags + i / 4, 4);
-        lo = (__mmask16)_pext_u32(t, 0x55555555u);
-        hi = (__mmask16)_pext_u32(t, 0xaaaaaaaau);
-        m8 = lo & (__mmask16)~hi;
-        m16 = hi & (__mmask16)~lo;
-        m32 = lo & hi;
-        c8 = (unsigned)_mm_popcnt_u32(m8);
-        c16 = (unsigned)_mm_popcnt_u32(m16);
-        c32 = (unsigned)_mm_popcnt_u32(m32);
-        /* Whole loads while 16 entries fit before the section's end (expand takes only
-         * the step's entries), masked ones after. */
-        l8 = at[0] + 16 <= total[0] ? _mm_loadu_si128((const __m128i *)(const void *)(p8 + at[0]))
-                                 : _mm_maskz_loadu_epi8(first_lanes(c8), p8 + at[0]);
-        l16 = at[1] + 16 <= total[1] ? _mm256_loadu_si256((const __m256i *)(const void *)(p16 + 2 * at[1]))
-                                   : _mm256_maskz_loadu_epi16(first_lanes(c16), p16 + 2 * at[1]);
-        l32 = at[2] + 16 <= total[2] ? _mm512_loadu_si512(p32 + 4 * at[2])
-                                   : _mm512_maskz_loadu_epi32(first_lanes(c32), p32 + 4 * at[2]);
-        e8 = _mm512_maskz_expand_epi32(m8, _mm512_cvtepu8_epi32(l8));
-        e16 = _mm512_maskz_expand_epi32(m16, _mm512_cvtepu16_epi32(l16));
-        e32 = _mm512_maskz_expand_epi32(m32, l32);
-        /* Magnitude times step, then the sign bit OR-ed in, as the scalar code does. */
-        b8 = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e8, _mm512_set1_epi32(0x7f))), vs8));
-        b8 = _mm512_or_si512(b8, _mm512_slli_epi32(_mm512_and_si512(e8, _mm512_set1_epi32(0x80)), 24));
-        b16 = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e16, _mm512_set1_epi32(0x7fff))), vs16));
-        b16 = _mm512_or_si512(b16, _mm512_slli_epi32(_mm512_and_si512(e16, _mm512_set1_epi32(0x8000)), 16));
-        r = _mm512_maskz_mov_epi32(m8, b8);
-        r = _mm512_mask_mov_epi32(r, m16, b16);
-        r = _mm512_mask_mov_epi32(r, m32, e32);
-        _mm512_storeu_si512((void *)(out + i), r);
-        at[0] += c8;
-        at[1] += c16;
-        at[2] += c32;
+    /* For each nibble (two tags), how many of its tags are 1, 2 or 3: byte tables looked up
+     * for both nibbles of every byte; a byte's sums stay below 256 (at most 4 per
+     * vector, 16 vectors), added up by PSADBW at the end. */
+    const __m512i by1 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 0, 0, 1, 2, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0));
+    const __m512i by2 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 2, 1, 0, 0, 1, 0));
+    const __m512i by3 = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 2));
+    const __m512i nibble = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
+    __m512i c1 = zero, c2 = zero, c3 = zero;
+    size_t k;
+    for (k = 0; k < DR_INCEPTIONN_BLOCK / 4; k += 64) {
+        __m512i w = _mm512_loadu_si512(tags + k), lo = _mm512_and_si512(w, nibble);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), nibble);
+        c1 = _mm512_add_epi8(c1, _mm512_add_epi8(_mm512_shuffle_epi8(by1, lo), _mm512_shuffle_epi8(by1, hi)));
+        c2 = _mm512_add_epi8(c2, _mm512_add_epi8(_mm512_shuffle_epi8(by2, lo), _mm512_shuffle_epi8(by2, hi)));
+        c3 = _mm512_add_epi8(c3, _mm512_add_epi8(_mm512_shuffle_epi8(by3, lo), _mm512_shuffle_epi8(by3, hi)));
     }
-    memcpy(cursor, at, sizeof at);
-    return i;
+    count[1] += (size_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(c1, zero));
+    count[2] += (size_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(c2, zero));
+    count[3] += (size_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(c3, zero));
+}
+
+DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, const size_t *count,
+                                                            float step8, float step16, float *out)
+{
+    enum { B = DR_INCEPTIONN_BLOCK };
+    const __m512 vs8 = _mm512_set1_ps(step8), vs16 = _mm512_set1_ps(step16);
+    const __m512i mag8 = _mm512_set1_epi32(0x7f), mag16 = _mm512_set1_epi32(0x7fff);
+    const __m512i sh8 = _mm512_set1_epi32(24), sh16 = _mm512_set1_epi32(16);
+    const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u), inf = _mm512_set1_epi32(0x7f800000);
+    const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
+    size_t i, n8 = 0, n16 = 0, n32 = 0;
+    __m512i least = _mm512_set1_epi32(1), top = _mm512_setzero_si512();
+    for (i = 0; i < B; i += 16) {
+        uint32_t t, lo, hi;
+        __mmask16 m8, m16, m32;
+        __m512i e, l32, e32, mag, r;
+        __m512 step;
+        memcpy(&t, src + i / 4, 4);
+        lo = _pext_u32(t, 0x55555555u);
+        hi = _pext_u32(t, 0xaaaaaaaau);
+        m8 = _cvtu32_mask16(lo & ~hi);
+        m16 = _cvtu32_mask16(hi & ~lo);
+        m32 = _cvtu32_mask16(lo & hi);
+        /* Whole loads; expand takes only the step's entries. The 8- and 16-bit entries
+         * share one vector, each lane with its width's magnitude mask, step and sign
+         * position. */
+        e = _mm512_maskz_expand_epi32(m8, _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p8 + n8))));
+        /* Two zeroing expands OR-ed: a merging expand waits on its destination and is
+         * slower on Zen 4. */
+        e = _mm512_or_si512(e, _mm512_maskz_expand_epi32(
+                                   m16, _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p16 + 2 * n16)))));
+        l32 = _mm512_loadu_si512(p32 + 4 * n32);
+        /* Keeps the load a load of its own: folded into the expand (VPEXPANDD from memory),
+         * it is several times slower on AMD's Zen 4. */
+        __asm__("" : "+v"(l32));
+        e32 = _mm512_maskz_expand_epi32(m32, l32);
+        mag = _mm512_mask_blend_epi32(m8, mag16, mag8);
+        step = _mm512_mask_blend_ps(m8, vs16, vs8);
+        /* What the encoder never writes, an 8- or 16-bit magnitude 0 or an Inf or NaN,
+         * shows in the least such magnitude and the largest float32 exponent field. */
+        least = _mm512_mask_min_epu32(least, (__mmask16)(m8 | m16), least, _mm512_and_si512(e, mag));
+        top = _mm512_mask_max_epu32(top, m32, top, _mm512_and_si512(e32, inf));
+        /* Magnitude times step, then the sign bit OR-ed in, as the scalar code does (the
+         * dropped lanes are 0 throughout). */
+        r = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e, mag)), step));
+        r = _mm512_ternarylogic_epi32(r, _mm512_sllv_epi32(e, _mm512_mask_blend_epi32(m8, sh16, sh8)), sign, 0xf8);
+        _mm512_storeu_si512((void *)(out + i), _mm512_mask_mov_epi32(r, m32, e32));
+        n8 += (unsigned)_mm_popcnt_u32(lo & ~hi);
+        n16 += (unsigned)_mm_popcnt_u32(hi & ~lo);
+        n32 += (unsigned)_mm_popcnt_u32(lo & hi);
+    }
+    return _mm512_reduce_min_epu32(least) == 0 || _mm512_reduce_max_epu32(top) == 0x7f800000u;
+}
+/* ------------------------------------------------------------------------------ AVX2 */
+/* Eight lanes per step; compress and expand by lane permutations computed from the lane
+ * mask with PDEP/PEXT (bytes 0..7 of 0x0706050403020100 are the lane numbers). */
+
+/* The permutation that packs the lanes set in the 8-bit mask m to the low lanes, in order. */
+DR_TARGET_AVX2 static __m256i pack_order(unsigned m)
+{
+    uint64_t lanes = _pdep_u64(m, 0x0101010101010101ull) * 0xffu;
+    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)_pext_u64(0x0706050403020100ull, lanes)));
+}
+
+/* The permutation that spreads the low lanes to the lanes set in m, in order (the other
+ * lanes get lane 0: the caller clears them). */
+DR_TARGET_AVX2 static __m256i spread_order(unsigned m)
+{
+    uint64_t lanes = _pdep_u64(m, 0x0101010101010101ull) * 0xffu;
+    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)_pdep_u64(0x0706050403020100ull, lanes)));
+}
+
+/* All ones in the lanes set in the 8-bit mask m, zeros elsewhere. */
+DR_TARGET_AVX2 static __m256i lanes_of(unsigned m)
+{
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int32_t)m), bit), bit);
+}
+
+DR_TARGET_AVX2 size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptionn_bands *s, uint8_t *dst)
+{
+    enum { B = DR_INCEPTIONN_BLOCK };
+    uint8_t stage16[2 * B + 64], stage8[B + 64]; /* as in dr_inceptionn_block_avx512 */
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), one = _mm256_set1_epi32(1);
+    /* mag >= t as mag > t - 1: the patterns are below 2^31, so signed compares order them. */
+    const __m256i t0 = _mm256_set1_epi32((int32_t)s->t0 - 1), t8 = _mm256_set1_epi32((int32_t)s->t8 - 1);
+    const __m256i t16 = _mm256_set1_epi32((int32_t)s->t16 - 1);
+    const __m256i sign8 = _mm256_set1_epi32(0x80), sign16 = _mm256_set1_epi32(0x8000);
+    const __m256 twice8 = _mm256_set1_ps(s->twice8), twice16 = _mm256_set1_ps(s->twice16);
+    /* Each lane's low byte, or low two bytes, to the front of its 128-bit half. */
+    const __m256i low8 = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                          0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i low16 = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                           0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+    uint8_t *p32 = dst + B / 4;
+    __m256i top = _mm256_setzero_si256();
+    size_t i, n8 = 0, n16 = 0, n32 = 0;
+    for (i = 0; i < B; i += 8) {
+        __m256i bits = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
+        __m256i mag = _mm256_and_si256(bits, abs_mask);
+        __m256i ge0 = _mm256_cmpgt_epi32(mag, t0), ge8 = _mm256_cmpgt_epi32(mag, t8);
+        __m256i ge16 = _mm256_cmpgt_epi32(mag, t16), is8 = _mm256_andnot_si256(ge8, ge0), q, v8, v16, w;
+        unsigned g0 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge0));
+        unsigned g8 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge8));
+        unsigned g16 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge16));
+        unsigned m8 = g0 & ~g8, m16 = g8 & ~g16;
+        /* The tags as in the AVX-512 code: low bit the parity, high bit t8 reached. */
+        uint16_t t = (uint16_t)(_pdep_u32(g0 ^ g8 ^ g16, 0x5555u) | _pdep_u32(g8, 0xaaaau));
+        uint64_t b8;
+        /* fixed() of the scalar code, lane by lane. */
+        q = _mm256_srli_epi32(
+            _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_mul_ps(_mm256_castsi256_ps(mag),
+                                                               _mm256_blendv_ps(twice16, twice8, _mm256_castsi256_ps(is8)))),
+                             one),
+            1);
+        top = _mm256_max_epu32(top, mag);
+        v8 = _mm256_or_si256(q, _mm256_and_si256(_mm256_srli_epi32(bits, 24), sign8));
+        v16 = _mm256_or_si256(q, _mm256_and_si256(_mm256_srli_epi32(bits, 16), sign16));
+        memcpy(dst + i / 4, &t, 2);
+        /* 8-bit entries: the lanes' low bytes in a word, packed by PEXT. */
+        w = _mm256_shuffle_epi8(v8, low8);
+        b8 = _pext_u64((uint64_t)(uint32_t)_mm256_cvtsi256_si32(w) | (uint64_t)(uint32_t)_mm256_extract_epi32(w, 4) << 32,
+                       _pdep_u64(m8, 0x0101010101010101ull) * 0xffu);
+        memcpy(stage8 + n8, &b8, 8);
+        w = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(v16, pack_order(m16)), low16);
+        _mm_storeu_si128((__m128i *)(void *)(stage16 + 2 * n16), _mm256_castsi256_si128(_mm256_permute4x64_epi64(w, 0x08)));
+        _mm256_storeu_si256((__m256i *)(void *)(p32 + 4 * n32), _mm256_permutevar8x32_epi32(bits, pack_order(g16)));
+        n8 += (unsigned)_mm_popcnt_u32(m8);
+        n16 += (unsigned)_mm_popcnt_u32(m16);
+        n32 += (unsigned)_mm_popcnt_u32(g16);
+    }
+    {
+        uint32_t lane[8], most = 0;
+        int j;
+        _mm256_storeu_si256((__m256i *)(void *)lane, top);
+        for (j = 0; j < 8; j++)
+            most = lane[j] > most ? lane[j] : most;
+        if (most >= 0x7f800000u)
+            return 0;
+    }
+    memcpy(p32 + 4 * n32, stage16, 2 * n16);
+    memcpy(p32 + 4 * n32 + 2 * n16, stage8, n8);
+    return B / 4 + 4 * n32 + 2 * n16 + n8;
+}
+
+DR_TARGET_AVX2 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, const size_t *count, float step8,
+                                                        float step16, float *out)
+{
+    enum { B = DR_INCEPTIONN_BLOCK };
+    const __m256 vs8 = _mm256_set1_ps(step8), vs16 = _mm256_set1_ps(step16);
+    const __m256i mag8 = _mm256_set1_epi32(0x7f), mag16 = _mm256_set1_epi32(0x7fff);
+    const __m256i sign = _mm256_set1_epi32((int32_t)0x80000000u), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i zero = _mm256_setzero_si256();
+    const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
+    size_t i, n8 = 0, n16 = 0, n32 = 0;
+    unsigned bad = 0;
+    for (i = 0; i < B; i += 8) {
+        uint16_t t;
+        unsigned lo, hi, m8, m16, m32;
+        __m256i e8, e16, e32, f8, f16;
+        memcpy(&t, src + i / 4, 2);
+        lo = _pext_u32(t, 0x5555u);
+        hi = _pext_u32(t, 0xaaaau);
+        m8 = lo & ~hi;
+        m16 = hi & ~lo;
+        m32 = lo & hi;
+        /* Whole loads (the caller leaves room past the block); each kind's entries spread
+         * to its lanes, the other lanes cleared. */
+        e8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(p8 + n8)));
+        e8 = _mm256_and_si256(_mm256_permutevar8x32_epi32(e8, spread_order(m8)), lanes_of(m8));
+        e16 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p16 + 2 * n16)));
+        e16 = _mm256_and_si256(_mm256_permutevar8x32_epi32(e16, spread_order(m16)), lanes_of(m16));
+        e32 = _mm256_loadu_si256((const __m256i *)(const void *)(p32 + 4 * n32));
+        e32 = _mm256_and_si256(_mm256_permutevar8x32_epi32(e32, spread_order(m32)), lanes_of(m32));
+        /* What the encoder never writes: an 8- or 16-bit magnitude 0, an Inf or NaN. */
+        bad |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e8, mag8), zero))) & m8;
+        bad |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e16, mag16), zero))) & m16;
+        bad |= (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(e32, inf), inf)));
+        /* Magnitude times step, the sign bit OR-ed in; the other lanes stay 0. */
+        f8 = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e8, mag8)), vs8));
+        f8 = _mm256_or_si256(f8, _mm256_and_si256(_mm256_slli_epi32(e8, 24), sign));
+        f16 = _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e16, mag16)), vs16));
+        f16 = _mm256_or_si256(f16, _mm256_and_si256(_mm256_slli_epi32(e16, 16), sign));
+        _mm256_storeu_si256((__m256i *)(void *)(out + i), _mm256_or_si256(_mm256_or_si256(f8, f16), e32));
+        n8 += (unsigned)_mm_popcnt_u32(m8);
+        n16 += (unsigned)_mm_popcnt_u32(m16);
+        n32 += (unsigned)_mm_popcnt_u32(m32);
+    }
+    return bad != 0;
 }
 #endif

@@ -1,6 +1,6 @@
-/* Internal: the AVX-512 variants of inceptionn's three sweeps (count, fill, decode), 16
- * elements per step, each the scalar code's arithmetic lane by lane. Each does a prefix
- * of whole steps; the scalar code continues from the cursors they leave. */
+/* Internal: the vector variants of inceptionn's sweeps: the count of dr_inceptionn_size,
+ * and one frame block's encode and decode (AVX-512, 16 elements per step; AVX2, 8), each
+ * the scalar code's arithmetic lane by lane. */
 #ifndef DR_INCEPTIONN_SIMD_H
 #define DR_INCEPTIONN_SIMD_H
 
@@ -24,17 +24,24 @@ typedef struct {
  * x holds Inf or NaN, for the scalar code to find. */
 size_t dr_inceptionn_count_avx512(const float *x, size_t n, const dr_inceptionn_bands *s,
                                   size_t *count);
-/* Writes the tags (whole bytes, 4 per step) and section entries of a prefix of x, with
- * cursor[0..3) the entries written so far to sections 1..3, which hold total[0..3)
- * entries (exactly those x's tags call for). Returns the prefix length. */
-size_t dr_inceptionn_fill_avx512(const float *x, size_t n, const dr_inceptionn_bands *s,
-                                 uint8_t *tags, uint8_t *p8, uint8_t *p16, uint8_t *p32,
-                                 const size_t *total, size_t *cursor);
-/* Decodes a prefix of out from the tags and sections (checked to hold exactly the entries
- * the tags call for), cursors as above. */
-size_t dr_inceptionn_values_avx512(const uint8_t *tags, size_t n, const uint8_t *p8,
-                                   const uint8_t *p16, const uint8_t *p32, float step8,
-                                   float step16, const size_t *total, size_t *cursor, float *out);
+/* Writes the frame block of x[0..DR_INCEPTIONN_BLOCK) at dst (tags, float32s, uint16s,
+ * bytes: quant.h) and returns its length, or returns 0 when x holds Inf or NaN. Its
+ * whole-vector stores may write up to 64 bytes past the block's end (the next block
+ * overwrites them): the caller leaves room for that. */
+size_t dr_inceptionn_block_avx512(const float *x, const dr_inceptionn_bands *s, uint8_t *dst);
+/* Adds the counts of tags 1..3 among a whole block's tags (DR_INCEPTIONN_BLOCK / 4 bytes)
+ * to count[1..3]. */
+void dr_inceptionn_count_block_avx512(const uint8_t *tags, size_t *count);
+/* Decodes the frame block at src into out[0..DR_INCEPTIONN_BLOCK), its tags holding
+ * count[1..3] entries of tags 1..3 (the caller counted them); returns nonzero if the
+ * block holds an entry the encoder cannot write. Its whole-vector loads may read up to
+ * 64 bytes past the block's end: the caller checks that they stay inside the frame. */
+unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, const size_t *count, float step8,
+                                           float step16, float *out);
+/* The same two for AVX2 CPUs (the same contracts, eight lanes per step). */
+size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptionn_bands *s, uint8_t *dst);
+unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, const size_t *count, float step8,
+                                         float step16, float *out);
 #endif
 
 #endif

@@ -20,7 +20,7 @@
  *                              one is taken.
  *   int dr_X_decode(buf, len, out, n)
  *                              parses the frame and writes all of out[0..n). Refuses,
- *                              before writing anything: a frame that fails
+ *                              before writing anything (inceptionn: see its entry): a frame that fails
  *                              dr_frame_parse (CRC, lengths), DR_E_FRAME_CODEC for a frame
  *                              of another kind or with non-raw codecs, DR_E_FRAME_FIELD for
  *                              numel/count other than n, wrong section count or lengths,
@@ -204,15 +204,24 @@ int dr_eightbit_table(float *table);
  *   tag 3  otherwise (|x| just below 1, or b > 16): float32.
  * So |decode(x) - x| <= eps for every element (0 for tag 3): the 8-bit band carries the
  * small values at step 2eps, the 16-bit band the rest below 1 at step 2^-k <= 2eps.
- *   params[0] = b. section 0: ceil(n/4) bytes of tags, element i in bits 2(i%4).. of byte
- *   i/4; section 1: the tag-1 bytes; section 2: the tag-2 uint16s; section 3: the tag-3
- *   float32s; each in element order. The decoder checks that the tag counts match the
- *   section lengths, that no 8/16-bit magnitude is 0 and no float32 is Inf/NaN.
+ *   params[0] = b, params[1] = DR_INCEPTIONN_BLOCK (the decoder refuses another). One
+ *   section: x in blocks of DR_INCEPTIONN_BLOCK elements (the last one shorter when n is
+ *   not a multiple), each of m elements written as ceil(m/4) bytes of tags (element i of
+ *   the block in bits 2(i%4).. of byte i/4, padding bits zero), then the block's tag-3
+ *   float32s, its tag-2 uint16s and its tag-1 bytes, each in element order. A block's
+ *   lengths follow from its tags, so the encoder writes x's blocks in one sweep and the
+ *   decoder reads the frame once: each block's CRC, checks and values while it is in
+ *   cache. The decoder checks that the blocks fill the section exactly, that no 8/16-bit
+ *   magnitude is 0 and no float32 is Inf/NaN. Unlike the other decoders it writes out
+ *   while it checks: after any error, out[0..n) is unspecified.
  * Variable size: dr_inceptionn_size gives the exact frame size for x (one read of x),
- * dr_inceptionn_bound the largest possible: 64 + ceil(n/4) + 4n.
- * DR_E_NUMERIC if x holds Inf/NaN. */
+ * dr_inceptionn_bound the largest possible: 52 + ceil(n/4) + 4n (what a caller without
+ * the exact size passes as cap: the encoder reports the size it wrote).
+ * DR_E_NUMERIC if x holds Inf/NaN. The encoder stops at the first block that holds one or
+ * does not fit in cap, so a tensor with both gets either status. */
 #define DR_INCEPTIONN_DEFAULT_BITS 10
 #define DR_INCEPTIONN_MAX_BITS 24
+#define DR_INCEPTIONN_BLOCK 1024 /* elements per block of the frame (a multiple of 256) */
 size_t dr_inceptionn_bound(size_t n);
 int dr_inceptionn_size(const float *x, size_t n, uint32_t bound_bits, size_t *size);
 int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t dtype,
