@@ -19,10 +19,12 @@ size_t dr_qsgd_levels_avx512(const float *b, size_t m, float ratio, uint32_t s,
  * multiple of 32). */
 double dr_qsgd_sum_squares_avx512(const float *b, size_t m);
 double dr_qsgd_sum_squares_avx2(const float *b, size_t m);
-/* out[i] = step * level i, for i < m. */
-size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t width, float step, float *out);
+/* out[i] = step * level i, for i < m; streamed (stream_simd.h) if `stream` is set and
+ * out is 16-byte aligned, without the fence, which the caller issues after its last. */
+size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t width, float step, float *out,
+                          int stream);
 size_t dr_qsgd_scale_avx512(const uint8_t *levels, size_t m, size_t width, float step,
-                            float *out);
+                            float *out, int stream);
 /* Whether levels[0..n) all lie in [-s, s]: 1 or 0 for the prefix it returns in *done. */
 int dr_qsgd_levels_in_range_avx2(const uint8_t *levels, size_t n, size_t width, uint32_t s,
                                  size_t *done);
