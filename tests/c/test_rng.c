@@ -37,6 +37,44 @@ DR_TARGET_AVX2 static int avx2_matches(uint64_t key, uint64_t start, size_t bloc
     }
     return same;
 }
+
+/* The unchecked blocks a kernel takes up to dr_rng32_draws_within's bound, then the
+ * restarted stream past it, as the qsgd and natural loops do: 1 if they all match. */
+DR_TARGET_AVX512 static int within_matches_avx512(uint64_t key, uint64_t start, size_t want)
+{
+    size_t within = dr_rng32_draws_within(start, want), at = 0, j;
+    dr_rng32_avx512 r = dr_rng32_avx512_start(key, start);
+    uint32_t w[16];
+    int same = within == want || start + within == ((start >> 32) + 1) << 32;
+    for (; at + 16 <= within; at += 16) {
+        _mm512_storeu_si512(w, dr_rng32_avx512_next_within(&r));
+        for (j = 0; j < 16; j++)
+            same &= w[j] == dr_rng_u32(key, start + at + j);
+    }
+    r = dr_rng32_avx512_start(key, start + within);
+    _mm512_storeu_si512(w, dr_rng32_avx512_next_within(&r));
+    for (j = 0; j < 16; j++)
+        same &= w[j] == dr_rng_u32(key, start + within + j);
+    return same;
+}
+
+DR_TARGET_AVX2 static int within_matches_avx2(uint64_t key, uint64_t start, size_t want)
+{
+    size_t within = dr_rng32_draws_within(start, want), at = 0, j;
+    dr_rng32_avx2 r = dr_rng32_avx2_start(key, start);
+    uint32_t w[8];
+    int same = within == want || start + within == ((start >> 32) + 1) << 32;
+    for (; at + 8 <= within; at += 8) {
+        _mm256_storeu_si256((__m256i *)(void *)w, dr_rng32_avx2_next_within(&r));
+        for (j = 0; j < 8; j++)
+            same &= w[j] == dr_rng_u32(key, start + at + j);
+    }
+    r = dr_rng32_avx2_start(key, start + within);
+    _mm256_storeu_si256((__m256i *)(void *)w, dr_rng32_avx2_next_within(&r));
+    for (j = 0; j < 8; j++)
+        same &= w[j] == dr_rng_u32(key, start + within + j);
+    return same;
+}
 #endif
 
 static int vector_matches(int level, uint64_t key, uint64_t start, size_t blocks)
@@ -67,6 +105,26 @@ static void test_vector_forms(void)
     }
 }
 
+/* dr_rng32_draws_within stops a range at the next multiple of 2^32 and nowhere else. */
+static void test_draws_within(void)
+{
+    static const uint64_t starts[] = {0, 4294967296ull - 128, 4294967296ull - 37, 8589934592ull - 200};
+    size_t s;
+    CHECK(dr_rng32_draws_within(0, 1000) == 1000);
+    CHECK(dr_rng32_draws_within(4294967296ull - 128, 1000) == 128);
+    CHECK(dr_rng32_draws_within(4294967296ull, 1000) == 1000);
+#if DR_HAVE_X86_SIMD
+    for (s = 0; s < sizeof starts / sizeof *starts; s++) {
+        if (dr_simd_supported() >= DR_SIMD_AVX2)
+            CHECK(within_matches_avx2(0x1234567890abcdefull, starts[s], 1000));
+        if (dr_simd_supported() >= DR_SIMD_AVX512)
+            CHECK(within_matches_avx512(0x1234567890abcdefull, starts[s], 1000));
+    }
+#else
+    (void)s, (void)starts;
+#endif
+}
+
 static void test_statistics(void)
 {
     const size_t n = 1u << 20;
@@ -93,6 +151,7 @@ static void test_statistics(void)
 int main(void)
 {
     test_vector_forms();
+    test_draws_within();
     test_statistics();
     return check_summary("test_rng");
 }
