@@ -96,8 +96,8 @@ DR_TARGET_AVX512 size_t dr_natural_codes_avx512(const float *x, size_t n, uint64
 {
     const __m512i ff = _mm512_set1_epi32(0xff), one = _mm512_set1_epi32(1);
     dr_rng32_avx512 rng = dr_rng32_avx512_start(key, 0);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
+    size_t i = 0, within = dr_rng32_draws_within(0, n); /* as on AVX2 */
+    for (; i + 16 <= within; i += 16) {
         __m512i u = _mm512_loadu_si512(x + i);
         __m512i e = _mm512_and_si512(_mm512_srli_epi32(u, 23), ff);
         __m512i mant = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffff));
@@ -105,7 +105,7 @@ DR_TARGET_AVX512 size_t dr_natural_codes_avx512(const float *x, size_t n, uint64
         __mmask16 normal;
         if (_mm512_cmpeq_epi32_mask(e, ff))
             break; /* Inf or NaN: the scalar code refuses it */
-        r = dr_rng32_avx512_next(&rng);
+        r = dr_rng32_avx512_next_within(&rng);
         big = _mm512_sub_epi32(e, _mm512_set1_epi32(NAT_EXP_MIN - 1));
         big = _mm512_mask_add_epi32(big, _mm512_cmplt_epu32_mask(_mm512_srli_epi32(r, 9), mant), big, one);
         big = _mm512_min_epu32(big, _mm512_set1_epi32(127));

@@ -34,15 +34,25 @@ DR_TARGET_AVX2 size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio,
     size_t i = 0, within = dr_rng32_draws_within(first, m);
     /* One loop per width: a test of it per step cost as much as the packing. */
     if (width == 1) {
-        for (; i + 16 <= within; i += 16) {
-            __m256i lo = levels8_avx2(_mm256_loadu_ps(b + i), dr_rng32_avx2_next_within(&r), vratio, vs);
-            __m256i hi = levels8_avx2(_mm256_loadu_ps(b + i + 8), dr_rng32_avx2_next_within(&r), vratio, vs);
-            /* |level| <= 127 here: the saturating packs never saturate. Lane order after
-             * the in-lane packs is fixed by the final permute. */
-            __m256i w = _mm256_packs_epi32(lo, hi);
-            __m256i bytes = _mm256_packs_epi16(w, w);
-            bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
+        /* 32 levels per step: four generator chains in flight, and one pass of packs
+         * and one permute for all of them. |level| <= 127 here: the saturating packs
+         * never saturate; the permute undoes the in-lane order of the packs. */
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (; i + 32 <= within; i += 32) {
+            __m256i l0 = levels8_avx2(_mm256_loadu_ps(b + i), dr_rng32_avx2_next_within(&r), vratio, vs);
+            __m256i l1 = levels8_avx2(_mm256_loadu_ps(b + i + 8), dr_rng32_avx2_next_within(&r), vratio, vs);
+            __m256i l2 = levels8_avx2(_mm256_loadu_ps(b + i + 16), dr_rng32_avx2_next_within(&r), vratio, vs);
+            __m256i l3 = levels8_avx2(_mm256_loadu_ps(b + i + 24), dr_rng32_avx2_next_within(&r), vratio, vs);
+            __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(l0, l1), _mm256_packs_epi32(l2, l3));
+            _mm256_storeu_si256((__m256i *)(levels + i), _mm256_permutevar8x32_epi32(bytes, order));
+        }
+        if (i + 16 <= within) {
+            __m256i l0 = levels8_avx2(_mm256_loadu_ps(b + i), dr_rng32_avx2_next_within(&r), vratio, vs);
+            __m256i l1 = levels8_avx2(_mm256_loadu_ps(b + i + 8), dr_rng32_avx2_next_within(&r), vratio, vs);
+            __m256i w = _mm256_packs_epi32(l0, l1);
+            __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w, w), order);
             _mm_storeu_si128((__m128i *)(levels + i), _mm256_castsi256_si128(bytes));
+            i += 16;
         }
     } else {
         for (; i + 8 <= within; i += 8) {
@@ -61,12 +71,12 @@ DR_TARGET_AVX512 size_t dr_qsgd_levels_avx512(const float *b, size_t m, float ra
     dr_rng32_avx512 r = dr_rng32_avx512_start(key, first);
     const __m512 vratio = _mm512_set1_ps(ratio);
     const __m512i vs = _mm512_set1_epi32((int)s), one = _mm512_set1_epi32(1);
-    size_t i = 0;
-    for (; i + 16 <= m; i += 16) {
+    size_t i = 0, within = dr_rng32_draws_within(first, m); /* as on AVX2 */
+    for (; i + 16 <= within; i += 16) {
         __m512 x = _mm512_loadu_ps(b + i);
         __m512 a = _mm512_mul_ps(_mm512_abs_ps(x), vratio);
         __m512 fl = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        __mmask16 up = _mm512_cmp_ps_mask(dr_rng32_uniform_avx512(dr_rng32_avx512_next(&r)),
+        __mmask16 up = _mm512_cmp_ps_mask(dr_rng32_uniform_avx512(dr_rng32_avx512_next_within(&r)),
                                           _mm512_sub_ps(a, fl), _CMP_LT_OQ);
         __m512i lev = _mm512_cvttps_epi32(fl);
         lev = _mm512_min_epi32(_mm512_mask_add_epi32(lev, up, lev, one), vs);
