@@ -133,11 +133,10 @@ DR_TARGET_AVX2 double dr_qsgd_sum_squares_avx2(const float *b, size_t m)
     for (r = 0; r < 8; r++)
         a[r] = _mm256_setzero_pd();
     for (i = 0; i < m; i += 32)
-        for (r = 0; r < 8; r += 2) {
-            __m256 v = _mm256_loadu_ps(b + i + 4 * r);
-            __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-            a[r] = _mm256_add_pd(a[r], _mm256_mul_pd(lo, lo));
-            a[r + 1] = _mm256_add_pd(a[r + 1], _mm256_mul_pd(hi, hi));
+        for (r = 0; r < 8; r++) {
+            /* 4 floats a load: converted from memory, no extract of a high half. */
+            __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4 * r));
+            a[r] = _mm256_add_pd(a[r], _mm256_mul_pd(v, v));
         }
     /* dr_lanes_total's order: m_j = (l_j + l_j+8) + (l_j+16 + l_j+24), j < 8 (registers
      * r and r + 2, r + 4, r + 6), then ((m0+m4) + (m2+m6)) + ((m1+m5) + (m3+m7)). */
