@@ -59,7 +59,6 @@ int main(int argc, char **argv)
     }
     for (r = 0; r < reps; r++) {
         double at[PHASES + 1];
-        size_t out = 0, ties_taken = 0;
         at[0] = thread_seconds();
         t = sampled_threshold(x, n, k, sample);
         memcpy(&tkey, &t, sizeof tkey);
@@ -72,13 +71,7 @@ int main(int argc, char **argv)
         }
         kth_largest(cand_val, count, k, &kth, &ties);
         at[3] = thread_seconds();
-        for (i = 0; i < count && out < k; i++) {
-            uint32_t key = magnitude_key(cand_val[i]);
-            size_t tie = key == kth;
-            idx[out] = cand_idx[i];
-            out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
-            ties_taken += tie;
-        }
+        write_answers(cand_idx, cand_val, count, k, kth, ties, idx);
         at[4] = thread_seconds();
         for (p = 0; p < PHASES; p++)
             took[p][r] = at[p + 1] - at[p];

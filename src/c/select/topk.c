@@ -381,6 +381,23 @@ static split_result select_split(const float *x, size_t n, size_t k, uint32_t tk
     return SPLIT_DONE;
 }
 
+/* The k answers among `count` candidates, given the k-th key and how many ties at it are
+ * taken: as dr_topk's last loop, without a branch per candidate (about one in five is not
+ * taken, at random): every candidate is written at `out`, which only the taken ones
+ * advance (out < k holds at each write). */
+static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
+                          uint32_t kth, size_t ties, uint32_t *idx_out)
+{
+    size_t i, out = 0, ties_taken = 0;
+    for (i = 0; i < count && out < k; i++) {
+        uint32_t key = magnitude_key(cand_val[i]);
+        size_t tie = key == kth;
+        idx_out[out] = cand_idx[i];
+        out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
+        ties_taken += tie;
+    }
+}
+
 /* Where the sample lies in dr_topk_select's workspace: after the candidates' indices
  * and values. */
 static float *sample_room(void *work, size_t cap)
@@ -408,7 +425,7 @@ int dr_topk_threshold_estimate(const float *x, size_t n, size_t k, void *work, f
 
 int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work)
 {
-    size_t cap, count = 0, i, out = 0, ties, ties_taken = 0;
+    size_t cap, count = 0, ties;
     uint32_t *cand_idx, kth, tkey;
     int threads;
     float *cand_val, *sample, t;
@@ -448,15 +465,6 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     if (count < k || count > cap)
         return dr_topk(x, n, k, idx_out);
     kth_largest(cand_val, count, k, &kth, &ties);
-    /* As dr_topk's last loop, without a branch per candidate (about one in five is not
-     * taken, at random): every candidate is written at `out`, which only the taken
-     * ones advance (out < k holds at each write). */
-    for (i = 0; i < count && out < k; i++) {
-        uint32_t key = magnitude_key(cand_val[i]);
-        size_t tie = key == kth;
-        idx_out[out] = cand_idx[i];
-        out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
-        ties_taken += tie;
-    }
+    write_answers(cand_idx, cand_val, count, k, kth, ties, idx_out);
     return DR_OK;
 }
