@@ -10,7 +10,8 @@
 
 #if DR_HAVE_X86_SIMD
 /* levels of b[0..m) as bucket_levels in qsgd.c computes them for a finite float ratio:
- * element i draws dr_rng_u32(key, first + i); width 1 writes int8, 2 int16. */
+ * element i draws dr_rng_u32(key, first + i); width 1 writes int8, 2 int16. A bucket
+ * whose counters reach a multiple of 2^32 stops before it (the caller does the rest). */
 size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio, uint32_t s, uint64_t key,
                            size_t first, uint8_t *levels, size_t width);
 size_t dr_qsgd_levels_avx512(const float *b, size_t m, float ratio, uint32_t s,
