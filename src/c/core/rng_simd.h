@@ -22,6 +22,15 @@
 #define DR_RNG_MIX1 0xbf58476d1ce4e5b9ull
 #define DR_RNG_MIX2 0x94d049bb133111ebull
 
+/* How many of the next `want` draws of a stream at `counter` come before the counter
+ * reaches a multiple of 2^32 (where `high` changes): blocks of that many take the
+ * unchecked dr_rng32_avx2_next_within / dr_rng32_avx512_next_within. */
+static inline size_t dr_rng32_draws_within(uint64_t counter, size_t want)
+{
+    uint64_t left = ((uint64_t)1 << 32) - (uint32_t)counter;
+    return (uint64_t)want < left ? want : (size_t)left;
+}
+
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
@@ -111,15 +120,6 @@ DR_TARGET_AVX2 static inline __m256i dr_hash32_avx2(__m256i x, __m256i high)
     x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 15));
     x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0x31848babu));
     return _mm256_xor_si256(x, _mm256_srli_epi32(x, 14));
-}
-
-/* How many of the next `want` draws of a stream at `counter` come before the counter
- * reaches a multiple of 2^32 (where `high` changes): blocks of that many take the
- * unchecked dr_rng32_avx2_next_within / dr_rng32_avx512_next_within. */
-static inline size_t dr_rng32_draws_within(uint64_t counter, size_t want)
-{
-    uint64_t left = ((uint64_t)1 << 32) - (uint32_t)counter;
-    return (uint64_t)want < left ? want : (size_t)left;
 }
 
 /* The next 8 draws, as dr_rng_u32, for a block the caller knows to end below the next
