@@ -9,31 +9,40 @@
 #include <string.h>
 
 #if DR_HAVE_X86_SIMD
-/* Blocks drawn from `start` on, compared with the scalar function. */
-DR_TARGET_AVX512 static int avx512_matches(uint64_t key, uint64_t start, size_t blocks)
+/* Whether w[0..lanes) are dr_rng_u32(key, counter + j), lane j. */
+static int block_matches(const uint32_t *w, size_t lanes, uint64_t key, uint64_t counter)
+{
+    size_t j;
+    int same = 1;
+    for (j = 0; j < lanes; j++)
+        same &= w[j] == dr_rng_u32(key, counter + j);
+    return same;
+}
+
+/* Blocks drawn from `start` on, compared with the scalar function; by the unchecked step
+ * (the qsgd and natural loops', for blocks below the next multiple of 2^32) if asked. */
+DR_TARGET_AVX512 static int avx512_matches(uint64_t key, uint64_t start, size_t blocks, int unchecked)
 {
     dr_rng32_avx512 r = dr_rng32_avx512_start(key, start);
     uint32_t w[16];
-    size_t b, j;
+    size_t b;
     int same = 1;
     for (b = 0; b < blocks; b++) {
-        _mm512_storeu_si512(w, dr_rng32_avx512_next(&r));
-        for (j = 0; j < 16; j++)
-            same &= w[j] == dr_rng_u32(key, start + 16 * b + j);
+        _mm512_storeu_si512(w, unchecked ? dr_rng32_avx512_next_within(&r) : dr_rng32_avx512_next(&r));
+        same &= block_matches(w, 16, key, start + 16 * b);
     }
     return same;
 }
 
-DR_TARGET_AVX2 static int avx2_matches(uint64_t key, uint64_t start, size_t blocks)
+DR_TARGET_AVX2 static int avx2_matches(uint64_t key, uint64_t start, size_t blocks, int unchecked)
 {
     dr_rng32_avx2 r = dr_rng32_avx2_start(key, start);
     uint32_t w[8];
-    size_t b, j;
+    size_t b;
     int same = 1;
     for (b = 0; b < blocks; b++) {
-        _mm256_storeu_si256((__m256i *)(void *)w, dr_rng32_avx2_next(&r));
-        for (j = 0; j < 8; j++)
-            same &= w[j] == dr_rng_u32(key, start + 8 * b + j);
+        _mm256_storeu_si256((__m256i *)(void *)w, unchecked ? dr_rng32_avx2_next_within(&r) : dr_rng32_avx2_next(&r));
+        same &= block_matches(w, 8, key, start + 8 * b);
     }
     return same;
 }
@@ -42,7 +51,7 @@ DR_TARGET_AVX2 static int avx2_matches(uint64_t key, uint64_t start, size_t bloc
 static int vector_matches(int level, uint64_t key, uint64_t start, size_t blocks)
 {
 #if DR_HAVE_X86_SIMD
-    return level >= DR_SIMD_AVX512 ? avx512_matches(key, start, blocks) : avx2_matches(key, start, blocks);
+    return level >= DR_SIMD_AVX512 ? avx512_matches(key, start, blocks, 0) : avx2_matches(key, start, blocks, 0);
 #else
     (void)level, (void)key, (void)start, (void)blocks;
     return 1;
@@ -64,6 +73,28 @@ static void test_vector_forms(void)
             CHECK(vector_matches(levels[l], 0x1234567890abcdefull, starts[s], 12));
             CHECK(vector_matches(levels[l], 7, starts[s], 12));
         }
+    }
+}
+
+/* dr_rng32_draws_within stops a range at the next multiple of 2^32 and nowhere else;
+ * the vector blocks up to it and past it are the scalar draws. */
+static void test_draws_within(void)
+{
+    static const uint64_t starts[] = {0, 4294967296ull - 128, 4294967296ull - 37, 8589934592ull - 200};
+    size_t s;
+    CHECK(dr_rng32_draws_within(0, 1000) == 1000);
+    CHECK(dr_rng32_draws_within(4294967296ull - 128, 1000) == 128);
+    CHECK(dr_rng32_draws_within(4294967296ull, 1000) == 1000);
+    for (s = 0; s < sizeof starts / sizeof *starts; s++) {
+        size_t within = dr_rng32_draws_within(starts[s], 1000);
+        CHECK(within == 1000 || (starts[s] + within) % 4294967296ull == 0);
+#if DR_HAVE_X86_SIMD
+        /* The unchecked blocks up to the bound, then the stream restarted there. */
+        if (dr_simd_supported() >= DR_SIMD_AVX2)
+            CHECK(avx2_matches(7, starts[s], within / 8, 1) && avx2_matches(7, starts[s] + within, 1, 1));
+        if (dr_simd_supported() >= DR_SIMD_AVX512)
+            CHECK(avx512_matches(7, starts[s], within / 16, 1) && avx512_matches(7, starts[s] + within, 1, 1));
+#endif
     }
 }
 
@@ -93,6 +124,7 @@ static void test_statistics(void)
 int main(void)
 {
     test_vector_forms();
+    test_draws_within();
     test_statistics();
     return check_summary("test_rng");
 }

@@ -90,6 +90,9 @@ static void fill_bits(float *x, size_t n, uint64_t key)
 
 static const char *const paths[] = {"scalar", "avx2", "avx512"};
 
+/* The float exponent field of natural compression's smallest nonzero code (2^-63). */
+#define NAT_EXP_FIRST (128u - DR_NATURAL_CODE_OFFSET)
+
 /* Encode and decode x under every path; all frames and outputs equal the scalar one. */
 static void check_paths(const char *what, encode_fn encode, decode_fn decode, const float *x,
                         size_t n, size_t cap)
@@ -199,6 +202,60 @@ static void test_signs_streamed(void)
     fill(x, STREAMED_N, 21, 1.0f);
     check_paths("signsgd streamed", enc_signsgd, dr_signsgd_decode, x, STREAMED_N, dr_signsgd_size(STREAMED_N));
     check_paths("onebit streamed", enc_onebit, dr_onebit_decode, x, STREAMED_N, dr_onebit_size(STREAMED_N));
+    free(x);
+}
+
+/* Natural compression where whole vectors hold normal values only, which the vector
+ * encoders code by one carry add on the float bits: every exponent of the normal range
+ * from 2^-63 up to the largest finite one (the codes past 127 capped), mantissas zero,
+ * all ones, random and at their draw's rounding edge, both signs; every fifth vector of 16 also holds a zero, an Inf
+ * or NaN ends the sweep at the right element. And qsgd and natural past the streamed-
+ * store threshold (buckets of 5: outputs on and off the 16-byte grid). */
+static void test_natural_normal_vectors(void)
+{
+    const size_t n = 4099;
+    float *x = malloc(n * sizeof *x);
+    uint8_t *buf = malloc(dr_natural_size(n));
+    size_t i, len = 0, p;
+    for (i = 0; i < n; i++) {
+        uint32_t r = (uint32_t)dr_rng_u64(77, i), e = NAT_EXP_FIRST + r % (255u - NAT_EXP_FIRST);
+        /* The draw's 23 bits against which the mantissa rounds up (when above them):
+         * mantissas at and just past them, where an off-by-one would show. */
+        uint32_t drawn = dr_rng_u32(0x99u, i) >> 9;
+        uint32_t mant = i % 7 == 0 ? 0u : i % 7 == 1 ? 0x7fffffu : i % 7 == 2 ? drawn
+                        : i % 7 == 3 ? (drawn + 1u) & 0x7fffffu : (r >> 9) & 0x7fffffu, u;
+        u = (r & 0x80000000u) | e << 23 | mant;
+        memcpy(&x[i], &u, sizeof u);
+        if (i % 80 == 37)
+            x[i] = 0.0f;
+    }
+    check_paths("natural normal", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
+    for (p = 1; p < sizeof paths / sizeof *paths; p++) {
+        static const float bad[3] = {NAN, -INFINITY, INFINITY};
+        size_t b;
+        setenv("DEEPREDUCE_SIMD", paths[p], 1);
+        for (b = 0; b < 3; b++) {
+            float keep = x[1041 + b]; /* a vector without a zero */
+            x[1041 + b] = bad[b];
+            CHECK_STATUS(dr_natural_encode(x, n, 0x99u, 0, buf, dr_natural_size(n), &len), DR_E_NUMERIC);
+            x[1041 + b] = keep;
+        }
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    free(x);
+    free(buf);
+}
+
+#define NAT_STREAMED_N (((size_t)8 << 20) + 13u) /* past stream_simd.h's DR_STREAM_MIN_N */
+
+static void test_qsgd_natural_streamed(void)
+{
+    float *x = malloc(NAT_STREAMED_N * sizeof *x);
+    fill(x, NAT_STREAMED_N, 23, 1.0f);
+    check_paths("natural streamed", enc_natural, dr_natural_decode, x, NAT_STREAMED_N, dr_natural_size(NAT_STREAMED_N));
+    g_s = 127;
+    g_bucket = 5;
+    check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, NAT_STREAMED_N, dr_qsgd_size(NAT_STREAMED_N, 127, 5));
     free(x);
 }
 
@@ -475,5 +532,7 @@ int main(void)
     test_crc32_paths();
     test_signum_fused_paths();
     test_signs_streamed();
+    test_natural_normal_vectors();
+    test_qsgd_natural_streamed();
     return check_summary("test_simd_paths");
 }

@@ -15,11 +15,21 @@
 #include "rng_inline.h"
 #include "simd_config.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define DR_RNG_GOLDEN 0x9e3779b97f4a7c15ull
 #define DR_RNG_MIX1 0xbf58476d1ce4e5b9ull
 #define DR_RNG_MIX2 0x94d049bb133111ebull
+
+/* How many of the next `want` draws of a stream at `counter` come before the counter
+ * reaches a multiple of 2^32 (where `high` changes): blocks of that many take the
+ * unchecked dr_rng32_avx2_next_within / dr_rng32_avx512_next_within. */
+static inline size_t dr_rng32_draws_within(uint64_t counter, size_t want)
+{
+    uint64_t left = ((uint64_t)1 << 32) - (uint32_t)counter;
+    return (uint64_t)want < left ? want : (size_t)left;
+}
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -112,10 +122,20 @@ DR_TARGET_AVX2 static inline __m256i dr_hash32_avx2(__m256i x, __m256i high)
     return _mm256_xor_si256(x, _mm256_srli_epi32(x, 14));
 }
 
+/* The next 8 draws, as dr_rng_u32, for a block the caller knows to end below the next
+ * multiple of 2^32 of the counter (dr_rng32_draws_within): no check, so that a kernel's
+ * loop holds the hash and one add, and nothing of the rare path's. */
+DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next_within(dr_rng32_avx2 *r)
+{
+    __m256i u = dr_hash32_avx2(r->low, r->high);
+    r->low = _mm256_add_epi32(r->low, _mm256_set1_epi32(8));
+    r->counter += 8u;
+    return u;
+}
+
 /* The next 8 draws, as dr_rng_u32. */
 DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next(dr_rng32_avx2 *r)
 {
-    __m256i u;
     if ((uint32_t)r->counter > 0xffffffffu - 8u) {
         /* The block reaches a multiple of 2^32: lane by lane, then restart past it. */
         uint32_t w[8];
@@ -125,10 +145,7 @@ DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next(dr_rng32_avx2 *r)
         *r = dr_rng32_avx2_start(r->key, r->counter + 8u);
         return _mm256_loadu_si256((const __m256i *)w);
     }
-    u = dr_hash32_avx2(r->low, r->high);
-    r->low = _mm256_add_epi32(r->low, _mm256_set1_epi32(8));
-    r->counter += 8u;
-    return u;
+    return dr_rng32_avx2_next_within(r);
 }
 
 /* Draws as dr_rng_u32_uniform. */
@@ -205,9 +222,17 @@ DR_TARGET_AVX512 static inline __m512i dr_hash32_avx512(__m512i x, __m512i high)
     return _mm512_xor_si512(x, _mm512_srli_epi32(x, 14));
 }
 
+/* As dr_rng32_avx2_next_within, 16 draws. */
+DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next_within(dr_rng32_avx512 *r)
+{
+    __m512i u = dr_hash32_avx512(r->low, r->high);
+    r->low = _mm512_add_epi32(r->low, _mm512_set1_epi32(16));
+    r->counter += 16u;
+    return u;
+}
+
 DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next(dr_rng32_avx512 *r)
 {
-    __m512i u;
     if ((uint32_t)r->counter > 0xffffffffu - 16u) {
         uint32_t w[16];
         int j;
@@ -216,10 +241,7 @@ DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next(dr_rng32_avx512 *r)
         *r = dr_rng32_avx512_start(r->key, r->counter + 16u);
         return _mm512_loadu_si512(w);
     }
-    u = dr_hash32_avx512(r->low, r->high);
-    r->low = _mm512_add_epi32(r->low, _mm512_set1_epi32(16));
-    r->counter += 16u;
-    return u;
+    return dr_rng32_avx512_next_within(r);
 }
 
 DR_TARGET_AVX512 static inline __m512 dr_rng32_uniform_avx512(__m512i draws)

@@ -1,6 +1,8 @@
 /* Internal: the AVX2 and AVX-512 variants of natural compression's encoder. Each codes a
  * prefix of whole groups of 16 elements and returns its length; it stops before the
- * first group holding an Inf or NaN, which the scalar code then refuses. */
+ * first group holding an Inf or NaN, which the scalar code then refuses, and before
+ * element 2^32 (where the generator's high word changes), past which the scalar code
+ * goes on. */
 #ifndef DR_NATURAL_SIMD_H
 #define DR_NATURAL_SIMD_H
 

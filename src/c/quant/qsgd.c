@@ -10,6 +10,7 @@
 #include "qframe.h"
 #include "qsgd_simd.h"
 #include "qstats.h"
+#include "stream_simd.h"
 #include "parallel.h"
 
 #include <float.h>
@@ -80,11 +81,12 @@ static void bucket_levels(int simd, const float *b, size_t m, double ratio, uint
         put_level(levels, i, width, level_of(b[i], fabsf(b[i]) * (float)ratio, s, key, first + i));
 }
 
-/* Quantise one bucket b[0..m) whose first element is element `first` of the tensor. */
-static int quantise_bucket(int simd, const float *b, size_t m, uint32_t s, uint64_t key,
-                           size_t first, uint8_t *norm_out, uint8_t *levels, size_t width)
+/* The norm of bucket b[0..m), written to norm_out, and the ratio s / norm its levels
+ * take (0 for a zero bucket). */
+static int bucket_norm(int simd, const float *b, size_t m, uint32_t s, uint8_t *norm_out, double *ratio)
 {
     double sq;
+    float norm;
 #if DR_HAVE_X86_SIMD
     if (simd >= DR_SIMD_AVX512)
         sq = dr_qsgd_sum_squares_avx512(b, m);
@@ -93,8 +95,6 @@ static int quantise_bucket(int simd, const float *b, size_t m, uint32_t s, uint6
     else
 #endif
         sq = dr_qs_sum_squares(simd, b, m);
-    double ratio;
-    float norm;
     if (!(sq <= DBL_MAX))
         return DR_E_NUMERIC;
     /* Finite values near FLT_MAX can have a norm beyond it: send FLT_MAX, still >= every
@@ -103,8 +103,7 @@ static int quantise_bucket(int simd, const float *b, size_t m, uint32_t s, uint6
     dr_qf_put_f32(norm_out, norm);
     /* A zero bucket sends zero levels; dividing by its norm is what gave GRACE NaNs.
      * The ratio is a double so that a subnormal norm cannot overflow it. */
-    ratio = norm > 0.0f ? (double)s / (double)norm : 0.0;
-    bucket_levels(simd, b, m, ratio, s, key, first, levels, width);
+    *ratio = norm > 0.0f ? (double)s / (double)norm : 0.0;
     return DR_OK;
 }
 
@@ -119,16 +118,39 @@ typedef struct {
     int simd;
 } qsgd_job;
 
+/* Each bucket's norm is taken NORM_AHEAD buckets before its levels (fewer for buckets
+ * so large that those would leave L1 first): a bucket's levels wait on its square root
+ * and division, some 40 cycles, which then overlap with the buckets between instead of
+ * stalling the sweep once per bucket; reads of x stay spread over the sweep, for the
+ * prefetcher to keep ahead of. */
+#define NORM_AHEAD 2u
+#define NORM_AHEAD_NUMEL 2048u
+
+static size_t bucket_len(const qsgd_job *q, size_t j)
+{
+    size_t first = j * q->bucket_size;
+    return q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
+}
+
 static int encode_buckets(void *ctx, size_t begin, size_t end)
 {
     const qsgd_job *q = (const qsgd_job *)ctx;
-    size_t j;
-    for (j = begin; j < end; j++) {
-        size_t first = j * q->bucket_size, m = q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
-        int st = quantise_bucket(q->simd, q->x + first, m, q->s, q->key, first, q->norms + 4 * j,
-                                 q->levels + first * q->width, q->width);
-        if (st != DR_OK)
-            return st;
+    size_t ahead = q->bucket_size >= NORM_AHEAD_NUMEL ? 0 : NORM_AHEAD_NUMEL / q->bucket_size, j;
+    double ratio[NORM_AHEAD + 1];
+    if (ahead > NORM_AHEAD)
+        ahead = NORM_AHEAD;
+    for (j = begin; j < end + ahead; j++) {
+        if (j < end) {
+            int st = bucket_norm(q->simd, q->x + j * q->bucket_size, bucket_len(q, j), q->s, q->norms + 4 * j,
+                                 &ratio[j % (NORM_AHEAD + 1)]);
+            if (st != DR_OK)
+                return st;
+        }
+        if (j >= begin + ahead) {
+            size_t at = j - ahead, first = at * q->bucket_size;
+            bucket_levels(q->simd, q->x + first, bucket_len(q, at), ratio[at % (NORM_AHEAD + 1)], q->s, q->key,
+                          first, q->levels + first * q->width, q->width);
+        }
     }
     return DR_OK;
 }
@@ -181,6 +203,7 @@ typedef struct {
     size_t n, width;
     uint32_t s, bucket_size;
     int simd;
+    int stream; /* the vector paths stream the output (stream_simd.h) */
 } qsgd_decode_job;
 
 static int decode_buckets(void *ctx, size_t begin, size_t end)
@@ -193,13 +216,17 @@ static int decode_buckets(void *ctx, size_t begin, size_t end)
         i = 0;
 #if DR_HAVE_X86_SIMD
         if (q->simd >= DR_SIMD_AVX512)
-            i = dr_qsgd_scale_avx512(q->levels + first * q->width, m, q->width, step, q->out + first);
+            i = dr_qsgd_scale_avx512(q->levels + first * q->width, m, q->width, step, q->out + first, q->stream);
         else if (q->simd >= DR_SIMD_AVX2)
-            i = dr_qsgd_scale_avx2(q->levels + first * q->width, m, q->width, step, q->out + first);
+            i = dr_qsgd_scale_avx2(q->levels + first * q->width, m, q->width, step, q->out + first, q->stream);
 #endif
         for (i += first; i < first + m; i++)
             q->out[i] = step * (float)level_at(q->levels, i, q->width);
     }
+#if DR_HAVE_X86_SIMD
+    if (q->stream)
+        dr_stream_fence();
+#endif
     return DR_OK;
 }
 
@@ -248,5 +275,6 @@ int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     q.levels = levels;
     q.out = out;
     q.simd = simd;
+    q.stream = simd >= DR_SIMD_AVX2 && dr_stream_output(out, n);
     return dr_parallel_for(nb, dr_threads_for(n, DR_THREADS_MIN_NUMEL), decode_buckets, &q);
 }

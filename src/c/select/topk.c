@@ -45,18 +45,26 @@ static void radix_histogram(const float *x, size_t n, int level, uint32_t prefix
 {
     uint32_t bucket_mask = (1u << radix_width[level]) - 1u, above_mask;
     unsigned shift = radix_shift[level];
-    size_t i;
-    memset(hist, 0, sizeof(uint32_t) << radix_width[level]);
+    size_t i, b;
     if (level == 0) {
+        /* Candidates share a few top-level buckets (an exponent or two): four counters
+         * per bucket, one per element mod 4, so that increments of one bucket do not
+         * each wait for the last one's store. */
+        uint32_t lane[4][1u << 10];
+        memset(lane, 0, sizeof lane);
         for (i = 0; i < n; i++)
-            hist[magnitude_key(x[i]) >> shift]++;
+            lane[i & 3u][magnitude_key(x[i]) >> shift]++;
+        for (b = 0; b <= bucket_mask; b++)
+            hist[b] = lane[0][b] + lane[1][b] + lane[2][b] + lane[3][b];
         return;
     }
+    memset(hist, 0, sizeof(uint32_t) << radix_width[level]);
+    /* Whether a key matches the prefix is a coin toss at level 1 (most candidates share
+     * the top bucket): added, not branched on. */
     above_mask = ~0u << (shift + radix_width[level]);
     for (i = 0; i < n; i++) {
         uint32_t key = magnitude_key(x[i]);
-        if ((key & above_mask) == prefix)
-            hist[(key >> shift) & bucket_mask]++;
+        hist[(key >> shift) & bucket_mask] += (key & above_mask) == prefix;
     }
 }
 
@@ -129,23 +137,65 @@ size_t dr_topk_workspace_size(size_t n, size_t k)
            histograms;
 }
 
-/* A threshold that about `wanted` of n entries reach, biased low (by three standard
- * deviations of the sample count) so that at least k pass with high probability. */
+/* The sample is SAMPLE_RUNS runs of SAMPLE_RUN consecutive entries (a cache line of
+ * floats), one at a random offset in each of SAMPLE_RUNS equal strides of x: a run costs
+ * about one cache miss where as many scattered entries cost one each, and the strides
+ * spread the runs over every layer of a flattened model. */
+#define SAMPLE_RUN 16u
+#define SAMPLE_RUNS (SAMPLE_SIZE / SAMPLE_RUN)
+
+static void take_sample(const float *x, size_t n, float *sample)
+{
+    size_t stride = (n - SAMPLE_RUN) / SAMPLE_RUNS, j;
+    for (j = 0; j < SAMPLE_RUNS; j++) {
+        uint64_t draw = dr_rng_u64_fast(SAMPLE_KEY, j) >> 32;
+        size_t at = j * stride + (size_t)((draw * (uint64_t)(stride - SAMPLE_RUN + 1u)) >> 32);
+        memcpy(sample + j * SAMPLE_RUN, x + at, SAMPLE_RUN * sizeof *x);
+    }
+}
+
+/* The variance of the sample's count of keys >= kth over the count itself (`taken`):
+ * about 1 for entries drawn independently (a binomial count with a small p), more when
+ * a run's entries reach kth together (a channel of large gradients). From the
+ * differences of neighbouring runs' counts, the estimator of a systematic sample, so
+ * that scales varying from layer to layer (a trend across runs) do not inflate it. */
+static double count_dispersion(const float *sample, uint32_t kth, size_t taken)
+{
+    double sum = 0.0;
+    int previous = 0;
+    size_t j, i;
+    for (j = 0; j < SAMPLE_RUNS; j++) {
+        int count = 0;
+        for (i = 0; i < SAMPLE_RUN; i++)
+            count += magnitude_key(sample[j * SAMPLE_RUN + i]) >= kth;
+        if (j > 0)
+            sum += (double)((count - previous) * (count - previous));
+        previous = count;
+    }
+    /* sum / (2 (R - 1)) estimates one run's count variance; R of them over `taken`. */
+    return taken > 0 ? sum / (2.0 * (SAMPLE_RUNS - 1)) * SAMPLE_RUNS / (double)taken : 1.0;
+}
+
+/* A threshold that about k of n entries reach, biased low by three standard deviations
+ * of the sample's count (binomial, or wider where the sample says the runs' entries are
+ * correlated) so that at least k pass with high probability. */
 static float sampled_threshold(const float *x, size_t n, size_t k, float *sample)
 {
-    double p = (double)k / (double)n, expected = p * SAMPLE_SIZE;
-    size_t rank, j;
+    double expected = (double)k / (double)n * SAMPLE_SIZE, dispersion;
+    size_t rank, wider, ties;
     uint32_t kth;
-    size_t ties;
     float t;
-    for (j = 0; j < SAMPLE_SIZE; j++) {
-        size_t at = (size_t)(((dr_rng_u64_fast(SAMPLE_KEY, j) >> 32) * (uint64_t)n) >> 32);
-        sample[j] = x[at];
-    }
+    take_sample(x, n, sample);
     rank = (size_t)(expected + 3.0 * sqrt(expected) + 8.0);
     if (rank > SAMPLE_SIZE)
         rank = SAMPLE_SIZE;
     kth_largest(sample, SAMPLE_SIZE, rank, &kth, &ties);
+    dispersion = count_dispersion(sample, kth, rank);
+    wider = (size_t)(expected + 3.0 * sqrt(expected * dispersion) + 8.0);
+    if (wider > rank + 8u) {
+        rank = wider < SAMPLE_SIZE ? wider : SAMPLE_SIZE;
+        kth_largest(sample, SAMPLE_SIZE, rank, &kth, &ties);
+    }
     memcpy(&t, &kth, sizeof t);
     return t;
 }
@@ -331,9 +381,51 @@ static split_result select_split(const float *x, size_t n, size_t k, uint32_t tk
     return SPLIT_DONE;
 }
 
+/* The k answers among `count` candidates, given the k-th key and how many ties at it are
+ * taken: as dr_topk's last loop, without a branch per candidate (about one in five is not
+ * taken, at random): every candidate is written at `out`, which only the taken ones
+ * advance (out < k holds at each write). */
+static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
+                          uint32_t kth, size_t ties, uint32_t *idx_out)
+{
+    size_t i, out = 0, ties_taken = 0;
+    for (i = 0; i < count && out < k; i++) {
+        uint32_t key = magnitude_key(cand_val[i]);
+        size_t tie = key == kth;
+        idx_out[out] = cand_idx[i];
+        out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
+        ties_taken += tie;
+    }
+}
+
+/* Where the sample lies in dr_topk_select's workspace: after the candidates' indices
+ * and values. */
+static float *sample_room(void *work, size_t cap)
+{
+    return (float *)work + 2 * cap;
+}
+
+int dr_topk_threshold_estimate(const float *x, size_t n, size_t k, void *work, float *t)
+{
+    size_t cap;
+    if (t == NULL)
+        return DR_E_ARG;
+    *t = 0.0f;
+    if (k > n || n > (size_t)UINT32_MAX)
+        return DR_E_ARG;
+    if (k == 0)
+        return DR_OK;
+    if (x == NULL || work == NULL)
+        return DR_E_ARG;
+    cap = candidate_capacity(n, k);
+    if (n >= FAST_MIN_N && cap < n)
+        *t = sampled_threshold(x, n, k, sample_room(work, cap));
+    return DR_OK;
+}
+
 int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work)
 {
-    size_t cap, count = 0, i, out = 0, ties, ties_taken = 0;
+    size_t cap, count = 0, ties;
     uint32_t *cand_idx, kth, tkey;
     int threads;
     float *cand_val, *sample, t;
@@ -348,7 +440,7 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
         return dr_topk(x, n, k, idx_out);
     cand_idx = (uint32_t *)work;
     cand_val = (float *)(cand_idx + cap);
-    sample = cand_val + cap;
+    sample = sample_room(work, cap);
 
     t = sampled_threshold(x, n, k, sample);
     /* A zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
@@ -373,15 +465,6 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     if (count < k || count > cap)
         return dr_topk(x, n, k, idx_out);
     kth_largest(cand_val, count, k, &kth, &ties);
-    /* As dr_topk's last loop, without a branch per candidate (about one in five is not
-     * taken, at random): every candidate is written at `out`, which only the taken
-     * ones advance (out < k holds at each write). */
-    for (i = 0; i < count && out < k; i++) {
-        uint32_t key = magnitude_key(cand_val[i]);
-        size_t tie = key == kth;
-        idx_out[out] = cand_idx[i];
-        out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
-        ties_taken += tie;
-    }
+    write_answers(cand_idx, cand_val, count, k, kth, ties, idx_out);
     return DR_OK;
 }

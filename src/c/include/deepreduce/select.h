@@ -26,6 +26,19 @@ size_t dr_topk_workspace_size(size_t n, size_t k);
  * as malloc aligns. */
 int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work);
 
+/* The magnitude dr_topk_select sweeps x with, into *t: from a sample of 1,024 runs of 16
+ * consecutive entries (one run at a random offset in each 1,024th of x, the same offsets
+ * for every call on n entries), the sample's magnitude that about k/n of it reaches, taken
+ * lower by three standard deviations of that count. The deviation is measured on the
+ * sample itself (from neighbouring runs' counts), so entries whose magnitudes come in
+ * clusters (a channel of large gradients) widen the margin, and scales that vary from
+ * layer to layer do not. dr_topk_select keeps to the sampled path when at least k and at
+ * most 2k + 65,536 entries reach *t (dr_threshold_count counts them) and otherwise falls
+ * back to dr_topk: this says how often that happens on a caller's data. *t = 0 where
+ * dr_topk_select takes dr_topk at once (n < 65,536, or room for every entry). `work` as
+ * for dr_topk_select; DR_E_ARG as dr_topk_select's. */
+int dr_topk_threshold_estimate(const float *x, size_t n, size_t k, void *work, float *t);
+
 /* Number of entries with |x[i]| >= t (t >= 0; NaN entries never count). */
 int dr_threshold_count(const float *x, size_t n, float t, size_t *count);
 
