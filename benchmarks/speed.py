@@ -18,7 +18,8 @@ Tables:
              log2(C(d, r)) / r, encode and decode in G indices/s; bit unpacking.
   kernels    the quantiser kernels themselves (C, the caller's buffers), encode and decode,
              in passes.
-  threads    qsgd encode + decode and top-k 1% with DEEPREDUCE_THREADS = 1 and 2 (wall time).
+  threads    qsgd encode + decode and top-k 1% with DEEPREDUCE_THREADS = 1 and 2 (wall time),
+             beside one streaming read (torch.sum) on 1 and 2 torch threads.
 """
 import argparse
 import math
@@ -355,9 +356,13 @@ def index_table(repeat, d):
 
 def threads_table(repeat, n):
     """qsgd encode + decode and top-k 1% with DEEPREDUCE_THREADS = 1 and 2, in wall time
-    (CPU time would add the threads up). Alternates the counts so that load changes hit
-    both."""
+    (CPU time would add the threads up), beside one streaming read (torch.sum with 1 and 2
+    torch threads): the read's speed-up is what the memory bus gives a second core in the
+    same minutes, the ceiling for a kernel bound by it. Each repeat times 1 then 2 threads
+    back to back, and the speed-up is the median of those pairs' ratios, so that the
+    host's load, which drifts over seconds on a shared VM, hits both sides of a pair."""
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    xt = torch.from_numpy(x)
     out = np.empty(n, dtype=np.float32)
     frame = np.empty(lib.dr_qsgd_size(n, 127, 128), dtype=np.uint8)
     written = ffi.new("size_t *")
@@ -372,25 +377,32 @@ def threads_table(repeat, n):
     def topk():
         lib.dr_topk_select(f32(x), n, k, u32(idx), ffi.from_buffer(work))
 
-    saved = os.environ.get("DEEPREDUCE_THREADS")
+    def ours(count):
+        os.environ["DEEPREDUCE_THREADS"] = str(count)
+
+    saved_env, saved_torch = os.environ.get("DEEPREDUCE_THREADS"), torch.get_num_threads()
     print(f"\n## threads: wall ms (median, min, max of {repeat}), n = {n:,}")
     try:
-        for name, step in (("qsgd encode + decode", qsgd), ("top-k 1%", topk)):
-            results = {"1": [], "2": []}
+        for name, step, use in (("one pass (torch.sum)", lambda: xt.sum(), torch.set_num_threads),
+                                ("qsgd encode + decode", qsgd, ours), ("top-k 1%", topk, ours)):
+            results = {1: [], 2: []}
             for _ in range(repeat):
                 for count in results:
-                    os.environ["DEEPREDUCE_THREADS"] = count
+                    use(count)
                     results[count].append(median_time(1, step, clock=time.perf_counter))
+            use(1)
             for count, times in results.items():
                 print(f"{name:<22} {count} thread(s): {statistics.median(times) * 1e3:7.1f} "
                       f"{min(times) * 1e3:7.1f} {max(times) * 1e3:7.1f}")
-            print(f"{name:<22} speed-up of 2 threads (medians): "
-                  f"{statistics.median(results['1']) / statistics.median(results['2']):.2f}x")
+            pairs = [one / two for one, two in zip(results[1], results[2])]
+            print(f"{name:<22} speed-up of 2 threads: {statistics.median(pairs):.2f}x (median of pairs; "
+                  f"of medians {statistics.median(results[1]) / statistics.median(results[2]):.2f}x)")
     finally:
-        if saved is None:
+        torch.set_num_threads(saved_torch)
+        if saved_env is None:
             os.environ.pop("DEEPREDUCE_THREADS", None)
         else:
-            os.environ["DEEPREDUCE_THREADS"] = saved
+            os.environ["DEEPREDUCE_THREADS"] = saved_env
 
 
 def main(argv=None):
