@@ -128,9 +128,9 @@ static int enc_signsgd(const float *x, size_t n, uint8_t *buf, size_t cap, size_
     return dr_signsgd_encode(x, n, 0, buf, cap, written);
 }
 
-/* Past this many elements (4 Mi: the internal DR_SIGNS_STREAM_MIN_N) the vector sign
- * kernels write their float output with non-temporal stores. */
-#define STREAMED_N ((size_t)(4u << 20) + 13u)
+/* Past this many elements (stream_simd.h's DR_STREAM_MIN_N, 8 Mi) the vector kernels
+ * write their float output with non-temporal stores. */
+#define STREAMED_N (((size_t)8 << 20) + 13u)
 
 /* dr_signum_momentum_encode on every path: the momentum and the frame of the two calls
  * it fuses (dr_signum_momentum_into, or a copy at the first step, then
@@ -246,16 +246,14 @@ static void test_natural_normal_vectors(void)
     free(buf);
 }
 
-#define NAT_STREAMED_N (((size_t)8 << 20) + 13u) /* past stream_simd.h's DR_STREAM_MIN_N */
-
 static void test_qsgd_natural_streamed(void)
 {
-    float *x = malloc(NAT_STREAMED_N * sizeof *x);
-    fill(x, NAT_STREAMED_N, 23, 1.0f);
-    check_paths("natural streamed", enc_natural, dr_natural_decode, x, NAT_STREAMED_N, dr_natural_size(NAT_STREAMED_N));
+    float *x = malloc(STREAMED_N * sizeof *x);
+    fill(x, STREAMED_N, 23, 1.0f);
+    check_paths("natural streamed", enc_natural, dr_natural_decode, x, STREAMED_N, dr_natural_size(STREAMED_N));
     g_s = 127;
     g_bucket = 5;
-    check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, NAT_STREAMED_N, dr_qsgd_size(NAT_STREAMED_N, 127, 5));
+    check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, STREAMED_N, dr_qsgd_size(STREAMED_N, 127, 5));
     free(x);
 }
 

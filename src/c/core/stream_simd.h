@@ -1,7 +1,8 @@
 /* Internal: non-temporal ("streamed") stores for the float outputs of the vector
- * decoders (qsgd, natural). An output far larger than the caches is written past them,
- * which spares reading its old lines first (a third of such a sweep's memory traffic);
- * its consumer reads it from memory anyway. */
+ * kernels (the qsgd, natural, sign and 8-bit decoders, signum's momentum). An output far
+ * larger than the caches is written past them, which spares reading its old lines first
+ * (a third of such a sweep's memory traffic); its consumer reads it from memory anyway.
+ * One rule for all of them: dr_stream_output. */
 #ifndef DR_STREAM_SIMD_H
 #define DR_STREAM_SIMD_H
 
@@ -34,6 +35,19 @@ DR_TARGET_AVX2 static inline void dr_store8_avx2(float *out, __m256 v, int strea
         _mm_stream_ps(out + 4, _mm256_extractf128_ps(v, 1));
     } else {
         _mm256_storeu_ps(out, v);
+    }
+}
+
+/* 16 floats at out (16-byte aligned where stream is set), streamed or not. */
+DR_TARGET_AVX512 static inline void dr_store16_avx512(float *out, __m512 v, int stream)
+{
+    if (stream) {
+        _mm_stream_ps(out, _mm512_castps512_ps128(v));
+        _mm_stream_ps(out + 4, _mm512_extractf32x4_ps(v, 1));
+        _mm_stream_ps(out + 8, _mm512_extractf32x4_ps(v, 2));
+        _mm_stream_ps(out + 12, _mm512_extractf32x4_ps(v, 3));
+    } else {
+        _mm512_storeu_ps(out, v);
     }
 }
 

@@ -13,6 +13,7 @@
 #include "lookup_simd.h"
 #include "qframe.h"
 #include "qstats.h"
+#include "stream_simd.h"
 
 #include <math.h>
 
@@ -337,7 +338,7 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     simd = dr_simd_active();
     if (simd >= DR_SIMD_AVX512)
         i = dr_signed_lookup128_avx512(codes, n, table, out);
-    else if (simd >= DR_SIMD_AVX2 && n >= DR_LOOKUP_STREAM_MIN_N && ((uintptr_t)out & 15u) == 0)
+    else if (simd >= DR_SIMD_AVX2 && dr_stream_output(out, n))
         i = dr_eightbit_values_stream_avx2(codes, n, value, out);
 #endif
     for (; i < n; i++)

@@ -6,6 +6,7 @@
  * values past the caches: the scalar loop's loads, stored past the caches. */
 #include "deepreduce.h"
 #include "eightbit_simd.h"
+#include "stream_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -101,7 +102,7 @@ DR_TARGET_AVX2 size_t dr_eightbit_values_stream_avx2(const uint8_t *codes, size_
     size_t i = 0;
     for (; i + 4 <= n; i += 4)
         _mm_stream_ps(out + i, _mm_setr_ps(value[codes[i]], value[codes[i + 1]], value[codes[i + 2]], value[codes[i + 3]]));
-    _mm_sfence(); /* the streamed stores are visible before anyone reads out */
+    dr_stream_fence();
     return i;
 }
 #endif

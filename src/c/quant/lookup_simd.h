@@ -7,11 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* From this many elements (16 MiB of floats, as the sign kernels' DR_SIGNS_STREAM_MIN_N)
- * the 8-bit decoder's vector paths write their output with non-temporal stores: the
- * consumer reads it from memory anyway. */
-#define DR_LOOKUP_STREAM_MIN_N ((size_t)4 << 20)
-
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 

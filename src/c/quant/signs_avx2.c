@@ -2,6 +2,7 @@
  * unpacking broadcasts a byte, isolates one bit per lane and blends the two values. */
 #include "deepreduce.h"
 #include "signs_simd.h"
+#include "stream_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -51,23 +52,15 @@ DR_TARGET_AVX2 size_t dr_unpack_signs_avx2(const uint8_t *bits, size_t n, float 
 {
     const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     const __m256 clear = _mm256_set1_ps(if_clear), set = _mm256_set1_ps(if_set);
-    /* An output far larger than the caches is written past them (two 16-byte
-     * non-temporal stores per vector: NumPy promises 16-byte alignment), which spares
-     * reading its old lines first: about a third of the sweep's memory traffic. */
-    const int stream = n >= DR_SIGNS_STREAM_MIN_N && ((uintptr_t)out & 15u) == 0;
+    const int stream = dr_stream_output(out, n);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256i b = _mm256_and_si256(_mm256_set1_epi32(bits[i / 8]), lane_bit);
         __m256 v = _mm256_blendv_ps(clear, set, _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, lane_bit)));
-        if (stream) {
-            _mm_stream_ps(out + i, _mm256_castps256_ps128(v));
-            _mm_stream_ps(out + i + 4, _mm256_extractf128_ps(v, 1));
-        } else {
-            _mm256_storeu_ps(out + i, v);
-        }
+        dr_store8_avx2(out + i, v, stream);
     }
     if (stream)
-        _mm_sfence(); /* the streamed stores are visible before anyone reads out */
+        dr_stream_fence();
     return i;
 }
 #endif

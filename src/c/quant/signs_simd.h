@@ -8,11 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* From this many elements (16 MiB of floats, half the L3 of the machine measured) a
- * vector kernel writes its float output with non-temporal stores: the consumer reads
- * it from memory anyway. */
-#define DR_SIGNS_STREAM_MIN_N ((size_t)4 << 20)
-
 #if DR_HAVE_X86_SIMD
 size_t dr_pack_signs_avx2(const float *x, size_t n, uint8_t *out);
 /* As dr_pack_signs_avx2; sets *nonfinite nonzero if the prefix holds an Inf or a NaN. */

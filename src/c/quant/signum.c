@@ -3,6 +3,7 @@
 #include "qframe.h"
 #include "signs_simd.h"
 #include "signum_simd.h"
+#include "stream_simd.h"
 
 /* Elements per block of the scalar fused update-and-pack sweep: a block of m_new
  * (8 KiB) is still in L1 when its signs are packed, so m_new is not read back from
@@ -68,7 +69,7 @@ int dr_signum_momentum_encode(float *m_new, const float *m_old, const float *g, 
     if (dr_simd_active() >= DR_SIMD_AVX2) {
         uint32_t nonfinite = 0;
         start = dr_signum_fused_avx2(m_new, m_old, g, n, 1.0f - beta, beta, bits, &nonfinite,
-                                     n >= DR_SIGNS_STREAM_MIN_N);
+                                     dr_stream_output(m_new, n));
         finite = !nonfinite;
     }
 #endif

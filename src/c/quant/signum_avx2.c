@@ -4,6 +4,7 @@
  * largest sign-cleared bit pattern kept to tell an Inf or a NaN. */
 #include "deepreduce.h"
 #include "signum_simd.h"
+#include "stream_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -16,23 +17,16 @@ DR_TARGET_AVX2 size_t dr_signum_fused_avx2(float *m_new, const float *m_old, con
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
     __m256i top = _mm256_setzero_si256();
     size_t i = 0;
-    /* Two 16-byte non-temporal stores per vector: NumPy promises 16-byte alignment. */
-    stream = stream && ((uintptr_t)m_new & 15u) == 0;
     for (; i + 8 <= n; i += 8) {
         __m256 m = _mm256_loadu_ps(g + i);
         if (m_old != NULL)
             m = _mm256_add_ps(_mm256_mul_ps(va, m), _mm256_mul_ps(vb, _mm256_loadu_ps(m_old + i)));
-        if (stream) {
-            _mm_stream_ps(m_new + i, _mm256_castps256_ps128(m));
-            _mm_stream_ps(m_new + i + 4, _mm256_extractf128_ps(m, 1));
-        } else {
-            _mm256_storeu_ps(m_new + i, m);
-        }
+        dr_store8_avx2(m_new + i, m, stream);
         top = _mm256_max_epi32(top, _mm256_and_si256(_mm256_castps_si256(m), abs_mask));
         bits[i / 8] = (uint8_t)_mm256_movemask_ps(_mm256_cmp_ps(m, zero, _CMP_GE_OQ));
     }
     if (stream)
-        _mm_sfence(); /* the streamed stores are visible before anyone reads m_new */
+        dr_stream_fence();
     *nonfinite |= (uint32_t)!_mm256_testz_si256(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x7f7fffff)),
                                                 _mm256_set1_epi32(-1));
     return i;
