@@ -194,14 +194,19 @@ static void test_signum_fused_paths(void)
     }
 }
 
-/* The sign kernels past the streamed-store threshold: the same frames and outputs on
- * every path (the decoders' outputs are written with non-temporal stores there). */
-static void test_signs_streamed(void)
+/* The kernels whose vector decoders write their output with non-temporal stores past the
+ * threshold (sign kernels; natural; qsgd with buckets of 5, so outputs on and off the
+ * 16-byte grid): the same frames and outputs on every path, with one shared tensor. */
+static void test_streamed(void)
 {
     float *x = malloc(STREAMED_N * sizeof *x);
     fill(x, STREAMED_N, 21, 1.0f);
     check_paths("signsgd streamed", enc_signsgd, dr_signsgd_decode, x, STREAMED_N, dr_signsgd_size(STREAMED_N));
     check_paths("onebit streamed", enc_onebit, dr_onebit_decode, x, STREAMED_N, dr_onebit_size(STREAMED_N));
+    check_paths("natural streamed", enc_natural, dr_natural_decode, x, STREAMED_N, dr_natural_size(STREAMED_N));
+    g_s = 127;
+    g_bucket = 5;
+    check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, STREAMED_N, dr_qsgd_size(STREAMED_N, 127, 5));
     free(x);
 }
 
@@ -209,8 +214,7 @@ static void test_signs_streamed(void)
  * encoders code by one carry add on the float bits: every exponent of the normal range
  * from 2^-63 up to the largest finite one (the codes past 127 capped), mantissas zero,
  * all ones, random and at their draw's rounding edge, both signs; every fifth vector of 16 also holds a zero, an Inf
- * or NaN ends the sweep at the right element. And qsgd and natural past the streamed-
- * store threshold (buckets of 5: outputs on and off the 16-byte grid). */
+ * or NaN ends the sweep at the right element. */
 static void test_natural_normal_vectors(void)
 {
     const size_t n = 4099;
@@ -244,17 +248,6 @@ static void test_natural_normal_vectors(void)
     unsetenv("DEEPREDUCE_SIMD");
     free(x);
     free(buf);
-}
-
-static void test_qsgd_natural_streamed(void)
-{
-    float *x = malloc(STREAMED_N * sizeof *x);
-    fill(x, STREAMED_N, 23, 1.0f);
-    check_paths("natural streamed", enc_natural, dr_natural_decode, x, STREAMED_N, dr_natural_size(STREAMED_N));
-    g_s = 127;
-    g_bucket = 5;
-    check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, STREAMED_N, dr_qsgd_size(STREAMED_N, 127, 5));
-    free(x);
 }
 
 /* dr_qsgd_encode/decode on a tensor long enough for 3 threads (one per
@@ -498,8 +491,9 @@ int main(void)
         check_paths("efsignsgd", enc_efsignsgd, dr_efsignsgd_decode, x, n, dr_efsignsgd_size(n));
         check_paths("natural", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
         for (b = 0; b < 7; b++) {
-            /* Every level count of the AVX-512 search (0 to 8), and past it. */
-            static const uint32_t sketch_bins[] = {1, 2, 16, 33, 127, 256, 1000};
+            /* Every level count of the AVX-512 search (0 to 8: bins padded to 1, 2, 4,
+             * 8, 16, 32, 64, 128, 256), and past it. */
+            static const uint32_t sketch_bins[] = {1, 2, 3, 5, 16, 17, 33, 127, 256, 1000};
             g_bins = sketch_bins[b];
             check_paths("sketch", enc_sketch, dr_sketch_decode, x, n, dr_sketch_size(n, g_bins));
         }
@@ -529,8 +523,7 @@ int main(void)
     test_inceptionn_blocks();
     test_crc32_paths();
     test_signum_fused_paths();
-    test_signs_streamed();
+    test_streamed();
     test_natural_normal_vectors();
-    test_qsgd_natural_streamed();
     return check_summary("test_simd_paths");
 }

@@ -93,7 +93,8 @@ DR_TARGET_AVX2 static inline __m256d dr_rng_avx2_uniform_pd(dr_rng_avx2 *r)
 
 /* Blocks of 8 dr_rng_u32 draws. `low` holds the lanes' low counter words plus the key's
  * low word, `high` the word XOR-ed in after the first multiply (it changes only where the
- * counter crosses a multiple of 2^32, which the rare path of dr_rng32_avx2_next handles). */
+ * counter crosses a multiple of 2^32, which the rare path of dr_rng32_avx2_next handles, and
+ * after which a state of dr_rng32_avx2_next_within must be restarted). */
 typedef struct {
     __m256i low, high;
     uint64_t key, counter;
@@ -122,9 +123,12 @@ DR_TARGET_AVX2 static inline __m256i dr_hash32_avx2(__m256i x, __m256i high)
     return _mm256_xor_si256(x, _mm256_srli_epi32(x, 14));
 }
 
-/* The next 8 draws, as dr_rng_u32, for a block the caller knows to end below the next
- * multiple of 2^32 of the counter (dr_rng32_draws_within): no check, so that a kernel's
- * loop holds the hash and one add, and nothing of the rare path's. */
+/* The next 8 draws, as dr_rng_u32, for a block the caller knows to end at or below the
+ * next multiple of 2^32 of the counter (dr_rng32_draws_within): no check, so that a
+ * kernel's loop holds the hash and one add, and nothing of the rare path's. A block that
+ * ends exactly on the multiple leaves `high` stale for the draws after it, which no step
+ * notices: restart the state there (dr_rng32_avx2_start(key, counter)) before drawing
+ * again. The kernels hand what is left to the scalar code instead. */
 DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next_within(dr_rng32_avx2 *r)
 {
     __m256i u = dr_hash32_avx2(r->low, r->high);
@@ -222,7 +226,7 @@ DR_TARGET_AVX512 static inline __m512i dr_hash32_avx512(__m512i x, __m512i high)
     return _mm512_xor_si512(x, _mm512_srli_epi32(x, 14));
 }
 
-/* As dr_rng32_avx2_next_within, 16 draws. */
+/* As dr_rng32_avx2_next_within, 16 draws (with the same caveat at a multiple of 2^32). */
 DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next_within(dr_rng32_avx512 *r)
 {
     __m512i u = dr_hash32_avx512(r->low, r->high);

@@ -1,4 +1,5 @@
-/* Internal: a 128-entry table lookup in vector registers, the 8-bit decoder's. */
+/* Internal: a 128-entry table lookup in vector registers, shared by the 8-bit and sketch
+ * decoders. */
 #ifndef DR_LOOKUP_SIMD_H
 #define DR_LOOKUP_SIMD_H
 

@@ -15,7 +15,7 @@
 #include "qframe.h"
 #include "sketch_simd.h"
 #include "sketch_fill.h"
-#include "../sparsify/estimate.h"
+#include "sample.h"
 
 #include <math.h>
 
@@ -125,11 +125,11 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
     scratch = sample + m;
 
     /* Sample (all of x when small enough: exact quantiles), sort, read the edges. The
-     * sampled values go through scratch first: dr_sp_sample prefetches a batch of
+     * sampled values go through scratch first: dr_random_sample prefetches a batch of
      * positions before reading them, where one read at a time waited on each miss. */
     if (m < n) {
         float *drawn = (float *)(void *)scratch;
-        dr_sp_sample(x, n, key, drawn, m);
+        dr_random_sample(x, n, key, drawn, m);
         for (i = 0; i < m; i++)
             sample[i] = order_key(drawn[i]);
     } else {

@@ -35,8 +35,9 @@ static uint32_t magnitude_key(float v)
 }
 
 /* The radix levels over a 31-bit key: its top 10 bits, the next 11, the last 10. */
+#define TOP_WIDTH 10u /* the top level's, which sizes radix_histogram's stack counters */
 static const unsigned radix_shift[3] = {21u, 10u, 0u};
-static const unsigned radix_width[3] = {10u, 11u, 10u};
+static const unsigned radix_width[3] = {TOP_WIDTH, 11u, 10u};
 #define RADIX_BUCKETS 2048u
 
 /* The histogram at `level` of the keys of x[0..n) whose bits above the level equal
@@ -50,7 +51,7 @@ static void radix_histogram(const float *x, size_t n, int level, uint32_t prefix
         /* Candidates share a few top-level buckets (an exponent or two): four counters
          * per bucket, one per element mod 4, so that increments of one bucket do not
          * each wait for the last one's store. */
-        uint32_t lane[4][1u << 10];
+        uint32_t lane[4][1u << TOP_WIDTH];
         memset(lane, 0, sizeof lane);
         for (i = 0; i < n; i++)
             lane[i & 3u][magnitude_key(x[i]) >> shift]++;
@@ -143,6 +144,9 @@ size_t dr_topk_workspace_size(size_t n, size_t k)
  * spread the runs over every layer of a flattened model. */
 #define SAMPLE_RUN 16u
 #define SAMPLE_RUNS (SAMPLE_SIZE / SAMPLE_RUN)
+/* Every stride holds a run (take_sample's offsets would wrap otherwise): a compile-time
+ * check that the sampled path's least n leaves room. */
+typedef char dr_fast_min_n_holds_the_sample[FAST_MIN_N >= SAMPLE_SIZE + SAMPLE_RUN ? 1 : -1];
 
 static void take_sample(const float *x, size_t n, float *sample)
 {

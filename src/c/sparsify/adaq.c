@@ -278,7 +278,7 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
     rank_idx = (uint32_t *)(sample + m);
     ncap = candidate_cap(n);
     if (n > 0) {
-        dr_sp_sample(x, n, key, sample, m);
+        dr_random_sample(x, n, key, sample, m);
         split_sample(sample, m, (float *)(rank_idx + m), &mp, &mn);
     }
     memset(&pos, 0, sizeof pos);

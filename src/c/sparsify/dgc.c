@@ -33,7 +33,7 @@ int dr_dgc_select(const float *x, size_t n, size_t k, uint64_t key, uint32_t *id
         return DR_E_ARG;
     m = dr_sp_sample_size(n);
     rank_idx = (uint32_t *)(sample + m);
-    dr_sp_sample(x, n, key, sample, m);
+    dr_random_sample(x, n, key, sample, m);
     for (j = 0; j < m; j++)
         sample[j] = isnan(sample[j]) ? 0.0f : fabsf(sample[j]);
     st = dr_sp_kth_largest(sample, m, dr_sp_scaled_rank(k, m, n), rank_idx, &thr);

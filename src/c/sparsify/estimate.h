@@ -4,13 +4,10 @@
 #define DR_ESTIMATE_H
 
 #include "deepreduce.h"
+#include "sample.h"
 
 /* The sample size for n entries: max(1, n/100). */
 size_t dr_sp_sample_size(size_t n);
-
-/* sample[j] = x[p_j] for j < m, p_j uniform in [0, n) from word j of `key` (n >= 1,
- * n < 2^32). */
-void dr_sp_sample(const float *x, size_t n, uint64_t key, float *sample, size_t m);
 
 /* *out = the kk-th largest of v[0..m) (1 <= kk <= m, v >= 0 without NaN), found with
  * dr_topk; idx holds kk uint32. */
