@@ -53,21 +53,29 @@ def one_pass(x):
 
 # ------------------------------------------------------------------------------- top-k
 
+def best_of_rounds(repeat, *steps):
+    """The best time of each step over `repeat` rounds that run the steps one after the
+    other: on a shared VM the memory bus's load drifts over seconds, and a reference timed
+    apart from what it is set against would be timed under another load."""
+    rounds = [[median_time(1, step) for step in steps] for _ in range(repeat)]
+    return [min(times) for times in zip(*rounds)]
+
+
 def topk_table(repeat, sizes):
-    print("\n## top-k (ours = dr_topk_select; ratios = their time / ours)")
-    print(f"{'n':>11} {'rho':>6} {'ours ms':>8} {'passes':>7} {'torch.topk':>11} {'argpartition':>13}")
+    print(f"\n## top-k (ours = dr_topk_select; ratios = their time / ours; best of {repeat})")
+    print(f"{'n':>11} {'rho':>6} {'ours ms':>8} {'pass ms':>8} {'passes':>7} {'torch.topk':>11} {'argpartition':>13}")
     for n in sizes:
         x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
         xt = torch.from_numpy(x)
-        t_pass = median_time(repeat, one_pass(x))
         for rho in (0.001, 0.01, 0.1):
             k = max(1, int(n * rho))
             idx = np.empty(k, dtype=np.uint32)
             work = np.empty(lib.dr_topk_workspace_size(n, k), dtype=np.uint8)
-            ours = median_time(repeat, lambda: lib.dr_topk_select(f32(x), n, k, u32(idx), ffi.from_buffer(work)))
-            t_torch = median_time(repeat, lambda: torch.topk(xt.abs(), k, sorted=False))
-            t_np = median_time(repeat, lambda: np.argpartition(np.abs(x), n - k)[n - k:])
-            print(f"{n:>11,} {rho:>6} {ours * 1e3:8.2f} {ours / t_pass:7.1f} {t_torch / ours:10.1f}x {t_np / ours:12.1f}x")
+            t_pass, ours, t_torch, t_np = best_of_rounds(
+                repeat, one_pass(x), lambda: lib.dr_topk_select(f32(x), n, k, u32(idx), ffi.from_buffer(work)),
+                lambda: torch.topk(xt.abs(), k, sorted=False), lambda: np.argpartition(np.abs(x), n - k)[n - k:])
+            print(f"{n:>11,} {rho:>6} {ours * 1e3:8.2f} {t_pass * 1e3:8.2f} {ours / t_pass:7.1f} "
+                  f"{t_torch / ours:10.1f}x {t_np / ours:12.1f}x")
 
 
 # ------------------------------------------------------------------ torch versions (GRACE)
@@ -300,10 +308,8 @@ def kernel_calls(x, n):
 
 
 def kernels_table(repeat, n):
-    """The quantiser kernels in passes. Each row times its pass, its encode and its decode
-    round-robin, `repeat` rounds, and keeps the best of each (the issue's "min of 3"): on
-    a shared VM the memory bus's load drifts over seconds, and a pass timed once at the
-    start would be set against kernels timed under another load."""
+    """The quantiser kernels in passes: each row's pass, encode and decode are the best of
+    `repeat` rounds of the three (best_of_rounds; the issue's "min of 3")."""
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     out = np.empty(n, dtype=np.float32)
     read = one_pass(x)
@@ -315,9 +321,8 @@ def kernels_table(repeat, n):
         assert encode(frame) == 0, name
         length = written[0]
         decode = getattr(lib, f"dr_{name}_decode")
-        steps = (read, lambda: encode(frame), lambda: decode(u8(frame), length, f32(out), n))
-        best = [min(times) for times in zip(*([median_time(1, step) for step in steps] for _ in range(repeat)))]
-        t_pass, te, td = best
+        t_pass, te, td = best_of_rounds(repeat, read, lambda: encode(frame),
+                                        lambda: decode(u8(frame), length, f32(out), n))
         print(f"{name:<11} {te * 1e3:7.1f} {td * 1e3:7.1f} {t_pass * 1e3:8.2f} {(te + td) / t_pass:7.1f}")
 
 
