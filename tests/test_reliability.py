@@ -172,6 +172,32 @@ def test_sparse_receivers_refuse_another_kind_and_repeated_or_unsorted_indices()
     assert np.isnan(out[idx[0]]) and np.isinf(out[idx[1]])
 
 
+def test_inceptionn_refuses_the_layout_before_blocks_as_a_format_version_and_header_damage_as_transit():
+    """Review of issue 12 (I1, I2): a frame from a build before the blocked layout (4
+    sections, params[1] = 0), or with another block size, names the format version; a
+    header field damaged on the wire (not resealed) names the checksum, as for every codec."""
+    n = 3000
+    x = np.random.default_rng(5).standard_normal(n).astype(np.float32)
+    c = grace_from_params({"compressor": "inceptionn"}).compressor
+    (frame,), ctx = c.compress(x, "w")
+    old = forged_frame(lib.DR_KIND_INCEPTIONN, lib.DR_INDEX_RAW, lib.DR_VALUE_RAW, n, n, (10, 0, 0, 0),
+                       [bytes((n + 3) // 4), b"", b"", b""])
+    with pytest.raises(FrameError, match="InceptionnCompressor payload: unsupported frame format version"):
+        c.decompress([old], ctx)
+    other_block = frame.copy()
+    other_block[16:20] = np.frombuffer(np.uint32(2 * lib.DR_INCEPTIONN_BLOCK).tobytes(), dtype=np.uint8)
+    other_block[-4:] = np.frombuffer(np.uint32(lib.dr_crc32(0, u8(other_block), frame.size - 4)).tobytes(),
+                                     dtype=np.uint8)
+    with pytest.raises(FrameError, match="unsupported frame format version"):
+        c.decompress([other_block], ctx)
+    for field_at in (5, 12, 16, 28, 36):  # kind, params[0], params[1], numel, count
+        damaged = frame.copy()
+        damaged[field_at] ^= 1
+        with pytest.raises(FrameError, match="checksum mismatch"):
+            c.decompress([damaged], ctx)
+    np.testing.assert_allclose(c.decompress([frame], ctx), x, atol=2.0 ** -10)
+
+
 # ------------------------------------------------------------- item 4: the codec layer
 def test_codecs_refuse_arrays_of_the_wrong_dtype():
     work = Workspace()

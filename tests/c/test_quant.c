@@ -303,6 +303,15 @@ static void test_non_finite_input_refused(void)
     CHECK_STATUS(dr_qsgd_encode(x, 40, 127, 8, 1, 9, buf, sizeof buf, &len), DR_E_ARG);
     CHECK_STATUS(dr_inceptionn_encode(x, 40, 0, 0, buf, sizeof buf, &len), DR_E_ARG);
     CHECK_STATUS(dr_inceptionn_encode(x, 40, 25, 0, buf, sizeof buf, &len), DR_E_ARG);
+    /* A tensor whose tags alone pass a section's 4 GiB is refused before x is read (x is
+     * 40 floats: a read past them would be an ASan report); one element fewer fits the
+     * tags and gets as far as the cap check. */
+    if (SIZE_MAX > UINT32_MAX) {
+        const size_t tags_fill = ((size_t)UINT32_MAX) * 4u;
+        CHECK_STATUS(dr_inceptionn_encode(x, tags_fill + 1, 10, 0, buf, sizeof buf, &len), DR_E_ARG);
+        CHECK_STATUS(dr_inceptionn_encode(x, tags_fill, 10, 0, buf, sizeof buf, &len),
+                     DR_E_DST_TOO_SMALL);
+    }
     CHECK_STATUS(dr_sketch_encode(x, 40, 0, 1, 0, work, buf, sizeof buf, &len), DR_E_ARG);
     CHECK_STATUS(dr_sketch_encode(x, 40, 65537, 1, 0, work, buf, sizeof buf, &len), DR_E_ARG);
     CHECK_STATUS(dr_signsgd_encode(NULL, 40, 0, buf, sizeof buf, &len), DR_E_ARG);

@@ -367,6 +367,64 @@ static void test_inceptionn_blocks(void)
     free(buf);
 }
 
+/* inceptionn's header: every bit of the fields after the structural ones (kind, codecs,
+ * dtype, params, numel, count) flipped without resealing is told as damage
+ * (DR_E_FRAME_CHECKSUM), as by every other codec; the same fields changed and resealed
+ * get their own statuses, a params[1] other than the block size DR_E_FRAME_VERSION; and a
+ * frame in the layout before blocks (4 sections, params[1] = 0), sealed, is refused as
+ * another format version. On every path. */
+static void test_inceptionn_header(void)
+{
+    enum { B = DR_INCEPTIONN_BLOCK, N = 2 * B + 5, FIELDS = 5, FIELDS_END = 44 };
+    static float x[N], out[N];
+    static const uint32_t other_blocks[] = {0, 256, 2048, B + 1};
+    size_t cap = dr_inceptionn_bound(N), len, at, old_len, i;
+    uint8_t *buf = malloc(cap);
+    int told = 1, versions = 1;
+    dr_frame old;
+    fill(x, N, 7, 0.6f);
+    CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
+    for (at = FIELDS; at < FIELDS_END; at++) {
+        unsigned bit;
+        if (at >= 9 && at < 12) /* nsections, flags, reserved: structural */
+            continue;
+        for (bit = 0; bit < 8; bit++) {
+            buf[at] ^= (uint8_t)(1u << bit);
+            told &= decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_FRAME_CHECKSUM);
+            buf[at] ^= (uint8_t)(1u << bit);
+        }
+    }
+    CHECK(told);
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_OK));
+    for (i = 0; i < sizeof other_blocks / sizeof *other_blocks; i++) {
+        memcpy(buf + 16, &other_blocks[i], 4); /* params[1] */
+        reseal(buf, len);
+        versions &= decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_FRAME_VERSION);
+    }
+    CHECK(versions);
+    CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
+    buf[5] = DR_KIND_QSGD;
+    reseal(buf, len);
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_FRAME_CODEC));
+    CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
+    buf[12] = 25; /* params[0]: b out of range */
+    reseal(buf, len);
+    CHECK(decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_FRAME_FIELD));
+
+    /* The layout before blocks, of an all-zero x: every tag 0, no values. */
+    memset(&old, 0, sizeof old);
+    old.kind = DR_KIND_INCEPTIONN;
+    old.nsections = 4;
+    old.params[0] = 10;
+    old.numel = old.count = N;
+    old.section_len[0] = (N + 3) / 4;
+    CHECK_OK(dr_frame_layout(&old, &old_len));
+    memset(buf, 0, old_len);
+    CHECK_OK(dr_frame_seal(&old, buf, cap, &old_len));
+    CHECK(decodes_as(dr_inceptionn_decode, buf, old_len, out, N, DR_E_FRAME_VERSION));
+    free(buf);
+}
+
 /* inceptionn on the magnitudes where its tags change, for every bound: each edge (the
  * drop bound 2^-b, the 8-bit top 255*2^-b, the 16-bit top 65535*2^-(k16+1), 1) and the
  * float on either side of it, both signs, repeated to fill whole vectors. */
@@ -521,6 +579,7 @@ int main(void)
     test_eightbit_paths();
     test_inceptionn_band_edges();
     test_inceptionn_blocks();
+    test_inceptionn_header();
     test_crc32_paths();
     test_signum_fused_paths();
     test_streamed();

@@ -164,7 +164,7 @@ static int encode_block(const float *x, size_t m, const bands *s, uint8_t *dst, 
 int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t dtype,
                          uint8_t *buf, size_t cap, size_t *written)
 {
-    const uint64_t empty = 0;
+    uint64_t tags;
     dr_frame f;
     bands s;
     size_t i, at, done, end, bytes;
@@ -172,9 +172,12 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
     int st, simd = dr_simd_active();
     if (bound_bits < 1 || bound_bits > DR_INCEPTIONN_MAX_BITS)
         return DR_E_ARG;
-    /* The arguments, and room for the frame of no elements; the section's length is
-     * known once the blocks are written. */
-    st = dr_qf_prepare(&f, DR_KIND_INCEPTIONN, dtype, x, n, 1, &empty, buf, cap, written);
+    /* The arguments, and room for the smallest frame of n elements (every element
+     * dropped: its tags alone), which refuses at once a tensor whose tags alone pass the
+     * 4 GiB a section may hold; the section's length is known once the blocks are
+     * written. */
+    tags = dr_qf_crumb_bytes(n);
+    st = dr_qf_prepare(&f, DR_KIND_INCEPTIONN, dtype, x, n, 1, &tags, buf, cap, written);
     if (st != DR_OK)
         return st;
 #if !DR_HAVE_X86_SIMD
@@ -203,6 +206,9 @@ int dr_inceptionn_encode(const float *x, size_t n, uint32_t bound_bits, uint8_t 
                 return st;
         }
         at += bytes;
+        /* A section over 4 GiB is refused where it passes that, not after x's end. */
+        if ((uint64_t)(at - (size_t)f.section_off[0]) > UINT32_MAX)
+            return DR_E_ARG;
         if (at - done >= CRC_CHUNK) {
             crc = dr_crc32(crc, buf + done, at - done);
             done = at;
@@ -319,6 +325,38 @@ DR_TARGET_AVX2 static unsigned decode_block_avx2(const uint8_t *src, size_t m, c
 }
 #endif
 
+/* The header checks of dr_inceptionn_decode, before the CRC (the block sweep takes it).
+ * params[1] names the layout, by its block size: the layout before blocks (4 sections:
+ * all tags, then all float32s, uint16s, bytes) wrote 0 there, and another block size is
+ * a layout this build does not read, so both are DR_E_FRAME_VERSION. */
+static int check_header(const uint8_t *buf, size_t len, size_t n, const float *out, dr_frame *f)
+{
+    int st = dr_frame_parse_unverified(buf, len, f);
+    if (st != DR_OK)
+        return st;
+    if (f->kind == DR_KIND_INCEPTIONN && f->params[1] != BLOCK)
+        return DR_E_FRAME_VERSION;
+    st = dr_qf_check_dense(f, DR_KIND_INCEPTIONN, n, 1, out);
+    if (st != DR_OK)
+        return st;
+    if (f->params[0] < 1 || f->params[0] > DR_INCEPTIONN_MAX_BITS || f->params[2] | f->params[3])
+        return DR_E_FRAME_FIELD;
+    return DR_OK;
+}
+
+/* check_header, with a refusal reported as DR_E_FRAME_CHECKSUM where the frame's CRC does
+ * not match (as dr_frame_parse tells it, before the fields, for every other codec): a
+ * header damaged on the way is then told as damage, not as a mismatched codec or
+ * version. The CRC is read only on this error path. */
+static int open_frame(const uint8_t *buf, size_t len, size_t n, const float *out, dr_frame *f)
+{
+    dr_frame whole;
+    int st = check_header(buf, len, n, out, f);
+    if (st != DR_OK && dr_frame_parse(buf, len, &whole) == DR_E_FRAME_CHECKSUM)
+        return DR_E_FRAME_CHECKSUM;
+    return st;
+}
+
 int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     dr_frame f;
@@ -328,12 +366,9 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     unsigned bad = 0;
     float step8, step16;
     int simd = dr_simd_active();
-    int st = dr_qf_open_unverified(buf, len, DR_KIND_INCEPTIONN, n, 1, out, &f);
+    int st = open_frame(buf, len, n, out, &f);
     if (st != DR_OK)
         return st;
-    if (f.params[0] < 1 || f.params[0] > DR_INCEPTIONN_MAX_BITS || f.params[1] != BLOCK ||
-        f.params[2] | f.params[3])
-        return DR_E_FRAME_FIELD;
 #if !DR_HAVE_X86_SIMD
     (void)simd;
 #endif
@@ -387,8 +422,8 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     if (st == DR_OK && at != end)
         st = DR_E_FRAME_FIELD;
     /* The rest of the section (after a block that does not fit, more than the blocks
-     * read): a frame damaged on the way is told by its CRC first, whatever else the
-     * damage breaks. */
+     * read): a frame whose sections were damaged on the way is told by its CRC before
+     * what the damage breaks in them (open_frame does the same for its header). */
     crc = dr_crc32(crc, buf + done, end - done);
     if (crc != dr_frame_stored_crc(buf, len))
         return DR_E_FRAME_CHECKSUM;

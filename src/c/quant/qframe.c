@@ -1,6 +1,5 @@
 /* Frame plumbing shared by the quantisers (see qframe.h). */
 #include "qframe.h"
-#include "frame_fused.h"
 
 #include <math.h>
 #include <string.h>
@@ -30,9 +29,8 @@ int dr_qf_prepare(dr_frame *f, uint8_t kind, uint8_t dtype, const float *x, size
     return cap < total ? DR_E_DST_TOO_SMALL : DR_OK;
 }
 
-/* What dr_qf_open and dr_qf_open_unverified check once the frame is parsed. */
-static int dense_of_kind(const dr_frame *f, uint8_t kind, size_t n, uint32_t nsections,
-                         const float *out)
+int dr_qf_check_dense(const dr_frame *f, uint8_t kind, size_t n, uint32_t nsections,
+                      const float *out)
 {
     if (f->kind != kind || f->index_codec != DR_INDEX_RAW || f->value_codec != DR_VALUE_RAW)
         return DR_E_FRAME_CODEC;
@@ -47,14 +45,7 @@ int dr_qf_open(const uint8_t *buf, size_t len, uint8_t kind, size_t n, uint32_t 
                const float *out, dr_frame *f)
 {
     int st = dr_frame_parse(buf, len, f);
-    return st != DR_OK ? st : dense_of_kind(f, kind, n, nsections, out);
-}
-
-int dr_qf_open_unverified(const uint8_t *buf, size_t len, uint8_t kind, size_t n,
-                          uint32_t nsections, const float *out, dr_frame *f)
-{
-    int st = dr_frame_parse_unverified(buf, len, f);
-    return st != DR_OK ? st : dense_of_kind(f, kind, n, nsections, out);
+    return st != DR_OK ? st : dr_qf_check_dense(f, kind, n, nsections, out);
 }
 
 int dr_qf_open_plain(const uint8_t *buf, size_t len, uint8_t kind, size_t n,

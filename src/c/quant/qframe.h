@@ -26,10 +26,12 @@ int dr_qf_prepare(dr_frame *f, uint8_t kind, uint8_t dtype, const float *x, size
 int dr_qf_open(const uint8_t *buf, size_t len, uint8_t kind, size_t n, uint32_t nsections,
                const float *out, dr_frame *f);
 
-/* dr_qf_open without the CRC check (frame_fused.h: the caller verifies it inside its own
- * sweep of the sections and refuses a mismatch before reporting success). */
-int dr_qf_open_unverified(const uint8_t *buf, size_t len, uint8_t kind, size_t n,
-                          uint32_t nsections, const float *out, dr_frame *f);
+/* What dr_qf_open checks once the frame is parsed (for a caller that parses it without
+ * the CRC, frame_fused.h): DR_E_FRAME_CODEC unless *f is of `kind` with raw codecs,
+ * DR_E_FRAME_FIELD unless it has `nsections` sections and numel = count = n, DR_E_ARG
+ * for out NULL with n > 0. */
+int dr_qf_check_dense(const dr_frame *f, uint8_t kind, size_t n, uint32_t nsections,
+                      const float *out);
 
 /* dr_qf_open for a kind without params: also DR_E_FRAME_FIELD unless every param is
  * zero and the sections have exactly the lengths section_len[0..nsections). */

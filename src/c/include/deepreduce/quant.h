@@ -204,7 +204,7 @@ int dr_eightbit_table(float *table);
  *   tag 3  otherwise (|x| just below 1, or b > 16): float32.
  * So |decode(x) - x| <= eps for every element (0 for tag 3): the 8-bit band carries the
  * small values at step 2eps, the 16-bit band the rest below 1 at step 2^-k <= 2eps.
- *   params[0] = b, params[1] = DR_INCEPTIONN_BLOCK (the decoder refuses another). One
+ *   params[0] = b, params[1] = the layout's block size, DR_INCEPTIONN_BLOCK. One
  *   section: x in blocks of DR_INCEPTIONN_BLOCK elements (the last one shorter when n is
  *   not a multiple), each of m elements written as ceil(m/4) bytes of tags (element i of
  *   the block in bits 2(i%4).. of byte i/4, padding bits zero), then the block's tag-3
@@ -213,12 +213,25 @@ int dr_eightbit_table(float *table);
  *   decoder reads the frame once: each block's CRC, checks and values while it is in
  *   cache. The decoder checks that the blocks fill the section exactly, that no 8/16-bit
  *   magnitude is 0 and no float32 is Inf/NaN. Unlike the other decoders it writes out
- *   while it checks: after any error, out[0..n) is unspecified.
+ *   while it checks: after any error, out[0..n) is unspecified. Its statuses still
+ *   rank as dr_frame_parse's: a frame damaged on the way is DR_E_FRAME_CHECKSUM whether
+ *   the damage is in the header's fields or in the section (damage that breaks the magic,
+ *   version or lengths is told by those, as for every codec).
+ *   Wire change: before blocks (builds before the issue-12 merge, 77db654) it had 4 sections
+ *   (all tags, then all float32s, uint16s, bytes) and params[1] = 0. Such a frame, and
+ *   one with any params[1] other than DR_INCEPTIONN_BLOCK (another block size), is
+ *   refused with DR_E_FRAME_VERSION; a build before the change refuses the blocked frame
+ *   (it wants 4 sections). Neither is ever mis-decoded.
  * Variable size: dr_inceptionn_size gives the exact frame size for x (one read of x),
  * dr_inceptionn_bound the largest possible: 52 + ceil(n/4) + 4n (what a caller without
  * the exact size passes as cap: the encoder reports the size it wrote).
  * DR_E_NUMERIC if x holds Inf/NaN. The encoder stops at the first block that holds one or
- * does not fit in cap, so a tensor with both gets either status. */
+ * does not fit in cap, so a tensor with both gets either status. DR_E_ARG for a tensor too
+ * large for a frame: before any block when its tags alone pass 4 GiB (n > 2^34 - 4),
+ * else at the first block that takes the section past 4 GiB. Unlike the other encoders
+ * it may write to all of buf[0..cap), not only buf[0..*written): its vector kernels
+ * store whole vectors, up to 64 bytes past a block's end (past the frame's end for the
+ * last vector-written block). A caller keeps nothing it needs after the frame in buf. */
 #define DR_INCEPTIONN_DEFAULT_BITS 10
 #define DR_INCEPTIONN_MAX_BITS 24
 #define DR_INCEPTIONN_BLOCK 1024 /* elements per block of the frame (a multiple of 256) */
