@@ -15,8 +15,8 @@
  * room for 16 past the end: lanes beyond the count are written too, to be overwritten
  * by the next append) and returns how many. Compressed in registers and stored whole (a
  * compressing store to memory is slow on some cores); only the low halves when they hold
- * every lane, as almost always at a few percent: a quarter off a sweep's time on Zen 4,
- * fewer cache lines written and crossed. */
+ * every lane, as almost always at a few percent: a quarter off a sweep's time on the
+ * development machine (AMD Zen 5), fewer cache lines written and crossed. */
 DR_TARGET_AVX512 static inline unsigned dr_append_avx512(__mmask16 m, __m512i lanes, __m512i v,
                                                           uint32_t *idx, void *val)
 {

@@ -143,12 +143,12 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
          * position. */
         e = _mm512_maskz_expand_epi32(m8, _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p8 + n8))));
         /* Two zeroing expands OR-ed: a merging expand waits on its destination and is
-         * slower on Zen 4. */
+         * slower on the development machine's AMD (Zen 5) core. */
         e = _mm512_or_si512(e, _mm512_maskz_expand_epi32(
                                    m16, _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p16 + 2 * n16)))));
         l32 = _mm512_loadu_si512(p32 + 4 * n32);
         /* Keeps the load a load of its own: folded into the expand (VPEXPANDD from memory),
-         * it is several times slower on AMD's Zen 4. */
+         * it is several times slower on the development machine's AMD (Zen 5) core. */
         __asm__("" : "+v"(l32));
         e32 = _mm512_maskz_expand_epi32(m32, l32);
         mag = _mm512_mask_blend_epi32(m8, mag16, mag8);

@@ -1,7 +1,7 @@
 /* AVX-512 sketch bins: the branch-free binary search of find_bin() in sketch.c, one lane
  * per element, the steps and compares the scalar code's, so the bins are the same. (A
  * gather per step, the AVX2 way, ran slower than the scalar search on the development
- * machine's Zen 4 core, so AVX2 machines take the scalar path.) */
+ * machine's AMD (Zen 5) core, so AVX2 machines take the scalar path.) */
 #include "deepreduce.h"
 #include "sketch_simd.h"
 #include "lookup_simd.h"
