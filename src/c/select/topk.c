@@ -296,25 +296,32 @@ static int split_histogram(void *ctx, size_t begin, size_t end)
     return DR_OK;
 }
 
-/* The last phase of part p: its answers, in index order, from s->out_at[p] on. Written
- * as dr_topk_select's single loop, bounded by the part's own answers so that it never
- * writes into the next part's. */
+/* The k answers among `count` candidates, given the k-th key and how many ties at it are
+ * taken: as dr_topk's last loop, without a branch per candidate (about one in five is not
+ * taken, at random): every candidate is written at `out`, which only the taken ones
+ * advance (out < k holds at each write). */
+static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
+                          uint32_t kth, size_t ties, uint32_t *idx_out)
+{
+    size_t i, out = 0, ties_taken = 0;
+    for (i = 0; i < count && out < k; i++) {
+        uint32_t key = magnitude_key(cand_val[i]);
+        size_t tie = key == kth;
+        idx_out[out] = cand_idx[i];
+        out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
+        ties_taken += tie;
+    }
+}
+
+/* The last phase of part p: its answers, in index order, from s->out_at[p] on, bounded
+ * by the part's own answers so that it never writes into the next part's. */
 static int split_write(void *ctx, size_t begin, size_t end)
 {
     split_select *s = (split_select *)ctx;
     size_t p;
-    for (p = begin; p < end; p++) {
-        const uint32_t *cand_idx = s->idx + share(s->cap, s->parts, p);
-        const float *cand_val = s->val + share(s->cap, s->parts, p);
-        size_t i, out = s->out_at[p], stop = out + s->above[p] + s->ties[p], ties_taken = 0;
-        for (i = 0; i < s->found[p] && out < stop; i++) {
-            uint32_t key = magnitude_key(cand_val[i]);
-            size_t tie = key == s->prefix;
-            s->idx_out[out] = cand_idx[i];
-            out += (size_t)(key > s->prefix) | (tie & (size_t)(ties_taken < s->ties[p]));
-            ties_taken += tie;
-        }
-    }
+    for (p = begin; p < end; p++)
+        write_answers(s->idx + share(s->cap, s->parts, p), s->val + share(s->cap, s->parts, p), s->found[p],
+                      s->above[p] + s->ties[p], s->prefix, s->ties[p], s->idx_out + s->out_at[p]);
     return DR_OK;
 }
 
@@ -383,23 +390,6 @@ static split_result select_split(const float *x, size_t n, size_t k, uint32_t tk
     }
     dr_parallel_for(s.parts, later, split_write, &s);
     return SPLIT_DONE;
-}
-
-/* The k answers among `count` candidates, given the k-th key and how many ties at it are
- * taken: as dr_topk's last loop, without a branch per candidate (about one in five is not
- * taken, at random): every candidate is written at `out`, which only the taken ones
- * advance (out < k holds at each write). */
-static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
-                          uint32_t kth, size_t ties, uint32_t *idx_out)
-{
-    size_t i, out = 0, ties_taken = 0;
-    for (i = 0; i < count && out < k; i++) {
-        uint32_t key = magnitude_key(cand_val[i]);
-        size_t tie = key == kth;
-        idx_out[out] = cand_idx[i];
-        out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
-        ties_taken += tie;
-    }
 }
 
 /* Where the sample lies in dr_topk_select's workspace: after the candidates' indices
