@@ -25,13 +25,6 @@ static void fill_gauss(float *x, size_t n, uint64_t key, float scale)
         x[i] = scale * test_gauss(key, i);
 }
 
-/* Recompute the CRC after a deliberate edit, so only the decoder's own checks remain. */
-static void reseal(uint8_t *buf, size_t len)
-{
-    uint32_t c = dr_crc32(0, buf, len - 4);
-    memcpy(buf + len - 4, &c, 4);
-}
-
 /* Every single-byte change and every truncation of a frame is refused and, where
  * `keeps_out`, `out` is not written on refusal (checked through a canary value; the
  * inceptionn decoder writes while it checks, quant.h). */

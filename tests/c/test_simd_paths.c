@@ -272,6 +272,22 @@ static void test_threads_same_bytes(void)
         CHECK_OK(dr_qsgd_decode(want, len1, out, n));
         CHECK(memcmp(out, out1, n * sizeof *out) == 0);
     }
+    /* A level or a norm out of range in a later thread's buckets is refused, resealed
+     * so that the CRC passes, and the output is left untouched. */
+    {
+        size_t k;
+        for (k = 0; k < 2; k++) {
+            memcpy(got, want, len1);
+            if (k == 0)
+                got[len1 - 4 - 7] = 0x80; /* level -128 with s = 127 */
+            else
+                memset(got + dr_frame_header_size(2) + 4 * (n / 128 - 3), 0xff, 4); /* a NaN norm */
+            reseal(got, len1);
+            memset(out, 0x5a, n * sizeof *out);
+            CHECK_STATUS(dr_qsgd_decode(got, len1, out, n), DR_E_CORRUPT);
+            CHECK(((const uint8_t *)out)[0] == 0x5a && ((const uint8_t *)(out + n))[-1] == 0x5a);
+        }
+    }
     /* A non-finite value in a later thread's range is refused, as with one thread. */
     x[n - 10] = NAN;
     CHECK_STATUS(dr_qsgd_encode(x, n, 127, 128, 5, 0, got, cap, &len), DR_E_NUMERIC);
@@ -283,13 +299,6 @@ static void test_threads_same_bytes(void)
     free(out);
     free(want);
     free(got);
-}
-
-/* The frame's CRC field recomputed after a deliberate edit. */
-static void reseal(uint8_t *buf, size_t len)
-{
-    uint32_t c = dr_crc32(0, buf, len - 4);
-    memcpy(buf + len - 4, &c, 4);
 }
 
 /* Each path's decode of buf[0..len) returns `status`. */
@@ -527,6 +536,31 @@ static void test_crc32_paths(void)
     CHECK(same);
 }
 
+/* dr_crc32 on buffers long enough to split over threads (one per 4 MiB from 8 MiB on)
+ * equals zlib's crc32 for every thread count: lengths at and around the split's
+ * threshold and ragged ones, an unaligned start and a running crc carried in. */
+static void test_crc32_threads(void)
+{
+    const size_t mib = (size_t)1 << 20, most = 21 * mib + 77;
+    static const char *const counts[] = {"1", "2", "3", "5", "8"};
+    const size_t lens[] = {8 * mib - 1, 8 * mib, 8 * mib + 1, 12 * mib + 7, 21 * mib + 70};
+    uint8_t *bytes = malloc(most);
+    size_t i, l, t;
+    int same = 1;
+    for (i = 0; i < most; i++)
+        bytes[i] = (uint8_t)(dr_rng_u64(23, i) >> 56);
+    for (l = 0; l < sizeof lens / sizeof *lens; l++) {
+        uint32_t want = (uint32_t)crc32(987654u, bytes + 3, (uInt)lens[l]);
+        for (t = 0; t < sizeof counts / sizeof *counts; t++) {
+            setenv("DEEPREDUCE_THREADS", counts[t], 1);
+            same &= dr_crc32(987654u, bytes + 3, lens[l]) == want;
+        }
+    }
+    unsetenv("DEEPREDUCE_THREADS");
+    CHECK(same);
+    free(bytes);
+}
+
 int main(void)
 {
     static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 127, 128, 129, 1000, 4099};
@@ -581,6 +615,7 @@ int main(void)
     test_inceptionn_blocks();
     test_inceptionn_header();
     test_crc32_paths();
+    test_crc32_threads();
     test_signum_fused_paths();
     test_streamed();
     test_natural_normal_vectors();

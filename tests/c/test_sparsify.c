@@ -14,12 +14,6 @@ static float test_gauss(uint64_t key, uint64_t i)
     return (float)(sqrt(-2.0 * log(1.0 - u1)) * cos(6.283185307179586 * u2));
 }
 
-static void reseal(uint8_t *buf, size_t len)
-{
-    uint32_t c = dr_crc32(0, buf, len - 4);
-    memcpy(buf + len - 4, &c, 4);
-}
-
 /* idx[0..c) ascending, and exactly the entries at or above some magnitude: the
  * smallest selected |x| is at least the largest unselected one. */
 static int is_threshold_set(const float *x, size_t n, const uint32_t *idx, size_t c)

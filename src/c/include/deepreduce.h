@@ -202,7 +202,9 @@ int dr_frame_nonfinite(uint8_t kind, uint64_t numel, uint8_t *buf, size_t cap, s
 int dr_frame_is_nonfinite(const uint8_t *buf, size_t len, uint8_t kind, uint64_t numel,
                           int *is_marker);
 
-/* CRC32 (zlib's) of buf[0..len), continuing from `crc` (pass 0 to start). */
+/* CRC32 (zlib's) of buf[0..len), continuing from `crc` (pass 0 to start). A buffer of
+ * 8 MiB or more is split over up to dr_thread_count() threads (one per 4 MiB), whose
+ * parts' CRCs are combined in order: the value is the same for every thread count. */
 uint32_t dr_crc32(uint32_t crc, const uint8_t *buf, size_t len);
 
 /* ---------------------------------------------------------------------------------- */

@@ -230,14 +230,38 @@ static int decode_buckets(void *ctx, size_t begin, size_t end)
     return DR_OK;
 }
 
+/* DR_E_CORRUPT unless buckets [begin, end) all have a finite norm >= 0 and every level
+ * in [-s, s]. */
+static int check_buckets(void *ctx, size_t begin, size_t end)
+{
+    const qsgd_decode_job *q = (const qsgd_decode_job *)ctx;
+    size_t first = begin * q->bucket_size, stop = end * q->bucket_size < q->n ? end * q->bucket_size : q->n;
+    const uint8_t *levels = q->levels + first * q->width;
+    size_t i = 0, m = stop - first, j;
+    for (j = begin; j < end; j++) {
+        float norm = dr_qf_get_f32(q->norms + 4 * j);
+        if (!(norm >= 0.0f && isfinite(norm)))
+            return DR_E_CORRUPT;
+    }
+#if DR_HAVE_X86_SIMD
+    if (q->simd >= DR_SIMD_AVX2 && !dr_qsgd_levels_in_range_avx2(levels, m, q->width, q->s, &i))
+        return DR_E_CORRUPT;
+#endif
+    for (; i < m; i++) {
+        int32_t level = level_at(levels, i, q->width);
+        if (level > (int32_t)q->s || level < -(int32_t)q->s)
+            return DR_E_CORRUPT;
+    }
+    return DR_OK;
+}
+
 int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     dr_frame f;
     uint32_t s, bucket_size;
-    size_t nb, j, i, width;
-    const uint8_t *norms, *levels;
+    size_t nb, width;
     qsgd_decode_job q;
-    int simd = dr_simd_active();
+    int simd = dr_simd_active(), threads;
     int st = dr_qf_open(buf, len, DR_KIND_QSGD, n, 2, out, &f);
     if (st != DR_OK)
         return st;
@@ -249,32 +273,20 @@ int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     width = level_width(s);
     if (f.section_len[0] != 4u * (uint64_t)nb || f.section_len[1] != (uint64_t)n * width)
         return DR_E_FRAME_FIELD;
-    norms = buf + f.section_off[0];
-    levels = buf + f.section_off[1];
-    /* Validate everything first so a refused frame leaves `out` untouched. */
-    for (j = 0; j < nb; j++) {
-        float norm = dr_qf_get_f32(norms + 4 * j);
-        if (!(norm >= 0.0f && isfinite(norm)))
-            return DR_E_CORRUPT;
-    }
-    i = 0;
-#if DR_HAVE_X86_SIMD
-    if (simd >= DR_SIMD_AVX2 && !dr_qsgd_levels_in_range_avx2(levels, n, width, s, &i))
-        return DR_E_CORRUPT;
-#endif
-    for (; i < n; i++) {
-        int32_t level = level_at(levels, i, width);
-        if (level > (int32_t)s || level < -(int32_t)s)
-            return DR_E_CORRUPT;
-    }
     q.n = n;
     q.width = width;
     q.s = s;
     q.bucket_size = bucket_size;
-    q.norms = norms;
-    q.levels = levels;
+    q.norms = buf + f.section_off[0];
+    q.levels = buf + f.section_off[1];
     q.out = out;
     q.simd = simd;
     q.stream = simd >= DR_SIMD_AVX2 && dr_stream_output(out, n);
-    return dr_parallel_for(nb, dr_threads_for(n, DR_THREADS_MIN_NUMEL), decode_buckets, &q);
+    /* Every bucket is checked before any is decoded, so a refused frame leaves `out`
+     * untouched; the check is split over the threads as the decoding is. */
+    threads = dr_threads_for(n, DR_THREADS_MIN_NUMEL);
+    st = dr_parallel_for(nb, threads, check_buckets, &q);
+    if (st != DR_OK)
+        return st;
+    return dr_parallel_for(nb, threads, decode_buckets, &q);
 }
