@@ -242,6 +242,41 @@ static void test_topk_estimate_misses_rarely(void)
     free(work);
 }
 
+/* With DEEPREDUCE_THREADS unset, OMP_NUM_THREADS (a count, or a count and nested
+ * levels) caps the thread count, as it does torch's; anything else there is ignored, and
+ * DEEPREDUCE_THREADS, when set, wins. */
+static void test_openmp_threads(void)
+{
+    const char *saved = getenv("OMP_NUM_THREADS");
+    char *keep = saved != NULL ? malloc(strlen(saved) + 1) : NULL;
+    int cores;
+    if (keep != NULL)
+        strcpy(keep, saved);
+    unsetenv("OMP_NUM_THREADS");
+    cores = dr_thread_count();
+    setenv("OMP_NUM_THREADS", "1", 1);
+    CHECK(dr_thread_count() == 1);
+    setenv("OMP_NUM_THREADS", "2", 1);
+    CHECK(dr_thread_count() == (cores < 2 ? cores : 2));
+    setenv("OMP_NUM_THREADS", "1,4", 1);
+    CHECK(dr_thread_count() == 1);
+    setenv("OMP_NUM_THREADS", "64", 1);
+    CHECK(dr_thread_count() == cores);
+    setenv("OMP_NUM_THREADS", "0", 1);
+    CHECK(dr_thread_count() == cores);
+    setenv("OMP_NUM_THREADS", "two", 1);
+    CHECK(dr_thread_count() == cores);
+    setenv("OMP_NUM_THREADS", "1", 1);
+    setenv("DEEPREDUCE_THREADS", "3", 1);
+    CHECK(dr_thread_count() == 3);
+    unsetenv("DEEPREDUCE_THREADS");
+    if (keep != NULL)
+        setenv("OMP_NUM_THREADS", keep, 1);
+    else
+        unsetenv("OMP_NUM_THREADS");
+    free(keep);
+}
+
 /* dr_topk_select split over DEEPREDUCE_THREADS (one thread per DR_THREADS_MIN_NUMEL
  * entries): the same indices as dr_topk for every thread count, with candidates spread
  * over x and bunched in its last eighth, where they overflow that part's share of the
@@ -270,6 +305,7 @@ static void test_topk_select_threads(void)
     }
     unsetenv("DEEPREDUCE_THREADS");
     CHECK(dr_thread_count() >= 1 && dr_thread_count() <= DR_DEFAULT_THREADS_CAP);
+    test_openmp_threads();
     free(x);
     free(a);
     free(b);

@@ -39,14 +39,33 @@ static int allowed_cores(void)
 }
 #endif
 
+#if DR_HAVE_PTHREADS
+/* OpenMP's thread count from OMP_NUM_THREADS (its first level: "4" or "4,2"), which torch
+ * and NumPy's BLAS follow and torchrun sets to 1 for each of several workers on a node;
+ * 0 when it is unset or not a count. */
+static long openmp_threads(void)
+{
+    const char *v = getenv("OMP_NUM_THREADS");
+    char *end;
+    long t;
+    if (v == NULL)
+        return 0;
+    t = strtol(v, &end, 10);
+    return end != v && (*end == '\0' || *end == ',') && t >= 1 ? t : 0;
+}
+#endif
+
 int dr_thread_count(void)
 {
 #if DR_HAVE_PTHREADS
     const char *v = getenv("DEEPREDUCE_THREADS");
     char *end;
     long t;
-    if (v == NULL)
-        return allowed_cores();
+    if (v == NULL) {
+        long omp = openmp_threads();
+        int cores = allowed_cores();
+        return omp > 0 && omp < cores ? (int)omp : cores;
+    }
     t = strtol(v, &end, 10);
     if (end == v || *end != '\0' || t < 1 || t > DR_MAX_THREADS)
         return 1;

@@ -230,9 +230,11 @@ const char *dr_simd_name(int level);
 
 /* How many threads a kernel that can split its work may use: DEEPREDUCE_THREADS when it
  * holds an integer in 1..DR_MAX_THREADS (anything else there means 1); unset, the cores
- * this process may run on (its CPU affinity), at most DR_DEFAULT_THREADS_CAP, since the
- * kernels that split are bound by memory bandwidth, which a few cores fill. Read afresh
- * on every call. The kernels that split (dr_qsgd_encode and dr_qsgd_decode, and
+ * torch and NumPy are allowed: those this process may run on (its CPU affinity), no more
+ * than OMP_NUM_THREADS when that holds a count (torchrun sets it to 1 for each of several
+ * workers on one node, which then do not oversubscribe the cores), and at most
+ * DR_DEFAULT_THREADS_CAP, since the kernels that split are bound by memory bandwidth,
+ * which a few cores fill. Read afresh on every call. The kernels that split (dr_qsgd_encode and dr_qsgd_decode, and
  * dr_topk_select) use at most one thread per DR_THREADS_MIN_NUMEL elements, so a tensor
  * under twice that runs on the caller's thread alone, and give the same bytes for every
  * thread count: the work is cut into fixed ranges, each with its own counter-RNG draws
