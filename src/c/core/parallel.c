@@ -37,9 +37,7 @@ static int allowed_cores(void)
         return 1;
     return cores > DR_DEFAULT_THREADS_CAP ? DR_DEFAULT_THREADS_CAP : (int)cores;
 }
-#endif
 
-#if DR_HAVE_PTHREADS
 /* OpenMP's thread count from OMP_NUM_THREADS (its first level: "4" or "4,2"), which torch
  * and NumPy's BLAS follow and torchrun sets to 1 for each of several workers on a node;
  * 0 when it is unset or not a count. */
