@@ -260,6 +260,8 @@ static void test_openmp_threads(void)
     CHECK(dr_thread_count() == (cores < 2 ? cores : 2));
     setenv("OMP_NUM_THREADS", "1,4", 1);
     CHECK(dr_thread_count() == 1);
+    setenv("OMP_NUM_THREADS", " 1 \t", 1);
+    CHECK(dr_thread_count() == 1);
     setenv("OMP_NUM_THREADS", "64", 1);
     CHECK(dr_thread_count() == cores);
     setenv("OMP_NUM_THREADS", "0", 1);

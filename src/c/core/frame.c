@@ -90,10 +90,13 @@ uint32_t dr_crc32(uint32_t crc, const uint8_t *buf, size_t len)
         return crc32_serial(crc, buf, len);
     /* The parts' CRCs joined in order by zlib's combination (O(log part) each): a CRC is
      * linear, so the result is the serial one's for every thread count. Parts are whole
-     * 64-byte lines, so each part's bulk goes the carry-less way. */
+     * 64-byte lines, so each part's bulk goes the carry-less way. A part too long for
+     * zlib's offset type (a 32-bit long) is not split. */
     c.buf = buf;
     c.len = len;
     c.part_len = ((len + (size_t)threads - 1) / (size_t)threads + 63u) & ~(size_t)63u;
+    if ((uint64_t)(z_off_t)c.part_len != (uint64_t)c.part_len)
+        return crc32_serial(crc, buf, len);
     dr_parallel_for((size_t)threads, threads, crc_part, &c);
     for (p = 0; p < threads; p++) {
         size_t first = (size_t)p * c.part_len;

@@ -10,6 +10,7 @@
 #include "deepreduce.h"
 #include "parallel.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -38,9 +39,10 @@ static int allowed_cores(void)
     return cores > DR_DEFAULT_THREADS_CAP ? DR_DEFAULT_THREADS_CAP : (int)cores;
 }
 
-/* OpenMP's thread count from OMP_NUM_THREADS (its first level: "4" or "4,2"), which torch
- * and NumPy's BLAS follow and torchrun sets to 1 for each of several workers on a node;
- * 0 when it is unset or not a count. */
+/* OpenMP's thread count from OMP_NUM_THREADS (its first level: "4" or "4,2", blanks
+ * around it allowed, as libgomp reads it), which torch and NumPy's BLAS follow and
+ * torchrun sets to 1 for each of several workers on a node; 0 when it is unset or not a
+ * count. */
 static long openmp_threads(void)
 {
     const char *v = getenv("OMP_NUM_THREADS");
@@ -49,7 +51,11 @@ static long openmp_threads(void)
     if (v == NULL)
         return 0;
     t = strtol(v, &end, 10);
-    return end != v && (*end == '\0' || *end == ',') && t >= 1 ? t : 0;
+    if (end == v)
+        return 0;
+    while (isspace((unsigned char)*end))
+        end++;
+    return (*end == '\0' || *end == ',') && t >= 1 ? t : 0;
 }
 #endif
 

@@ -238,8 +238,8 @@ const char *dr_simd_name(int level);
  * dr_topk_select) use at most one thread per DR_THREADS_MIN_NUMEL elements, so a tensor
  * under twice that runs on the caller's thread alone, and give the same bytes for every
  * thread count: the work is cut into fixed ranges, each with its own counter-RNG draws
- * and outputs. dr_crc32, and so every frame's seal and check, splits buffers of 8 MiB or
- * more the same way (one thread per 4 MiB). Threads are started and joined inside the
+ * and outputs. dr_crc32, and so every frame that dr_frame_seal seals and dr_frame_parse
+ * checks, splits buffers of 8 MiB or more the same way (one thread per 4 MiB). Threads are started and joined inside the
  * call; none outlives it.
  * Without POSIX threads the count is 1. */
 #define DR_MAX_THREADS 64
