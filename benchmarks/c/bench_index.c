@@ -12,29 +12,23 @@
 #include "deepreduce.h"
 /* The codec table the index tests use (a relative include: no -I needed). */
 #include "../../tests/c/index_codecs.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts); /* CPU time: robust on a shared machine */
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_time.h"
 
 /* Best of a few repetitions, in seconds per call. */
-#define TIME_BEST(expr, out)                          \
-    do {                                              \
-        int rep_;                                     \
-        out = 1e30;                                   \
-        for (rep_ = 0; rep_ < 7; rep_++) {            \
-            double t0_ = now(), t_;                   \
-            if ((expr) != DR_OK) {                    \
-                fprintf(stderr, "failed: %s\n", #expr); \
-                exit(1);                              \
-            }                                         \
-            t_ = now() - t0_;                         \
-            if (t_ < out)                             \
-                out = t_;                             \
-        }                                             \
+#define TIME_BEST(expr, out)                                         \
+    do {                                                             \
+        int rep_;                                                    \
+        out = 1e30;                                                  \
+        for (rep_ = 0; rep_ < 7; rep_++) {                           \
+            double t0_ = bench_seconds(CLOCK_THREAD_CPUTIME_ID), t_; \
+            if ((expr) != DR_OK) {                                   \
+                fprintf(stderr, "failed: %s\n", #expr);              \
+                exit(1);                                             \
+            }                                                        \
+            t_ = bench_seconds(CLOCK_THREAD_CPUTIME_ID) - t0_;       \
+            if (t_ < out)                                            \
+                out = t_;                                            \
+        }                                                            \
     } while (0)
 
 int main(void)

@@ -12,21 +12,9 @@
 #include <time.h>
 
 #include "deepreduce.h"
+#include "bench_time.h"
 
 #define RUNS 201
-
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int by_value(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
 
 /* The median time of RUNS calls of decode(sec, len), in microseconds; -1 if one fails. */
 typedef int (*decode_fn)(const uint8_t *sec, size_t len, const void *ctx);
@@ -36,13 +24,12 @@ static double median_us(decode_fn decode, const uint8_t *sec, size_t len, const 
     double t[RUNS];
     int i;
     for (i = 0; i < RUNS; i++) {
-        double start = seconds();
+        double start = bench_seconds(CLOCK_MONOTONIC);
         if (decode(sec, len, ctx) != DR_OK)
             return -1.0;
-        t[i] = seconds() - start;
+        t[i] = bench_seconds(CLOCK_MONOTONIC) - start;
     }
-    qsort(t, RUNS, sizeof *t, by_value);
-    return 1e6 * t[RUNS / 2];
+    return 1e6 * bench_median(t, RUNS);
 }
 
 typedef struct {

@@ -13,19 +13,7 @@
 #include <time.h>
 
 #include "../../src/c/select/topk.c"
-
-static double thread_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_time.h"
 
 enum { PHASES = 4, MAX_REPS = 1001 };
 
@@ -59,28 +47,27 @@ int main(int argc, char **argv)
     }
     for (r = 0; r < reps; r++) {
         double at[PHASES + 1];
-        at[0] = thread_seconds();
+        at[0] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         t = sampled_threshold(x, n, k, sample);
         memcpy(&tkey, &t, sizeof tkey);
-        at[1] = thread_seconds();
+        at[1] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap);
-        at[2] = thread_seconds();
+        at[2] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         if (count < k || count > cap) {
             fprintf(stderr, "the estimate missed (%zu candidates): no phases to time\n", count);
             return 1;
         }
         kth_largest(cand_val, count, k, &kth, &ties);
-        at[3] = thread_seconds();
+        at[3] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         write_answers(cand_idx, cand_val, count, k, kth, ties, idx);
-        at[4] = thread_seconds();
+        at[4] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         for (p = 0; p < PHASES; p++)
             took[p][r] = at[p + 1] - at[p];
     }
     printf("n = %zu, k = %zu, %zu candidates, SIMD %s; medians of %d, ms:", n, k, count,
            dr_simd_name(dr_simd_active()), reps);
     for (p = 0; p < PHASES; p++) {
-        qsort(took[p], (size_t)reps, sizeof took[p][0], by_value);
-        printf(" %s %.3f", names[p], 1e3 * took[p][reps / 2]);
+        printf(" %s %.3f", names[p], 1e3 * bench_median(took[p], (size_t)reps));
     }
     printf("; indices crc %08x\n", dr_crc32(0, (const uint8_t *)idx, k * sizeof *idx));
     free(x);
