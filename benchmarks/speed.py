@@ -370,7 +370,10 @@ def threads_table(repeat, n):
     torch threads): the read's speed-up is what the memory bus gives a second core in the
     same minutes, the ceiling for a kernel bound by it. Each repeat times 1 then 2 threads
     back to back, and the speed-up is the median of those pairs' ratios, so that the
-    host's load, which drifts over seconds on a shared VM, hits both sides of a pair."""
+    host's load, which drifts over seconds on a shared VM, hits both sides of a pair.
+    The table is taken twice: each call right after the one before, and each call after
+    5 ms asleep, as a training step's compression comes after a wait on the network, when
+    the cores have gone idle (where new threads start then: src/c/core/parallel.c)."""
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     xt = torch.from_numpy(x)
     out = np.empty(n, dtype=np.float32)
@@ -393,20 +396,24 @@ def threads_table(repeat, n):
     saved_env, saved_torch = os.environ.get("DEEPREDUCE_THREADS"), torch.get_num_threads()
     print(f"\n## threads: wall ms (median, min, max of {repeat}), n = {n:,}")
     try:
-        for name, step, use in (("one pass (torch.sum)", lambda: xt.sum(), torch.set_num_threads),
-                                ("qsgd encode + decode", qsgd, ours), ("top-k 1%", topk, ours)):
-            results = {1: [], 2: []}
-            for _ in range(repeat):
-                for count in results:
-                    use(count)
-                    results[count].append(median_time(1, step, clock=time.perf_counter))
-            use(1)
-            for count, times in results.items():
-                print(f"{name:<22} {count} thread(s): {statistics.median(times) * 1e3:7.1f} "
-                      f"{min(times) * 1e3:7.1f} {max(times) * 1e3:7.1f}")
-            pairs = [one / two for one, two in zip(results[1], results[2])]
-            print(f"{name:<22} speed-up of 2 threads: {statistics.median(pairs):.2f}x (median of pairs; "
-                  f"of medians {statistics.median(results[1]) / statistics.median(results[2]):.2f}x)")
+        for pause, when in ((0.0, "each call right after the one before"), (0.005, "each call after 5 ms asleep")):
+            print(f"### {when}")
+            for name, step, use in (("one pass (torch.sum)", lambda: xt.sum(), torch.set_num_threads),
+                                    ("qsgd encode + decode", qsgd, ours), ("top-k 1%", topk, ours)):
+                results = {1: [], 2: []}
+                for _ in range(repeat):
+                    for count in results:
+                        use(count)
+                        if pause:
+                            time.sleep(pause)
+                        results[count].append(median_time(1, step, clock=time.perf_counter))
+                use(1)
+                for count, times in results.items():
+                    print(f"{name:<22} {count} thread(s): {statistics.median(times) * 1e3:7.1f} "
+                          f"{min(times) * 1e3:7.1f} {max(times) * 1e3:7.1f}")
+                pairs = [one / two for one, two in zip(results[1], results[2])]
+                print(f"{name:<22} speed-up of 2 threads: {statistics.median(pairs):.2f}x (median of pairs; "
+                      f"of medians {statistics.median(results[1]) / statistics.median(results[2]):.2f}x)")
     finally:
         torch.set_num_threads(saved_torch)
         if saved_env is None:

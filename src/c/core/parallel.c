@@ -1,6 +1,15 @@
 /* A fork-join over contiguous ranges with POSIX threads: no pool and no global state, so
  * nothing is left running between calls; starting a thread costs tens of microseconds,
- * which only the large tensors that use this can afford. */
+ * which only the large tensors that use this can afford.
+ *
+ * On Linux each new thread starts on a CPU other than the caller's. Left to itself, the
+ * scheduler often places a thread created by a caller that has just woken (after waiting
+ * on the network, say) on the caller's own CPU, where it waits until the caller blocks in
+ * the join: the "parallel" ranges then run one after the other. On the 2-core
+ * development VM that happened to 172-183 of 200 threads started after a 5 ms sleep,
+ * each waiting out the caller's whole range (3 ms there). So each thread is created with
+ * the caller's CPU masked out of its affinity, and puts the caller's full mask back as
+ * soon as it runs, so that it may still move later. */
 #if defined(__linux__)
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <sched.h>
@@ -94,14 +103,80 @@ typedef struct {
     void *ctx;
     size_t begin, end;
     int status;
+#if defined(__linux__)
+    const cpu_set_t *restore; /* the caller's affinity, for a thread started away from it */
+#endif
 } dr_range_job;
 
 static void *run_job(void *arg)
 {
     dr_range_job *job = (dr_range_job *)arg;
+#if defined(__linux__)
+    if (job->restore != NULL)
+        pthread_setaffinity_np(pthread_self(), sizeof *job->restore, job->restore);
+#endif
     job->status = job->fn(job->ctx, job->begin, job->end);
     return NULL;
 }
+
+#if DR_HAVE_PTHREADS
+/* Where new threads start: on Linux, the caller's CPUs but the one it runs on (see the
+ * top of this file); elsewhere, or when the caller may run on one CPU only, wherever the
+ * scheduler puts them. */
+typedef struct {
+    int steer; /* attr is set up, with `away` as its affinity */
+#if defined(__linux__)
+    pthread_attr_t attr;
+    cpu_set_t caller, away;
+#endif
+} thread_placement;
+
+static void placement_init(thread_placement *pl)
+{
+    pl->steer = 0;
+#if defined(__linux__)
+    if (pthread_getaffinity_np(pthread_self(), sizeof pl->caller, &pl->caller) == 0) {
+        int here = sched_getcpu();
+        if (here >= 0 && here < CPU_SETSIZE && CPU_ISSET(here, &pl->caller)) {
+            pl->away = pl->caller;
+            CPU_CLR(here, &pl->away);
+            if (CPU_COUNT(&pl->away) > 0 && pthread_attr_init(&pl->attr) == 0) {
+                pl->steer = pthread_attr_setaffinity_np(&pl->attr, sizeof pl->away, &pl->away) == 0;
+                if (!pl->steer)
+                    pthread_attr_destroy(&pl->attr);
+            }
+        }
+    }
+#endif
+}
+
+/* Starts job on a new thread placed by pl (or, if that start fails, with the default
+ * attributes); nonzero when a thread was started. */
+static int placement_start(thread_placement *pl, pthread_t *id, dr_range_job *job)
+{
+#if defined(__linux__)
+    if (pl->steer) {
+        job->restore = &pl->caller;
+        if (pthread_create(id, &pl->attr, run_job, job) == 0)
+            return 1;
+        job->restore = NULL;
+    }
+#else
+    (void)pl;
+#endif
+    return pthread_create(id, NULL, run_job, job) == 0;
+}
+
+static void placement_destroy(thread_placement *pl)
+{
+#if defined(__linux__)
+    if (pl->steer)
+        pthread_attr_destroy(&pl->attr);
+#else
+    (void)pl;
+#endif
+}
+#endif
 
 int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin, size_t end),
                     void *ctx)
@@ -110,6 +185,7 @@ int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin
 #if DR_HAVE_PTHREADS
     pthread_t ids[DR_MAX_THREADS];
     int started[DR_MAX_THREADS];
+    thread_placement placement;
 #endif
     size_t parts, p;
     if (threads < 1)
@@ -125,10 +201,14 @@ int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin
         jobs[p].begin = count / parts * p + (p < count % parts ? p : count % parts);
         jobs[p].end = jobs[p].begin + count / parts + (p < count % parts);
         jobs[p].status = DR_OK;
+#if defined(__linux__)
+        jobs[p].restore = NULL;
+#endif
     }
 #if DR_HAVE_PTHREADS
+    placement_init(&placement);
     for (p = 1; p < parts; p++)
-        started[p] = pthread_create(&ids[p], NULL, run_job, &jobs[p]) == 0;
+        started[p] = placement_start(&placement, &ids[p], &jobs[p]);
     run_job(&jobs[0]);
     for (p = 1; p < parts; p++) {
         if (started[p])
@@ -136,6 +216,7 @@ int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin
         else
             run_job(&jobs[p]);
     }
+    placement_destroy(&placement);
 #else
     for (p = 0; p < parts; p++)
         run_job(&jobs[p]);
