@@ -61,7 +61,7 @@ static void test_first_failure_wins(void)
         CHECK_STATUS(dr_parallel_for(8, 8, fail_two, NULL), DR_E_NUMERIC);
 }
 
-#if defined(__linux__)
+#if defined(__linux__) && defined(__GLIBC__) /* as DR_STEER_THREADS in parallel.c */
 /* What range 1's thread saw as it began, and the CPU range 0 (the caller) ran on. */
 typedef struct {
     int caller_cpu, thread_cpu;
@@ -120,7 +120,7 @@ int main(void)
 {
     test_ranges_cover_once();
     test_first_failure_wins();
-#if defined(__linux__)
+#if defined(__linux__) && defined(__GLIBC__)
     test_threads_start_elsewhere();
 #endif
     return check_summary("test_parallel");

@@ -9,9 +9,10 @@
  * development VM that happened to 172-183 of 200 threads started after a 5 ms sleep,
  * each waiting out the caller's whole range (3 ms there). So each thread is created with
  * the caller's CPU masked out of its affinity, and puts the caller's full mask back as
- * soon as it runs, so that it may still move later. */
+ * soon as it runs, so that it may still move later (Linux with glibc; see
+ * DR_STEER_THREADS). */
 #if defined(__linux__)
-#define _GNU_SOURCE /* sched_getaffinity */
+#define _GNU_SOURCE /* sched_getaffinity, sched_getcpu, CPU_* and the pthread affinity calls */
 #include <sched.h>
 #else
 #define _POSIX_C_SOURCE 200112L
@@ -28,6 +29,15 @@
 #define DR_HAVE_PTHREADS 1
 #else
 #define DR_HAVE_PTHREADS 0
+#endif
+
+/* Starting threads away from the caller's CPU (see the top of this file) takes glibc's
+ * pthread_attr_setaffinity_np, which musl and bionic lack: elsewhere threads start
+ * wherever the scheduler puts them. */
+#if DR_HAVE_PTHREADS && defined(__linux__) && defined(__GLIBC__)
+#define DR_STEER_THREADS 1
+#else
+#define DR_STEER_THREADS 0
 #endif
 
 #if DR_HAVE_PTHREADS
@@ -103,7 +113,7 @@ typedef struct {
     void *ctx;
     size_t begin, end;
     int status;
-#if defined(__linux__)
+#if DR_STEER_THREADS
     const cpu_set_t *restore; /* the caller's affinity, for a thread started away from it */
 #endif
 } dr_range_job;
@@ -111,7 +121,7 @@ typedef struct {
 static void *run_job(void *arg)
 {
     dr_range_job *job = (dr_range_job *)arg;
-#if defined(__linux__)
+#if DR_STEER_THREADS
     if (job->restore != NULL)
         pthread_setaffinity_np(pthread_self(), sizeof *job->restore, job->restore);
 #endif
@@ -120,12 +130,12 @@ static void *run_job(void *arg)
 }
 
 #if DR_HAVE_PTHREADS
-/* Where new threads start: on Linux, the caller's CPUs but the one it runs on (see the
- * top of this file); elsewhere, or when the caller may run on one CPU only, wherever the
- * scheduler puts them. */
+/* Where new threads start: with DR_STEER_THREADS, the caller's CPUs but the one it runs
+ * on (see the top of this file); otherwise, or when the caller may run on one CPU only,
+ * wherever the scheduler puts them. */
 typedef struct {
     int steer; /* attr is set up, with `away` as its affinity */
-#if defined(__linux__)
+#if DR_STEER_THREADS
     pthread_attr_t attr;
     cpu_set_t caller, away;
 #endif
@@ -134,7 +144,7 @@ typedef struct {
 static void placement_init(thread_placement *pl)
 {
     pl->steer = 0;
-#if defined(__linux__)
+#if DR_STEER_THREADS
     if (pthread_getaffinity_np(pthread_self(), sizeof pl->caller, &pl->caller) == 0) {
         int here = sched_getcpu();
         if (here >= 0 && here < CPU_SETSIZE && CPU_ISSET(here, &pl->caller)) {
@@ -154,12 +164,16 @@ static void placement_init(thread_placement *pl)
  * attributes); nonzero when a thread was started. */
 static int placement_start(thread_placement *pl, pthread_t *id, dr_range_job *job)
 {
-#if defined(__linux__)
+#if DR_STEER_THREADS
     if (pl->steer) {
         job->restore = &pl->caller;
         if (pthread_create(id, &pl->attr, run_job, job) == 0)
             return 1;
+        /* Whatever refused it (a mask the system will not take, say) would refuse the
+         * next thread too: the rest of this call starts threads the default way. */
         job->restore = NULL;
+        pthread_attr_destroy(&pl->attr);
+        pl->steer = 0;
     }
 #else
     (void)pl;
@@ -169,7 +183,7 @@ static int placement_start(thread_placement *pl, pthread_t *id, dr_range_job *jo
 
 static void placement_destroy(thread_placement *pl)
 {
-#if defined(__linux__)
+#if DR_STEER_THREADS
     if (pl->steer)
         pthread_attr_destroy(&pl->attr);
 #else
@@ -201,7 +215,7 @@ int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin
         jobs[p].begin = count / parts * p + (p < count % parts ? p : count % parts);
         jobs[p].end = jobs[p].begin + count / parts + (p < count % parts);
         jobs[p].status = DR_OK;
-#if defined(__linux__)
+#if DR_STEER_THREADS
         jobs[p].restore = NULL;
 #endif
     }

@@ -240,9 +240,10 @@ const char *dr_simd_name(int level);
  * thread count: the work is cut into fixed ranges, each with its own counter-RNG draws
  * and outputs. dr_crc32, and so every frame that dr_frame_seal seals and dr_frame_parse
  * checks, splits buffers of 8 MiB or more the same way (one thread per 4 MiB). Threads are
- * started and joined inside the call; none outlives it. On Linux each starts on one of the
- * caller's CPUs other than the one the caller is on, then gets the caller's affinity mask
- * (a thread left to the scheduler right after the caller woke mostly queued behind it).
+ * started and joined inside the call; none outlives it. On Linux with glibc, when the
+ * caller may run on more than one CPU, each starts on one of the caller's CPUs other than
+ * the one the caller is on, then gets the caller's affinity mask (a thread left to the
+ * scheduler right after the caller woke mostly queued behind it).
  * Without POSIX threads the count is 1. */
 #define DR_MAX_THREADS 64
 #define DR_DEFAULT_THREADS_CAP 8
