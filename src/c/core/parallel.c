@@ -134,10 +134,10 @@ static void *run_job(void *arg)
  * on (see the top of this file); otherwise, or when the caller may run on one CPU only,
  * wherever the scheduler puts them. */
 typedef struct {
-    int steer; /* attr is set up, with `away` as its affinity */
+    int steer; /* attr is set up, its affinity `caller` less the caller's CPU */
 #if DR_STEER_THREADS
     pthread_attr_t attr;
-    cpu_set_t caller, away;
+    cpu_set_t caller; /* what each thread puts back (the attr keeps its own copy of the rest) */
 #endif
 } thread_placement;
 
@@ -148,10 +148,10 @@ static void placement_init(thread_placement *pl)
     if (pthread_getaffinity_np(pthread_self(), sizeof pl->caller, &pl->caller) == 0) {
         int here = sched_getcpu();
         if (here >= 0 && here < CPU_SETSIZE && CPU_ISSET(here, &pl->caller)) {
-            pl->away = pl->caller;
-            CPU_CLR(here, &pl->away);
-            if (CPU_COUNT(&pl->away) > 0 && pthread_attr_init(&pl->attr) == 0) {
-                pl->steer = pthread_attr_setaffinity_np(&pl->attr, sizeof pl->away, &pl->away) == 0;
+            cpu_set_t away = pl->caller;
+            CPU_CLR(here, &away);
+            if (CPU_COUNT(&away) > 0 && pthread_attr_init(&pl->attr) == 0) {
+                pl->steer = pthread_attr_setaffinity_np(&pl->attr, sizeof away, &away) == 0;
                 if (!pl->steer)
                     pthread_attr_destroy(&pl->attr);
             }
