@@ -281,8 +281,10 @@ static void test_openmp_threads(void)
 
 /* dr_topk_select split over DEEPREDUCE_THREADS (one thread per DR_THREADS_MIN_NUMEL
  * entries): the same indices as dr_topk for every thread count, with candidates spread
- * over x and bunched in its last eighth, where they overflow that part's share of the
- * candidate room at 3 and 5 threads and the sweep is redone on one thread. */
+ * over x; bunched in its last eighth, where they overflow that part's share of the
+ * candidate room at 3 and 5 threads and the sweep is redone on one thread; and mostly
+ * zeros with a few values and NaNs, whose zero threshold ends the split after its sample
+ * for the full select. */
 static void test_topk_select_threads(void)
 {
     const size_t n = 5 * DR_THREADS_MIN_NUMEL + 4099, k = n / 100;
@@ -292,10 +294,10 @@ static void test_topk_select_threads(void)
     void *work = malloc(dr_topk_workspace_size(n, k));
     size_t t, i;
     int shape;
-    for (shape = 0; shape < 2; shape++) {
+    for (shape = 0; shape < 3; shape++) {
         for (i = 0; i < n; i++) {
             float u = test_uniform(31 + (uint64_t)shape, i) - 0.5f;
-            x[i] = shape == 1 && i < n - n / 8 ? u * 1e-3f : u;
+            x[i] = shape == 2 ? (i % 997 == 0 ? (i % 3 == 0 ? NAN : u) : 0.0f) : shape == 1 && i < n - n / 8 ? u * 1e-3f : u;
         }
         CHECK_OK(dr_topk(x, n, k, a));
         for (t = 0; t < sizeof counts / sizeof counts[0]; t++) {

@@ -1,5 +1,6 @@
 /* The fork-join under every kernel that splits (src/c/core/parallel.c): its ranges, its
- * status, and, on Linux, where its threads start. */
+ * status, its steps and the caller's turns between them, and, on Linux, where its
+ * threads start. */
 #if defined(__linux__)
 #define _GNU_SOURCE /* sched_getcpu, CPU_* and pthread_getaffinity_np */
 #include <pthread.h>
@@ -61,6 +62,117 @@ static void test_first_failure_wins(void)
         CHECK_STATUS(dr_parallel_for(8, 8, fail_two, NULL), DR_E_NUMERIC);
 }
 
+/* Steps: what each item last ran, and what the caller's turns between steps saw. */
+enum { STEPS = 5 };
+
+typedef struct {
+    int last_step[MAX_ITEMS];
+    size_t count;
+    int turns;      /* between's calls */
+    int in_step;    /* every item had finished exactly the step between was called after */
+    int stop_after; /* between returns a code after this step (-1: never) */
+    int fail_at;    /* the step at which ranges fail (-1: never) */
+} lockstep;
+
+static int record_step(void *ctx, int step, size_t begin, size_t end)
+{
+    lockstep *l = (lockstep *)ctx;
+    size_t i;
+    for (i = begin; i < end; i++) {
+        if (l->last_step[i] != step - 1)
+            return DR_E_ARG; /* a step skipped or run twice */
+        l->last_step[i] = step;
+    }
+    /* At fail_at the range holding item 5 fails, and a later one holding item 7 with
+     * another code (when 5 and 7 are apart). */
+    if (step == l->fail_at && begin <= 5 && 5 < end)
+        return DR_E_NUMERIC;
+    if (step == l->fail_at && begin <= 7 && 7 < end)
+        return DR_E_CORRUPT;
+    return DR_OK;
+}
+
+static int check_turn(void *ctx, int step)
+{
+    lockstep *l = (lockstep *)ctx;
+    size_t i;
+    l->turns++;
+    for (i = 0; i < l->count; i++)
+        l->in_step &= l->last_step[i] == step;
+    return step == l->stop_after ? DR_E_FRAME_FIELD : DR_OK;
+}
+
+static void reset_lockstep(lockstep *l, size_t count, int stop_after, int fail_at)
+{
+    size_t i;
+    for (i = 0; i < MAX_ITEMS; i++)
+        l->last_step[i] = -1;
+    l->count = count;
+    l->turns = 0;
+    l->in_step = 1;
+    l->stop_after = stop_after;
+    l->fail_at = fail_at;
+}
+
+/* Every range runs every step once and in order, and the caller's turn between two steps
+ * comes after every range has finished the first and before any begins the second. */
+static void test_steps_in_lock_step(void)
+{
+    static const size_t counts[] = {0, 1, 2, 5, 999};
+    static const int threads[] = {1, 2, 3, 8, DR_MAX_THREADS + 5};
+    size_t c, t, i;
+    int round;
+    for (round = 0; round < 10; round++) {
+        for (c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            for (t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+                static lockstep l;
+                reset_lockstep(&l, counts[c], -1, -1);
+                CHECK_OK(dr_parallel_steps(counts[c], threads[t], STEPS, record_step, check_turn, &l));
+                CHECK(l.turns == STEPS - 1 && l.in_step);
+                for (i = 0; i < MAX_ITEMS; i++)
+                    CHECK(l.last_step[i] == (i < counts[c] ? STEPS - 1 : -1));
+            }
+        }
+    }
+    /* No turns to take: steps alone, and nothing at all for no steps. */
+    {
+        static lockstep l;
+        reset_lockstep(&l, 64, -1, -1);
+        CHECK_OK(dr_parallel_steps(64, 4, STEPS, record_step, NULL, &l));
+        CHECK(l.last_step[63] == STEPS - 1);
+        reset_lockstep(&l, 64, -1, -1);
+        CHECK_OK(dr_parallel_steps(64, 4, 0, record_step, check_turn, &l));
+        CHECK(l.turns == 0 && l.last_step[0] == -1);
+    }
+}
+
+/* A turn that returns nonzero ends the steps there, and its code is returned; a step at
+ * which ranges fail ends them too, with the first failure in range order, no turn after
+ * it, and no range starting the next step. */
+static void test_steps_stop_early(void)
+{
+    static const int threads[] = {1, 2, 4, 8};
+    size_t t, i;
+    for (t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        static lockstep l;
+        reset_lockstep(&l, 8, 2, -1);
+        CHECK_STATUS(dr_parallel_steps(8, threads[t], STEPS, record_step, check_turn, &l), DR_E_FRAME_FIELD);
+        CHECK(l.turns == 3 && l.in_step);
+        for (i = 0; i < 8; i++)
+            CHECK(l.last_step[i] == 2);
+
+        reset_lockstep(&l, 8, -1, 1);
+        CHECK_STATUS(dr_parallel_steps(8, threads[t], STEPS, record_step, check_turn, &l), DR_E_NUMERIC);
+        CHECK(l.turns == 1);
+        for (i = 0; i < 8; i++)
+            CHECK(l.last_step[i] == 1);
+
+        reset_lockstep(&l, 8, -1, STEPS - 1); /* at the last step */
+        CHECK_STATUS(dr_parallel_steps(8, threads[t], STEPS, record_step, check_turn, &l), DR_E_NUMERIC);
+        CHECK(l.turns == STEPS - 1);
+    }
+}
+
 #if defined(__linux__) && defined(__GLIBC__) /* as DR_STEER_THREADS in parallel.c */
 /* What range 1's thread saw as it began, and the CPU range 0 (the caller) ran on. */
 typedef struct {
@@ -120,6 +232,8 @@ int main(void)
 {
     test_ranges_cover_once();
     test_first_failure_wins();
+    test_steps_in_lock_step();
+    test_steps_stop_early();
 #if defined(__linux__) && defined(__GLIBC__)
     test_threads_start_elsewhere();
 #endif

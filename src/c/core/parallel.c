@@ -1,6 +1,8 @@
 /* A fork-join over contiguous ranges with POSIX threads: no pool and no global state, so
  * nothing is left running between calls; starting a thread costs tens of microseconds,
- * which only the large tensors that use this can afford.
+ * which only the large tensors that use this can afford. A kernel with several short
+ * phases (top-k's select) runs them as steps of one call, the threads meeting at a
+ * barrier between steps instead of being started again for each.
  *
  * On Linux each new thread starts on a CPU other than the caller's. Left to itself, the
  * scheduler often places a thread created by a caller that has just woken (after waiting
@@ -21,10 +23,12 @@
 #include "parallel.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 #define DR_HAVE_PTHREADS 1
 #else
@@ -108,28 +112,119 @@ int dr_threads_for(size_t amount, size_t per_thread)
     return most < (size_t)threads ? (int)most : threads;
 }
 
+/* What the threads of one call share. The started threads and the caller meet at a
+ * barrier between steps through `arrived` and `go`, which change only under `lock` (with
+ * `wake` broadcast) but are also polled without it, so every access to them is atomic
+ * where the compiler offers atomics. */
 typedef struct {
-    int (*fn)(void *ctx, size_t begin, size_t end);
+    int (*fn)(void *ctx, int step, size_t begin, size_t end);
     void *ctx;
+    int steps;
+#if DR_HAVE_PTHREADS
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int arrived; /* steps the started threads have finished, all of them together */
+    int go;      /* the started threads may run the steps below it; TEAM_STOP: no more */
+#endif
+} dr_team;
+
+typedef struct {
+    dr_team *team;
     size_t begin, end;
-    int status;
+    int status; /* of the last step its range ran */
 #if DR_STEER_THREADS
     const cpu_set_t *restore; /* the caller's affinity, for a thread started away from it */
 #endif
 } dr_range_job;
 
+static void run_step(dr_range_job *job, int step)
+{
+    job->status = job->team->fn(job->team->ctx, step, job->begin, job->end);
+}
+
+#if DR_HAVE_PTHREADS
+#define TEAM_STOP INT_MAX
+#if defined(__GNUC__) || defined(__clang__)
+#define TEAM_LOAD(v) __atomic_load_n(&(v), __ATOMIC_ACQUIRE)
+#define TEAM_STORE(v, x) __atomic_store_n(&(v), (x), __ATOMIC_RELEASE)
+#define TEAM_POLLS 1
+#else
+#define TEAM_LOAD(v) (v)
+#define TEAM_STORE(v, x) ((v) = (x))
+#define TEAM_POLLS 0
+#endif
+/* How long a thread waiting at a barrier polls before it sleeps: about what going to
+ * sleep and being woken cost, so that a wait this short takes no system call and a long
+ * one wastes at most this much of a core. */
+#define TEAM_POLL_NS 20000L
+
+static void cpu_relax(void)
+{
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_ia32_pause();
+#elif defined(__GNUC__) && defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void team_set(dr_team *team, int *value, int to)
+{
+    pthread_mutex_lock(&team->lock);
+    TEAM_STORE(*value, to);
+    pthread_cond_broadcast(&team->wake);
+    pthread_mutex_unlock(&team->lock);
+}
+
+/* Waits until *value (one of team's counters) reaches `least`, and returns it. */
+static int team_await(dr_team *team, int *value, int least)
+{
+    int now;
+#if TEAM_POLLS
+    struct timespec start, t;
+    unsigned polls = 0;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while ((now = TEAM_LOAD(*value)) < least) {
+        if (++polls % 64u == 0u) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if ((t.tv_sec - start.tv_sec) * 1000000000L + (t.tv_nsec - start.tv_nsec) >= TEAM_POLL_NS)
+                break;
+        }
+        cpu_relax();
+    }
+    if (now >= least)
+        return now;
+#endif
+    pthread_mutex_lock(&team->lock);
+    while ((now = TEAM_LOAD(*value)) < least)
+        pthread_cond_wait(&team->wake, &team->lock);
+    pthread_mutex_unlock(&team->lock);
+    return now;
+}
+
+/* A started thread: its range at every step, meeting the caller between steps. */
 static void *run_job(void *arg)
 {
     dr_range_job *job = (dr_range_job *)arg;
+    dr_team *team = job->team;
+    int step;
 #if DR_STEER_THREADS
     if (job->restore != NULL)
         pthread_setaffinity_np(pthread_self(), sizeof *job->restore, job->restore);
 #endif
-    job->status = job->fn(job->ctx, job->begin, job->end);
+    for (step = 0;; step++) {
+        run_step(job, step);
+        if (step + 1 == team->steps)
+            break;
+        pthread_mutex_lock(&team->lock);
+        TEAM_STORE(team->arrived, TEAM_LOAD(team->arrived) + 1);
+        pthread_cond_broadcast(&team->wake);
+        pthread_mutex_unlock(&team->lock);
+        if (team_await(team, &team->go, step + 2) == TEAM_STOP)
+            break;
+    }
     return NULL;
 }
 
-#if DR_HAVE_PTHREADS
 /* Where new threads start: with DR_STEER_THREADS, the caller's CPUs but the one it runs
  * on (see the top of this file); otherwise, or when the caller may run on one CPU only,
  * wherever the scheduler puts them. */
@@ -192,51 +287,117 @@ static void placement_destroy(thread_placement *pl)
 }
 #endif
 
-int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin, size_t end),
-                    void *ctx)
+/* The status of the first range, in order, whose last step failed, else DR_OK. */
+static int first_failure(const dr_range_job *jobs, size_t parts)
+{
+    size_t p;
+    for (p = 0; p < parts; p++)
+        if (jobs[p].status != DR_OK)
+            return jobs[p].status;
+    return DR_OK;
+}
+
+int dr_parallel_steps(size_t count, int threads, int steps,
+                      int (*fn)(void *ctx, int step, size_t begin, size_t end),
+                      int (*between)(void *ctx, int step), void *ctx)
 {
     dr_range_job jobs[DR_MAX_THREADS];
+    int started[DR_MAX_THREADS];
+    dr_team team;
 #if DR_HAVE_PTHREADS
     pthread_t ids[DR_MAX_THREADS];
-    int started[DR_MAX_THREADS];
     thread_placement placement;
 #endif
     size_t parts, p;
+    int step, workers = 0, result = DR_OK; /* workers: the ranges on started threads */
+    if (steps < 1)
+        return DR_OK;
     if (threads < 1)
         threads = 1;
     if (threads > DR_MAX_THREADS)
         threads = DR_MAX_THREADS;
     parts = count < (size_t)threads ? count : (size_t)threads;
-    if (parts <= 1)
-        return count == 0 ? DR_OK : fn(ctx, 0, count);
+    team.fn = fn;
+    team.ctx = ctx;
+    team.steps = steps;
     for (p = 0; p < parts; p++) {
-        jobs[p].fn = fn;
-        jobs[p].ctx = ctx;
+        jobs[p].team = &team;
         jobs[p].begin = count / parts * p + (p < count % parts ? p : count % parts);
         jobs[p].end = jobs[p].begin + count / parts + (p < count % parts);
         jobs[p].status = DR_OK;
 #if DR_STEER_THREADS
         jobs[p].restore = NULL;
 #endif
+        started[p] = 0;
     }
 #if DR_HAVE_PTHREADS
-    placement_init(&placement);
-    for (p = 1; p < parts; p++)
-        started[p] = placement_start(&placement, &ids[p], &jobs[p]);
-    run_job(&jobs[0]);
-    for (p = 1; p < parts; p++) {
-        if (started[p])
-            pthread_join(ids[p], NULL);
-        else
-            run_job(&jobs[p]);
+    if (parts > 1) {
+        pthread_mutex_init(&team.lock, NULL);
+        pthread_cond_init(&team.wake, NULL);
+        team.arrived = 0;
+        team.go = 1;
+        placement_init(&placement);
+        for (p = 1; p < parts; p++) {
+            started[p] = placement_start(&placement, &ids[p], &jobs[p]);
+            workers += started[p];
+        }
     }
-    placement_destroy(&placement);
-#else
-    for (p = 0; p < parts; p++)
-        run_job(&jobs[p]);
 #endif
-    for (p = 0; p < parts; p++)
-        if (jobs[p].status != DR_OK)
-            return jobs[p].status;
-    return DR_OK;
+    for (step = 0;; step++) {
+        for (p = 0; p < parts; p++)
+            if (!started[p])
+                run_step(&jobs[p], step);
+        if (step + 1 == steps)
+            break;
+#if DR_HAVE_PTHREADS
+        if (workers > 0)
+            team_await(&team, &team.arrived, workers * (step + 1));
+#else
+        (void)workers;
+#endif
+        result = first_failure(jobs, parts);
+        if (result == DR_OK && between != NULL)
+            result = between(ctx, step);
+        if (result != DR_OK)
+            break;
+#if DR_HAVE_PTHREADS
+        if (workers > 0)
+            team_set(&team, &team.go, step + 2);
+#endif
+    }
+#if DR_HAVE_PTHREADS
+    if (parts > 1) {
+        if (workers > 0 && result != DR_OK)
+            team_set(&team, &team.go, TEAM_STOP);
+        for (p = 1; p < parts; p++)
+            if (started[p])
+                pthread_join(ids[p], NULL);
+        placement_destroy(&placement);
+        pthread_cond_destroy(&team.wake);
+        pthread_mutex_destroy(&team.lock);
+    }
+#endif
+    return result != DR_OK ? result : first_failure(jobs, parts);
+}
+
+/* dr_parallel_for as one step. */
+typedef struct {
+    int (*fn)(void *ctx, size_t begin, size_t end);
+    void *ctx;
+} single_step;
+
+static int run_single_step(void *ctx, int step, size_t begin, size_t end)
+{
+    const single_step *single = (const single_step *)ctx;
+    (void)step;
+    return single->fn(single->ctx, begin, end);
+}
+
+int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin, size_t end),
+                    void *ctx)
+{
+    single_step single;
+    single.fn = fn;
+    single.ctx = ctx;
+    return dr_parallel_steps(count, threads, 1, run_single_step, NULL, &single);
 }

@@ -1,4 +1,5 @@
-/* Internal: run a range of independent work items on dr_thread_count() threads. */
+/* Internal: run a range of independent work items on dr_thread_count() threads, at once
+ * or in steps. */
 #ifndef DR_PARALLEL_H
 #define DR_PARALLEL_H
 
@@ -11,6 +12,22 @@
  * result does not depend on timing. */
 int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin, size_t end),
                     void *ctx);
+
+/* Steps in lock step on threads started once: fn(ctx, step, begin, end) over the ranges
+ * of dr_parallel_for, for step = 0, 1, ... Between step s and s + 1 (once every range has
+ * finished s) the caller's thread alone runs between(ctx, s), when it is not NULL: it may
+ * read what every range wrote and set up the next step. The steps end
+ *   - after the last (`steps` of them), returning the status of the first range (in
+ *     order) whose fn failed at it, else DR_OK;
+ *   - after a step at which a range failed, returning that first failure (between is
+ *     not run);
+ *   - when between returns nonzero, returning what it returned (an error, or a kernel's
+ *     own code for "done early": any value but DR_OK).
+ * A range whose thread cannot start runs on the caller's thread at every step. A barrier
+ * costs a few microseconds where starting the threads again would cost tens. */
+int dr_parallel_steps(size_t count, int threads, int steps,
+                      int (*fn)(void *ctx, int step, size_t begin, size_t end),
+                      int (*between)(void *ctx, int step), void *ctx);
 
 /* The threads a kernel splitting `amount` units of work gives them: dr_thread_count(), but
  * no more than one per `per_thread` units (at least 1), so that each thread's share

@@ -125,10 +125,8 @@ static size_t candidate_capacity(size_t n, size_t k)
 }
 
 /* At most this many threads split a selection (each keeps a histogram in the workspace),
- * one per DR_THREADS_MIN_NUMEL entries of x; the phases over the candidates alone take
- * one thread per SPLIT_CANDIDATES_PER_THREAD of them. */
+ * one per DR_THREADS_MIN_NUMEL entries of x. */
 #define SPLIT_MAX_PARTS 8u
-#define SPLIT_CANDIDATES_PER_THREAD 65536u
 
 size_t dr_topk_workspace_size(size_t n, size_t k)
 {
@@ -148,10 +146,11 @@ size_t dr_topk_workspace_size(size_t n, size_t k)
  * check that the sampled path's least n leaves room. */
 typedef char dr_fast_min_n_holds_the_sample[FAST_MIN_N >= SAMPLE_SIZE + SAMPLE_RUN ? 1 : -1];
 
-static void take_sample(const float *x, size_t n, float *sample)
+/* Runs [first, last) of the sample of x into their places in sample[]. */
+static void take_sample(const float *x, size_t n, float *sample, size_t first, size_t last)
 {
     size_t stride = (n - SAMPLE_RUN) / SAMPLE_RUNS, j;
-    for (j = 0; j < SAMPLE_RUNS; j++) {
+    for (j = first; j < last; j++) {
         uint64_t draw = dr_rng_u64_fast(SAMPLE_KEY, j) >> 32;
         size_t at = j * stride + (size_t)((draw * (uint64_t)(stride - SAMPLE_RUN + 1u)) >> 32);
         memcpy(sample + j * SAMPLE_RUN, x + at, SAMPLE_RUN * sizeof *x);
@@ -180,16 +179,16 @@ static double count_dispersion(const float *sample, uint32_t kth, size_t taken)
     return taken > 0 ? sum / (2.0 * (SAMPLE_RUNS - 1)) * SAMPLE_RUNS / (double)taken : 1.0;
 }
 
-/* A threshold that about k of n entries reach, biased low by three standard deviations
- * of the sample's count (binomial, or wider where the sample says the runs' entries are
- * correlated) so that at least k pass with high probability. */
-static float sampled_threshold(const float *x, size_t n, size_t k, float *sample)
+/* A threshold that about k of n entries reach, from their sample (take_sample), biased
+ * low by three standard deviations of the sample's count (binomial, or wider where the
+ * sample says the runs' entries are correlated) so that at least k pass with high
+ * probability. */
+static float threshold_from_sample(const float *sample, size_t n, size_t k)
 {
     double expected = (double)k / (double)n * SAMPLE_SIZE, dispersion;
     size_t rank, wider, ties;
     uint32_t kth;
     float t;
-    take_sample(x, n, sample);
     rank = (size_t)(expected + 3.0 * sqrt(expected) + 8.0);
     if (rank > SAMPLE_SIZE)
         rank = SAMPLE_SIZE;
@@ -202,6 +201,12 @@ static float sampled_threshold(const float *x, size_t n, size_t k, float *sample
     }
     memcpy(&t, &kth, sizeof t);
     return t;
+}
+
+static float sampled_threshold(const float *x, size_t n, size_t k, float *sample)
+{
+    take_sample(x, n, sample, 0, SAMPLE_RUNS);
+    return threshold_from_sample(sample, n, k);
 }
 
 /* The candidates among x[begin..end): the index and value of every entry of magnitude
@@ -232,22 +237,34 @@ static size_t collect_candidates(const float *x, size_t begin, size_t end, uint3
     return c;
 }
 
-/* The selection split over threads. Part p sweeps its share of x into its share of the
- * candidate room (proportional to its share of x) and keeps a histogram of its own
- * candidates at each radix level; between the levels, the caller's thread sums the
- * parts' histograms and picks the bucket, as kth_largest does on one histogram. The
- * parts' histograms also say how many of each part's candidates are above the k-th key
- * and how many tie with it, so each part then writes its answers at its own offset,
- * the ties going to the lowest indices as on one thread. */
+/* The selection split over threads, as the steps of one dr_parallel_steps call:
+ *   sample  part p takes its share of the sample's runs; then the caller sets the
+ *           threshold from the whole sample;
+ *   sweep   part p sweeps its share of x into its share of the candidate room
+ *           (proportional to its share of x) and keeps a histogram of its candidates'
+ *           top radix level;
+ *   level 1, level 2: a histogram of its candidates at that level;
+ *           after each of these the caller sums the parts' histograms and picks the
+ *           bucket, as kth_largest does on one histogram;
+ *   write   the parts' histograms said how many of each part's candidates are above the
+ *           k-th key and how many tie with it, so each part writes its answers at its
+ *           own offset, the ties going to the lowest indices as on one thread. */
+enum { STEP_SAMPLE, STEP_SWEEP, STEP_LEVEL1, STEP_LEVEL2, STEP_WRITE, SPLIT_STEPS };
+
+/* How the steps end, besides DR_OK: the threshold or the candidates are no use (the full
+ * select answers), or a part's candidates overflowed its share of the room. */
+enum { SPLIT_FALLBACK = 1, SPLIT_OVERFLOW = 2 };
+
 typedef struct {
     const float *x;
-    size_t n, cap, parts;
-    uint32_t tkey;
+    size_t n, k, cap, parts;
+    float *sample;
+    uint32_t tkey;   /* set after the sample step */
     uint32_t *idx;   /* candidate room; part p's share starts at share(cap, parts, p) */
     float *val;
     uint32_t *hist;  /* parts x RADIX_BUCKETS */
-    int level;
-    uint32_t prefix; /* the key bits chosen at the levels before `level` */
+    size_t remaining; /* of the k, those not yet placed above the buckets picked so far */
+    uint32_t prefix; /* the key bits picked so far */
     uint32_t *idx_out;
     size_t found[SPLIT_MAX_PARTS];  /* candidates of each part (more than its room: overflowed) */
     size_t above[SPLIT_MAX_PARTS];  /* of them, above the k-th key */
@@ -270,30 +287,14 @@ static size_t part_room(const split_select *s, size_t p)
     return share(s->cap, s->parts, p + 1) - share(s->cap, s->parts, p);
 }
 
-/* Phase 1 of part p: its candidates, then their level-0 histogram. */
-static int split_sweep(void *ctx, size_t begin, size_t end)
+/* The sweep of part p: its candidates, then their level-0 histogram. */
+static void sweep_part(split_select *s, size_t p)
 {
-    split_select *s = (split_select *)ctx;
-    size_t p;
-    for (p = begin; p < end; p++) {
-        size_t room = share(s->cap, s->parts, p);
-        s->found[p] = collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1),
-                                         s->tkey, s->idx + room, s->val + room, part_room(s, p));
-        if (s->found[p] <= part_room(s, p))
-            radix_histogram(s->val + room, s->found[p], 0, 0, part_histogram(s, p));
-    }
-    return DR_OK;
-}
-
-/* Phases 2 and 3 of part p: the histogram of its candidates at s->level. */
-static int split_histogram(void *ctx, size_t begin, size_t end)
-{
-    split_select *s = (split_select *)ctx;
-    size_t p;
-    for (p = begin; p < end; p++)
-        radix_histogram(s->val + share(s->cap, s->parts, p), s->found[p], s->level, s->prefix,
-                        part_histogram(s, p));
-    return DR_OK;
+    size_t room = share(s->cap, s->parts, p);
+    s->found[p] = collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1), s->tkey,
+                                     s->idx + room, s->val + room, part_room(s, p));
+    if (s->found[p] <= part_room(s, p))
+        radix_histogram(s->val + room, s->found[p], 0, 0, part_histogram(s, p));
 }
 
 /* The k answers among `count` candidates, given the k-th key and how many ties at it are
@@ -313,83 +314,103 @@ static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_
     }
 }
 
-/* The last phase of part p: its answers, in index order, from s->out_at[p] on, bounded
- * by the part's own answers so that it never writes into the next part's. */
-static int split_write(void *ctx, size_t begin, size_t end)
+static int split_step(void *ctx, int step, size_t begin, size_t end)
 {
     split_select *s = (split_select *)ctx;
     size_t p;
-    for (p = begin; p < end; p++)
-        write_answers(s->idx + share(s->cap, s->parts, p), s->val + share(s->cap, s->parts, p), s->found[p],
-                      s->above[p] + s->ties[p], s->prefix, s->ties[p], s->idx_out + s->out_at[p]);
+    for (p = begin; p < end; p++) {
+        size_t room = share(s->cap, s->parts, p);
+        if (step == STEP_SAMPLE)
+            take_sample(s->x, s->n, s->sample, share(SAMPLE_RUNS, s->parts, p), share(SAMPLE_RUNS, s->parts, p + 1));
+        else if (step == STEP_SWEEP)
+            sweep_part(s, p);
+        else if (step == STEP_WRITE)
+            /* bounded by the part's own answers, so that it never writes into the next part's */
+            write_answers(s->idx + room, s->val + room, s->found[p], s->above[p] + s->ties[p], s->prefix,
+                          s->ties[p], s->idx_out + s->out_at[p]);
+        else
+            radix_histogram(s->val + room, s->found[p], step - STEP_SWEEP, s->prefix, part_histogram(s, p));
+    }
     return DR_OK;
 }
 
-/* Sums the parts' histograms at s->level, picks the bucket, adds it to s->prefix and
+/* Sums the parts' histograms at `level`, picks the bucket, adds it to s->prefix and
  * counts each part's candidates in the buckets above it. */
-static void split_pick(split_select *s, size_t *remaining)
+static void split_pick(split_select *s, int level)
 {
     uint32_t total[RADIX_BUCKETS], b;
-    size_t buckets = (size_t)1 << radix_width[s->level], p, j;
+    size_t buckets = (size_t)1 << radix_width[level], p, j;
     memset(total, 0, sizeof total);
     for (p = 0; p < s->parts; p++)
         for (j = 0; j < buckets; j++)
             total[j] += part_histogram(s, p)[j];
-    b = radix_pick(total, s->level, remaining);
+    b = radix_pick(total, level, &s->remaining);
     for (p = 0; p < s->parts; p++)
         for (j = b + 1u; j < buckets; j++)
             s->above[p] += part_histogram(s, p)[j];
-    s->prefix |= b << radix_shift[s->level];
+    s->prefix |= b << radix_shift[level];
 }
 
-typedef enum { SPLIT_DONE, SPLIT_OVERFLOW, SPLIT_TOO_FEW } split_result;
+/* The caller's turn between steps. */
+static int split_between(void *ctx, int step)
+{
+    split_select *s = (split_select *)ctx;
+    size_t p, total = 0, ties_left, out = 0;
+    if (step == STEP_SAMPLE) {
+        float t = threshold_from_sample(s->sample, s->n, s->k);
+        /* A zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
+         * candidates. */
+        if (!(t > 0.0f))
+            return SPLIT_FALLBACK;
+        memcpy(&s->tkey, &t, sizeof s->tkey);
+        return DR_OK;
+    }
+    if (step == STEP_SWEEP) {
+        for (p = 0; p < s->parts; p++) {
+            if (s->found[p] > part_room(s, p))
+                return SPLIT_OVERFLOW;
+            total += s->found[p];
+        }
+        if (total < s->k)
+            return SPLIT_FALLBACK;
+    }
+    split_pick(s, step - STEP_SWEEP);
+    if (step == STEP_LEVEL2) {
+        /* The `remaining` ties at the k-th key go to the lowest indices: the first parts'. */
+        ties_left = s->remaining;
+        for (p = 0; p < s->parts; p++) {
+            size_t equal = part_histogram(s, p)[s->prefix & ((1u << radix_width[2]) - 1u)];
+            s->ties[p] = equal < ties_left ? equal : ties_left;
+            ties_left -= s->ties[p];
+            s->out_at[p] = out;
+            out += s->above[p] + s->ties[p];
+        }
+    }
+    return DR_OK;
+}
 
-static split_result select_split(const float *x, size_t n, size_t k, uint32_t tkey, uint32_t *idx_out,
-                                 uint32_t *cand_idx, float *cand_val, size_t cap, uint32_t *hist,
-                                 int threads)
+/* DR_OK with the answers in idx_out, SPLIT_FALLBACK, or SPLIT_OVERFLOW with the
+ * threshold's key in *tkey. */
+static int select_split(const float *x, size_t n, size_t k, uint32_t *idx_out, uint32_t *cand_idx,
+                        float *cand_val, size_t cap, float *sample, uint32_t *hist, int threads, uint32_t *tkey)
 {
     split_select s;
-    size_t p, total = 0, remaining = k, ties_left, out = 0;
-    int later;
+    int r;
     memset(&s, 0, sizeof s);
     s.x = x;
     s.n = n;
+    s.k = k;
     s.cap = cap;
     s.parts = (size_t)threads;
-    s.tkey = tkey;
+    s.sample = sample;
     s.idx = cand_idx;
     s.val = cand_val;
     s.hist = hist;
+    s.remaining = k;
     s.idx_out = idx_out;
-    dr_parallel_for(s.parts, threads, split_sweep, &s);
-    for (p = 0; p < s.parts; p++) {
-        if (s.found[p] > part_room(&s, p))
-            return SPLIT_OVERFLOW;
-        total += s.found[p];
-    }
-    if (total < k)
-        return SPLIT_TOO_FEW;
-    /* The later phases read the candidates alone, a few percent of x: threads only for
-     * as many parts as have enough of them to pay for a thread's start. */
-    later = dr_threads_for(total, SPLIT_CANDIDATES_PER_THREAD);
-    if (later > threads)
-        later = threads;
-    split_pick(&s, &remaining);
-    for (s.level = 1; s.level < 3; s.level++) {
-        dr_parallel_for(s.parts, later, split_histogram, &s);
-        split_pick(&s, &remaining);
-    }
-    /* The `remaining` ties at the k-th key go to the lowest indices: the first parts'. */
-    ties_left = remaining;
-    for (p = 0; p < s.parts; p++) {
-        size_t equal = part_histogram(&s, p)[s.prefix & ((1u << radix_width[2]) - 1u)];
-        s.ties[p] = equal < ties_left ? equal : ties_left;
-        ties_left -= s.ties[p];
-        s.out_at[p] = out;
-        out += s.above[p] + s.ties[p];
-    }
-    dr_parallel_for(s.parts, later, split_write, &s);
-    return SPLIT_DONE;
+    r = dr_parallel_steps(s.parts, threads, SPLIT_STEPS, split_step, split_between, &s);
+    *tkey = s.tkey;
+    return r;
 }
 
 /* Where the sample lies in dr_topk_select's workspace: after the candidates' indices
@@ -436,24 +457,25 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     cand_val = (float *)(cand_idx + cap);
     sample = sample_room(work, cap);
 
-    t = sampled_threshold(x, n, k, sample);
-    /* A zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
-     * candidates; it and a missed estimate fall back to the full select. */
-    if (!(t > 0.0f))
-        return dr_topk(x, n, k, idx_out);
-    memcpy(&tkey, &t, sizeof tkey);
     threads = dr_threads_for(n, DR_THREADS_MIN_NUMEL);
     if (threads > (int)SPLIT_MAX_PARTS)
         threads = (int)SPLIT_MAX_PARTS;
     if (threads > 1) {
-        split_result r = select_split(x, n, k, tkey, idx_out, cand_idx, cand_val, cap,
-                                      (uint32_t *)(sample + SAMPLE_SIZE), threads);
-        if (r == SPLIT_DONE)
+        int r = select_split(x, n, k, idx_out, cand_idx, cand_val, cap, sample, (uint32_t *)(sample + SAMPLE_SIZE),
+                             threads, &tkey);
+        if (r == DR_OK)
             return DR_OK;
-        if (r == SPLIT_TOO_FEW)
+        if (r == SPLIT_FALLBACK)
             return dr_topk(x, n, k, idx_out);
         /* A part overflowed its share of the room: the candidates bunch in one part of x,
          * and one sweep with the whole room may still hold them. */
+    } else {
+        t = sampled_threshold(x, n, k, sample);
+        /* A zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
+         * candidates; it and a missed estimate fall back to the full select. */
+        if (!(t > 0.0f))
+            return dr_topk(x, n, k, idx_out);
+        memcpy(&tkey, &t, sizeof tkey);
     }
     count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap);
     if (count < k || count > cap)
