@@ -240,7 +240,10 @@ const char *dr_simd_name(int level);
  * thread count: the work is cut into fixed ranges, each with its own counter-RNG draws
  * and outputs. dr_crc32, and so every frame that dr_frame_seal seals and dr_frame_parse
  * checks, splits buffers of 8 MiB or more the same way (one thread per 4 MiB). Threads are
- * started and joined inside the call; none outlives it. On Linux with glibc, when the
+ * started and joined inside the call; none outlives it. Between the phases of one call
+ * (top-k's sample, sweep, radix levels and write; qsgd decode's check and decoding) the
+ * threads wait for each other, polling up to 100 us before they sleep, or sleeping at
+ * once when there are more threads than allowed cores. On Linux with glibc, when the
  * caller may run on more than one CPU, each starts on one of the caller's CPUs other than
  * the one the caller is on, then gets the caller's affinity mask (a thread left to the
  * scheduler right after the caller woke mostly queued behind it).

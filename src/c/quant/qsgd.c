@@ -255,6 +255,11 @@ static int check_buckets(void *ctx, size_t begin, size_t end)
     return DR_OK;
 }
 
+static int check_then_decode(void *ctx, int step, size_t begin, size_t end)
+{
+    return step == 0 ? check_buckets(ctx, begin, end) : decode_buckets(ctx, begin, end);
+}
+
 int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     dr_frame f;
@@ -283,10 +288,8 @@ int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     q.simd = simd;
     q.stream = simd >= DR_SIMD_AVX2 && dr_stream_output(out, n);
     /* Every bucket is checked before any is decoded, so a refused frame leaves `out`
-     * untouched; the check is split over the threads as the decoding is. */
+     * untouched: the check is the first step, split over the threads as the decoding,
+     * the second, is. */
     threads = dr_threads_for(n, DR_THREADS_MIN_NUMEL);
-    st = dr_parallel_for(nb, threads, check_buckets, &q);
-    if (st != DR_OK)
-        return st;
-    return dr_parallel_for(nb, threads, decode_buckets, &q);
+    return dr_parallel_steps(nb, threads, 2, check_then_decode, NULL, &q);
 }
