@@ -134,7 +134,7 @@ static void test_steps_in_lock_step(void)
             }
         }
     }
-    /* No turns to take: steps alone, and nothing at all for no steps. */
+    /* No turns to take: steps alone; nothing at all for no steps, or for too many. */
     {
         static lockstep l;
         reset_lockstep(&l, 64, -1, -1);
@@ -142,6 +142,8 @@ static void test_steps_in_lock_step(void)
         CHECK(l.last_step[63] == STEPS - 1);
         reset_lockstep(&l, 64, -1, -1);
         CHECK_OK(dr_parallel_steps(64, 4, 0, record_step, check_turn, &l));
+        CHECK(l.turns == 0 && l.last_step[0] == -1);
+        CHECK_STATUS(dr_parallel_steps(64, 4, DR_PARALLEL_MAX_STEPS + 1, record_step, check_turn, &l), DR_E_ARG);
         CHECK(l.turns == 0 && l.last_step[0] == -1);
     }
 }

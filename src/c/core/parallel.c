@@ -46,8 +46,8 @@
 
 #if DR_HAVE_PTHREADS
 /* The cores this process may run on (its affinity mask, as torch and NumPy's BLAS size
- * their pools), else the online cores, capped at DR_DEFAULT_THREADS_CAP. */
-static int allowed_cores(void)
+ * their pools), else the online cores; at least 1. */
+static long affinity_cores(void)
 {
     long cores;
 #if defined(__linux__)
@@ -57,8 +57,13 @@ static int allowed_cores(void)
     else
 #endif
         cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores < 1)
-        return 1;
+    return cores < 1 ? 1 : cores;
+}
+
+/* The default thread count's ceiling: affinity_cores(), capped at DR_DEFAULT_THREADS_CAP. */
+static int allowed_cores(void)
+{
+    long cores = affinity_cores();
     return cores > DR_DEFAULT_THREADS_CAP ? DR_DEFAULT_THREADS_CAP : (int)cores;
 }
 
@@ -123,7 +128,8 @@ typedef struct {
 #if DR_HAVE_PTHREADS
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    int arrived; /* steps the started threads have finished, all of them together */
+    int arrived; /* steps the started threads have finished (but the last, which the join
+                  * covers), all of them together */
     int go;      /* the started threads may run the steps below it; TEAM_STOP: no more */
     long poll_ns; /* how long a wait polls before it sleeps */
 #endif
@@ -166,14 +172,16 @@ static void run_step(dr_range_job *job, int step)
  * once (libgomp likewise cuts its spinning short when it has more threads than CPUs). */
 #define TEAM_POLL_NS 100000L
 
+#if TEAM_POLLS
 static void cpu_relax(void)
 {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
-#elif defined(__GNUC__) && defined(__aarch64__)
+#elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
 }
+#endif
 
 static void team_set(dr_team *team, int *value, int to)
 {
@@ -188,19 +196,21 @@ static int team_await(dr_team *team, int *value, int least)
 {
     int now;
 #if TEAM_POLLS
-    struct timespec start, t;
-    unsigned polls = 0;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    while ((now = TEAM_LOAD(*value)) < least) {
-        if (++polls % 64u == 0u) {
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            if ((t.tv_sec - start.tv_sec) * 1000000000L + (t.tv_nsec - start.tv_nsec) >= team->poll_ns)
-                break;
+    if (team->poll_ns > 0) {
+        struct timespec start, t;
+        unsigned polls = 0;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        while ((now = TEAM_LOAD(*value)) < least) {
+            if (++polls % 64u == 0u) {
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                if ((t.tv_sec - start.tv_sec) * 1000000000L + (t.tv_nsec - start.tv_nsec) >= team->poll_ns)
+                    break;
+            }
+            cpu_relax();
         }
-        cpu_relax();
+        if (now >= least)
+            return now;
     }
-    if (now >= least)
-        return now;
 #endif
     pthread_mutex_lock(&team->lock);
     while ((now = TEAM_LOAD(*value)) < least)
@@ -318,8 +328,11 @@ int dr_parallel_steps(size_t count, int threads, int steps,
 #endif
     size_t parts, p;
     int step, workers = 0, result = DR_OK; /* workers: the ranges on started threads */
+    int barriers = steps > 1;
     if (steps < 1)
         return DR_OK;
+    if (steps > DR_PARALLEL_MAX_STEPS)
+        return DR_E_ARG;
     if (threads < 1)
         threads = 1;
     if (threads > DR_MAX_THREADS)
@@ -340,11 +353,13 @@ int dr_parallel_steps(size_t count, int threads, int steps,
     }
 #if DR_HAVE_PTHREADS
     if (parts > 1) {
-        pthread_mutex_init(&team.lock, NULL);
-        pthread_cond_init(&team.wake, NULL);
-        team.arrived = 0;
-        team.go = 1;
-        team.poll_ns = parts <= (size_t)allowed_cores() ? TEAM_POLL_NS : 0;
+        if (barriers) {
+            pthread_mutex_init(&team.lock, NULL);
+            pthread_cond_init(&team.wake, NULL);
+            team.arrived = 0;
+            team.go = 1;
+            team.poll_ns = (long)parts <= affinity_cores() ? TEAM_POLL_NS : 0;
+        }
         placement_init(&placement);
         for (p = 1; p < parts; p++) {
             started[p] = placement_start(&placement, &ids[p], &jobs[p]);
@@ -382,9 +397,13 @@ int dr_parallel_steps(size_t count, int threads, int steps,
             if (started[p])
                 pthread_join(ids[p], NULL);
         placement_destroy(&placement);
-        pthread_cond_destroy(&team.wake);
-        pthread_mutex_destroy(&team.lock);
+        if (barriers) {
+            pthread_cond_destroy(&team.wake);
+            pthread_mutex_destroy(&team.lock);
+        }
     }
+#else
+    (void)barriers;
 #endif
     return result != DR_OK ? result : first_failure(jobs, parts);
 }

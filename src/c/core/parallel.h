@@ -13,6 +13,9 @@
 int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin, size_t end),
                     void *ctx);
 
+/* Bounds the barrier's counters (threads x steps) well inside an int. */
+#define DR_PARALLEL_MAX_STEPS 4096
+
 /* Steps in lock step on threads started once: fn(ctx, step, begin, end) over the ranges
  * of dr_parallel_for, for step = 0, 1, ... Between step s and s + 1 (once every range has
  * finished s) the caller's thread alone runs between(ctx, s), when it is not NULL: it may
@@ -23,8 +26,10 @@ int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin
  *     not run);
  *   - when between returns nonzero, returning what it returned (an error, or a kernel's
  *     own code for "done early": any value but DR_OK).
- * A range whose thread cannot start runs on the caller's thread at every step. A barrier
- * costs a few microseconds where starting the threads again would cost tens. */
+ * A range whose thread cannot start runs on the caller's thread at every step. With count
+ * 0 there are no ranges, and between still runs between the steps. More than
+ * DR_PARALLEL_MAX_STEPS steps is DR_E_ARG. A barrier costs well under a
+ * microsecond where starting the threads again would cost tens. */
 int dr_parallel_steps(size_t count, int threads, int steps,
                       int (*fn)(void *ctx, int step, size_t begin, size_t end),
                       int (*between)(void *ctx, int step), void *ctx);

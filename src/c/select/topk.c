@@ -8,8 +8,8 @@
  *
  * dr_topk_select first narrows the input to candidates with a sampled threshold (one
  * vectorised sweep that writes each candidate's index and value), then runs the same
- * radix select on the candidates alone. On large tensors the sweep, the histograms and
- * the last pass are split over threads (select_split). Every
+ * radix select on the candidates alone. On large tensors the sample, the sweep, the
+ * histograms and the last pass are split over threads (select_split). Every
  * entry at or above T is a candidate and candidates keep ascending index order, so the
  * ties are broken identically and the answers agree bit for bit. */
 #include "deepreduce.h"
