@@ -118,9 +118,9 @@ int dr_threads_for(size_t amount, size_t per_thread)
 }
 
 /* What the threads of one call share. The started threads and the caller meet at a
- * barrier between steps through `arrived` and `go`, which change only under `lock` (with
- * `wake` broadcast) but are also polled without it, so every access to them is atomic
- * where the compiler offers atomics. */
+ * barrier between steps through counters (each job's `done`, and `go`), each written by
+ * one thread only, under `lock` (with `wake` broadcast), but also polled without it, so
+ * every access to them is atomic where the compiler offers atomics. */
 typedef struct {
     int (*fn)(void *ctx, int step, size_t begin, size_t end);
     void *ctx;
@@ -128,9 +128,7 @@ typedef struct {
 #if DR_HAVE_PTHREADS
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    int arrived; /* steps the started threads have finished (but the last, which the join
-                  * covers), all of them together */
-    int go;      /* the started threads may run the steps below it; TEAM_STOP: no more */
+    int go;       /* the started threads may run the steps below it; TEAM_STOP: no more */
     long poll_ns; /* how long a wait polls before it sleeps */
 #endif
 } dr_team;
@@ -139,6 +137,8 @@ typedef struct {
     dr_team *team;
     size_t begin, end;
     int status; /* of the last step its range ran */
+    int done;   /* on a started thread: the steps it has finished (but the last, which the
+                 * join covers) */
 #if DR_STEER_THREADS
     const cpu_set_t *restore; /* the caller's affinity, for a thread started away from it */
 #endif
@@ -233,10 +233,7 @@ static void *run_job(void *arg)
         run_step(job, step);
         if (step + 1 == team->steps)
             break;
-        pthread_mutex_lock(&team->lock);
-        TEAM_STORE(team->arrived, TEAM_LOAD(team->arrived) + 1);
-        pthread_cond_broadcast(&team->wake);
-        pthread_mutex_unlock(&team->lock);
+        team_set(team, &job->done, step + 1);
         if (team_await(team, &team->go, step + 2) == TEAM_STOP)
             break;
     }
@@ -327,8 +324,7 @@ int dr_parallel_steps(size_t count, int threads, int steps,
     thread_placement placement;
 #endif
     size_t parts, p;
-    int step, workers = 0, result = DR_OK; /* workers: the ranges on started threads */
-    int barriers = steps > 1;
+    int step, result = DR_OK, barriers = steps > 1;
     if (steps < 1)
         return DR_OK;
     if (steps > DR_PARALLEL_MAX_STEPS)
@@ -346,6 +342,7 @@ int dr_parallel_steps(size_t count, int threads, int steps,
         jobs[p].begin = count / parts * p + (p < count % parts ? p : count % parts);
         jobs[p].end = jobs[p].begin + count / parts + (p < count % parts);
         jobs[p].status = DR_OK;
+        jobs[p].done = 0;
 #if DR_STEER_THREADS
         jobs[p].restore = NULL;
 #endif
@@ -356,15 +353,12 @@ int dr_parallel_steps(size_t count, int threads, int steps,
         if (barriers) {
             pthread_mutex_init(&team.lock, NULL);
             pthread_cond_init(&team.wake, NULL);
-            team.arrived = 0;
             team.go = 1;
             team.poll_ns = (long)parts <= affinity_cores() ? TEAM_POLL_NS : 0;
         }
         placement_init(&placement);
-        for (p = 1; p < parts; p++) {
+        for (p = 1; p < parts; p++)
             started[p] = placement_start(&placement, &ids[p], &jobs[p]);
-            workers += started[p];
-        }
     }
 #endif
     for (step = 0;; step++) {
@@ -374,10 +368,9 @@ int dr_parallel_steps(size_t count, int threads, int steps,
         if (step + 1 == steps)
             break;
 #if DR_HAVE_PTHREADS
-        if (workers > 0)
-            team_await(&team, &team.arrived, workers * (step + 1));
-#else
-        (void)workers;
+        for (p = 1; p < parts; p++)
+            if (started[p])
+                team_await(&team, &jobs[p].done, step + 1);
 #endif
         result = first_failure(jobs, parts);
         if (result == DR_OK && between != NULL)
@@ -385,13 +378,13 @@ int dr_parallel_steps(size_t count, int threads, int steps,
         if (result != DR_OK)
             break;
 #if DR_HAVE_PTHREADS
-        if (workers > 0)
+        if (parts > 1)
             team_set(&team, &team.go, step + 2);
 #endif
     }
 #if DR_HAVE_PTHREADS
     if (parts > 1) {
-        if (workers > 0 && result != DR_OK)
+        if (result != DR_OK) /* only a barrier's turn stops early */
             team_set(&team, &team.go, TEAM_STOP);
         for (p = 1; p < parts; p++)
             if (started[p])

@@ -13,7 +13,7 @@
 int dr_parallel_for(size_t count, int threads, int (*fn)(void *ctx, size_t begin, size_t end),
                     void *ctx);
 
-/* Bounds the barrier's counters (threads x steps) well inside an int. */
+/* Keeps the barrier's step counters below its stop mark (INT_MAX). */
 #define DR_PARALLEL_MAX_STEPS 4096
 
 /* Steps in lock step on threads started once: fn(ctx, step, begin, end) over the ranges

@@ -209,6 +209,18 @@ static float sampled_threshold(const float *x, size_t n, size_t k, float *sample
     return threshold_from_sample(sample, n, k);
 }
 
+/* The candidates' key for threshold t, or 0 when t is no use and the full select must
+ * answer: a zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
+ * candidates. */
+static uint32_t threshold_key(float t)
+{
+    uint32_t key;
+    if (!(t > 0.0f))
+        return 0;
+    memcpy(&key, &t, sizeof key);
+    return key;
+}
+
 /* The candidates among x[begin..end): the index and value of every entry of magnitude
  * key >= tkey (NaN never), in index order, into idx/val[0..cap). Returns their count,
  * or cap + 1 if they do not fit. */
@@ -357,13 +369,8 @@ static int split_between(void *ctx, int step)
     split_select *s = (split_select *)ctx;
     size_t p, total = 0, ties_left, out = 0;
     if (step == STEP_SAMPLE) {
-        float t = threshold_from_sample(s->sample, s->n, s->k);
-        /* A zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
-         * candidates. */
-        if (!(t > 0.0f))
-            return SPLIT_FALLBACK;
-        memcpy(&s->tkey, &t, sizeof s->tkey);
-        return DR_OK;
+        s->tkey = threshold_key(threshold_from_sample(s->sample, s->n, s->k));
+        return s->tkey != 0 ? DR_OK : SPLIT_FALLBACK;
     }
     if (step == STEP_SWEEP) {
         for (p = 0; p < s->parts; p++) {
@@ -443,7 +450,7 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     size_t cap, count = 0, ties;
     uint32_t *cand_idx, kth, tkey;
     int threads;
-    float *cand_val, *sample, t;
+    float *cand_val, *sample;
     if (k > n || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
     if (k == 0)
@@ -470,15 +477,12 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
         /* A part overflowed its share of the room: the candidates bunch in one part of x,
          * and one sweep with the whole room may still hold them. */
     } else {
-        t = sampled_threshold(x, n, k, sample);
-        /* A zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
-         * candidates; it and a missed estimate fall back to the full select. */
-        if (!(t > 0.0f))
+        tkey = threshold_key(sampled_threshold(x, n, k, sample));
+        if (tkey == 0)
             return dr_topk(x, n, k, idx_out);
-        memcpy(&tkey, &t, sizeof tkey);
     }
     count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap);
-    if (count < k || count > cap)
+    if (count < k || count > cap) /* the estimate missed: the full select answers */
         return dr_topk(x, n, k, idx_out);
     kth_largest(cand_val, count, k, &kth, &ties);
     write_answers(cand_idx, cand_val, count, k, kth, ties, idx_out);
