@@ -60,12 +60,27 @@ static void radix_histogram(const float *x, size_t n, int level, uint32_t prefix
         return;
     }
     memset(hist, 0, sizeof(uint32_t) << radix_width[level]);
-    /* Whether a key matches the prefix is a coin toss at level 1 (most candidates share
-     * the top bucket): added, not branched on. */
     above_mask = ~0u << (shift + radix_width[level]);
-    for (i = 0; i < n; i++) {
-        uint32_t key = magnitude_key(x[i]);
-        hist[(key >> shift) & bucket_mask] += (key & above_mask) == prefix;
+    i = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_topk_level_avx512(x, n, shift, bucket_mask, above_mask, prefix, hist);
+#endif
+    /* Whether a key matches the prefix is a coin toss at level 1 (most candidates share
+     * the top bucket): added, not branched on. At level 2 few match (one bucket of the
+     * 2048 at level 1), so the branch is nearly always not taken and the loop skips the
+     * increments. */
+    if (level == 1) {
+        for (; i < n; i++) {
+            uint32_t key = magnitude_key(x[i]);
+            hist[(key >> shift) & bucket_mask] += (key & above_mask) == prefix;
+        }
+    } else {
+        for (; i < n; i++) {
+            uint32_t key = magnitude_key(x[i]);
+            if ((key & above_mask) == prefix)
+                hist[(key >> shift) & bucket_mask]++;
+        }
     }
 }
 
@@ -316,8 +331,12 @@ static void sweep_part(split_select *s, size_t p)
 static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
                           uint32_t kth, size_t ties, uint32_t *idx_out)
 {
-    size_t i, out = 0, ties_taken = 0;
-    for (i = 0; i < count && out < k; i++) {
+    size_t i = 0, out = 0, ties_taken = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_topk_write_avx512(cand_idx, cand_val, count, k, kth, ties, idx_out, &out, &ties_taken);
+#endif
+    for (; i < count && out < k; i++) {
         uint32_t key = magnitude_key(cand_val[i]);
         size_t tie = key == kth;
         idx_out[out] = cand_idx[i];

@@ -1,7 +1,14 @@
-/* AVX2 and AVX-512 candidate sweeps of dr_topk_select: the magnitude keys of a vector
+/* AVX2 and AVX-512 kernels of dr_topk_select.
+ *
+ * The candidate sweeps: the magnitude keys of a vector
  * compared with the threshold's, then the passing lanes' indices and values appended in
  * lane order (AVX-512: compressed in registers and stored whole, the count advanced by
- * the mask's popcount, no branch per lane; AVX2: the mask's set bits walked). */
+ * the mask's popcount, no branch per lane; AVX2: the mask's set bits walked).
+ *
+ * AVX-512 also finds which keys match a radix level's prefix (the lower levels) and
+ * writes the answers (the last pass) a vector at a time: both are a compare and a
+ * compress per 16 candidates, where the scalar loops take a few instructions per
+ * candidate. */
 #include "deepreduce.h"
 #include "topk_simd.h"
 #include "append_simd.h"
@@ -48,6 +55,56 @@ DR_TARGET_AVX512 size_t dr_topk_candidates_avx512(const float *x, size_t begin, 
         lanes = _mm512_add_epi32(lanes, step);
     }
     *count = c;
+    return i;
+}
+/* The magnitude keys of x[0..16) as topk.c's magnitude_key: NaN ranks as zero. */
+DR_TARGET_AVX512 static inline __m512i magnitude_keys(const float *x)
+{
+    __m512i key = _mm512_and_si512(_mm512_loadu_si512(x), _mm512_set1_epi32(0x7fffffff));
+    return _mm512_maskz_mov_epi32(_mm512_cmple_epu32_mask(key, _mm512_set1_epi32(0x7f800000)), key);
+}
+
+DR_TARGET_AVX512 size_t dr_topk_level_avx512(const float *x, size_t n, unsigned shift, uint32_t bucket_mask,
+                                             uint32_t above_mask, uint32_t prefix, uint32_t *hist)
+{
+    const __m512i above = _mm512_set1_epi32((int)above_mask), want = _mm512_set1_epi32((int)prefix);
+    uint32_t matched[16];
+    size_t i;
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m512i key = magnitude_keys(x + i);
+        __mmask16 m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(key, above), want);
+        if (m) {
+            unsigned j, count = (unsigned)_mm_popcnt_u32(m);
+            _mm512_storeu_si512(matched, _mm512_maskz_compress_epi32(m, key));
+            for (j = 0; j < count; j++)
+                hist[(matched[j] >> shift) & bucket_mask]++;
+        }
+    }
+    return i;
+}
+
+DR_TARGET_AVX512 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
+                                             uint32_t kth, size_t ties, uint32_t *idx_out, size_t *out,
+                                             size_t *ties_taken)
+{
+    const __m512i threshold = _mm512_set1_epi32((int)kth);
+    size_t i, o = *out, tied = *ties_taken;
+    for (i = 0; i + 16 <= count && o + 16 <= k; i += 16) {
+        __m512i key = magnitude_keys(cand_val + i);
+        __mmask16 taken = _mm512_cmpgt_epu32_mask(key, threshold);
+        __mmask16 equal = _mm512_cmpeq_epu32_mask(key, threshold);
+        if (equal) {
+            /* the lowest (ties - tied) of the equal lanes, as the scalar loop takes them */
+            size_t left = tied < ties ? ties - tied : 0;
+            uint32_t first = left >= 16 ? 0xffffu : (1u << left) - 1u;
+            taken |= (__mmask16)_pdep_u32(first, equal);
+            tied += (size_t)_mm_popcnt_u32(equal);
+        }
+        _mm512_storeu_si512(idx_out + o, _mm512_maskz_compress_epi32(taken, _mm512_loadu_si512(cand_idx + i)));
+        o += (size_t)_mm_popcnt_u32(taken);
+    }
+    *out = o;
+    *ties_taken = tied;
     return i;
 }
 #endif

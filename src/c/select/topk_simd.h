@@ -1,4 +1,6 @@
-/* Internal: the vector variants of dr_topk_select's candidate sweep. Each takes whole
+/* Internal: the vector variants of dr_topk_select's kernels.
+ *
+ * The candidate sweeps. Each takes whole
  * vectors of x[begin..n), appends the index and the value of every entry whose
  * magnitude key is at least tkey (NaN never) to idx[*count..] and val[*count..], in
  * ascending index order, and returns where it stopped: before n's last partial vector,
@@ -17,6 +19,22 @@ size_t dr_topk_candidates_avx2(const float *x, size_t begin, size_t n, uint32_t 
                                float *val, size_t cap, size_t *count);
 size_t dr_topk_candidates_avx512(const float *x, size_t begin, size_t n, uint32_t tkey, uint32_t *idx,
                                  float *val, size_t cap, size_t *count);
+
+/* A lower radix level's histogram: over the whole vectors of x[0..n), hist[(key >> shift)
+ * & bucket_mask] += 1 for every magnitude key (NaN as 0) with (key & above_mask) ==
+ * prefix, the keys that match found by a vector compare, so that a level where few match
+ * (the last: one bucket of 2048 of the one before) costs little more than reading the
+ * keys. Returns where it stopped (n less its partial vector). */
+size_t dr_topk_level_avx512(const float *x, size_t n, unsigned shift, uint32_t bucket_mask,
+                            uint32_t above_mask, uint32_t prefix, uint32_t *hist);
+
+/* The last pass of the select as write_answers in topk.c defines it, whole vectors at a
+ * time while 16 more answers fit in idx_out[0..k): each vector's candidates above kth,
+ * and of those equal to it the first while fewer than `ties` have been met, appended in
+ * order. Returns where it stopped in the candidates; *out and *ties_taken (candidates
+ * equal to kth met so far) carry the scalar loop's state on. */
+size_t dr_topk_write_avx512(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
+                            uint32_t kth, size_t ties, uint32_t *idx_out, size_t *out, size_t *ties_taken);
 #endif
 
 #endif
