@@ -40,28 +40,37 @@ static const unsigned radix_shift[3] = {21u, 10u, 0u};
 static const unsigned radix_width[3] = {TOP_WIDTH, 11u, 10u};
 #define RADIX_BUCKETS 2048u
 
-/* The histogram at `level` of the keys of x[0..n) whose bits above the level equal
- * `prefix` (every key at level 0), into hist[0..2^width). */
+/* The top level's histogram of the keys of x[0..n), into hist[0..2^TOP_WIDTH). Every key
+ * is known to be at least `floor` (candidates reach their threshold's key), or floor is
+ * 0. */
+static void top_histogram(const float *x, size_t n, uint32_t floor, uint32_t *hist)
+{
+    /* Candidates share a few top-level buckets (an exponent or two): four counters per
+     * bucket, one per element mod 4, so that increments of one bucket do not each wait
+     * for the last one's store. */
+    uint32_t lane[4][1u << TOP_WIDTH];
+    unsigned shift = radix_shift[0];
+    size_t i = 0, b;
+    memset(lane, 0, sizeof lane);
+#if DR_HAVE_X86_SIMD
+    if (floor > 0 && (floor >> shift) <= (1u << TOP_WIDTH) - TOP_WINDOW && dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_topk_top_level_avx512(x, n, shift, floor >> shift, lane[0]);
+#endif
+    for (; i < n; i++)
+        lane[i & 3u][magnitude_key(x[i]) >> shift]++;
+    for (b = 0; b < (1u << TOP_WIDTH); b++)
+        hist[b] = lane[0][b] + lane[1][b] + lane[2][b] + lane[3][b];
+}
+
+/* The histogram at `level` (1 or 2) of the keys of x[0..n) whose bits above the level
+ * equal `prefix`, into hist[0..2^width). */
 static void radix_histogram(const float *x, size_t n, int level, uint32_t prefix, uint32_t *hist)
 {
     uint32_t bucket_mask = (1u << radix_width[level]) - 1u, above_mask;
     unsigned shift = radix_shift[level];
-    size_t i, b;
-    if (level == 0) {
-        /* Candidates share a few top-level buckets (an exponent or two): four counters
-         * per bucket, one per element mod 4, so that increments of one bucket do not
-         * each wait for the last one's store. */
-        uint32_t lane[4][1u << TOP_WIDTH];
-        memset(lane, 0, sizeof lane);
-        for (i = 0; i < n; i++)
-            lane[i & 3u][magnitude_key(x[i]) >> shift]++;
-        for (b = 0; b <= bucket_mask; b++)
-            hist[b] = lane[0][b] + lane[1][b] + lane[2][b] + lane[3][b];
-        return;
-    }
+    size_t i = 0;
     memset(hist, 0, sizeof(uint32_t) << radix_width[level]);
     above_mask = ~0u << (shift + radix_width[level]);
-    i = 0;
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512)
         i = dr_topk_level_avx512(x, n, shift, bucket_mask, above_mask, prefix, hist);
@@ -99,14 +108,17 @@ static uint32_t radix_pick(const uint32_t *hist, int level, size_t *remaining)
 }
 
 /* The k-th largest key of x[0..n) (1 <= k <= n) and how many entries equal to it are
- * among the k largest. */
-static void kth_largest(const float *x, size_t n, size_t k, uint32_t *kth, size_t *ties)
+ * among the k largest; `floor` as top_histogram's. */
+static void kth_largest(const float *x, size_t n, size_t k, uint32_t floor, uint32_t *kth, size_t *ties)
 {
     uint32_t hist[RADIX_BUCKETS], prefix = 0;
     size_t remaining = k;
     int level;
     for (level = 0; level < 3; level++) {
-        radix_histogram(x, n, level, prefix, hist);
+        if (level == 0)
+            top_histogram(x, n, floor, hist);
+        else
+            radix_histogram(x, n, level, prefix, hist);
         prefix |= radix_pick(hist, level, &remaining) << radix_shift[level];
     }
     *kth = prefix;
@@ -123,7 +135,7 @@ int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
         return DR_OK;
     if (x == NULL || idx_out == NULL)
         return DR_E_ARG;
-    kth_largest(x, n, k, &kth, &ties);
+    kth_largest(x, n, k, 0, &kth, &ties);
     for (i = 0; i < n && out < k; i++) {
         uint32_t key = magnitude_key(x[i]);
         if (key > kth || (key == kth && ties_taken++ < ties))
@@ -207,12 +219,12 @@ static float threshold_from_sample(const float *sample, size_t n, size_t k)
     rank = (size_t)(expected + 3.0 * sqrt(expected) + 8.0);
     if (rank > SAMPLE_SIZE)
         rank = SAMPLE_SIZE;
-    kth_largest(sample, SAMPLE_SIZE, rank, &kth, &ties);
+    kth_largest(sample, SAMPLE_SIZE, rank, 0, &kth, &ties);
     dispersion = count_dispersion(sample, kth, rank);
     wider = (size_t)(expected + 3.0 * sqrt(expected * dispersion) + 8.0);
     if (wider > rank + 8u) {
         rank = wider < SAMPLE_SIZE ? wider : SAMPLE_SIZE;
-        kth_largest(sample, SAMPLE_SIZE, rank, &kth, &ties);
+        kth_largest(sample, SAMPLE_SIZE, rank, 0, &kth, &ties);
     }
     memcpy(&t, &kth, sizeof t);
     return t;
@@ -321,7 +333,7 @@ static void sweep_part(split_select *s, size_t p)
     s->found[p] = collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1), s->tkey,
                                      s->idx + room, s->val + room, part_room(s, p));
     if (s->found[p] <= part_room(s, p))
-        radix_histogram(s->val + room, s->found[p], 0, 0, part_histogram(s, p));
+        top_histogram(s->val + room, s->found[p], s->tkey, part_histogram(s, p));
 }
 
 /* The k answers among `count` candidates, given the k-th key and how many ties at it are
@@ -503,7 +515,7 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap);
     if (count < k || count > cap) /* the estimate missed: the full select answers */
         return dr_topk(x, n, k, idx_out);
-    kth_largest(cand_val, count, k, &kth, &ties);
+    kth_largest(cand_val, count, k, tkey, &kth, &ties);
     write_answers(cand_idx, cand_val, count, k, kth, ties, idx_out);
     return DR_OK;
 }

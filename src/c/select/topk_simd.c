@@ -64,6 +64,34 @@ DR_TARGET_AVX512 static inline __m512i magnitude_keys(const float *x)
     return _mm512_maskz_mov_epi32(_mm512_cmple_epu32_mask(key, _mm512_set1_epi32(0x7f800000)), key);
 }
 
+DR_TARGET_AVX512 size_t dr_topk_top_level_avx512(const float *x, size_t n, unsigned shift, uint32_t base,
+                                                 uint32_t *hist)
+{
+    const __m512i window = _mm512_set1_epi32((int)base), one = _mm512_set1_epi32(1);
+    __m512i count[TOP_WINDOW];
+    uint32_t bucket[16];
+    size_t i;
+    unsigned j;
+    for (j = 0; j < TOP_WINDOW; j++)
+        count[j] = _mm512_setzero_si512();
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m512i b = _mm512_sub_epi32(_mm512_srli_epi32(magnitude_keys(x + i), shift), window);
+        __mmask16 outside = _mm512_cmpge_epu32_mask(b, _mm512_set1_epi32(TOP_WINDOW));
+        for (j = 0; j < TOP_WINDOW; j++)
+            count[j] = _mm512_mask_add_epi32(count[j], _mm512_cmpeq_epi32_mask(b, _mm512_set1_epi32((int)j)),
+                                             count[j], one);
+        if (outside) {
+            unsigned m = outside;
+            _mm512_storeu_si512(bucket, b);
+            for (; m; m &= m - 1u)
+                hist[base + bucket[__builtin_ctz(m)]]++;
+        }
+    }
+    for (j = 0; j < TOP_WINDOW; j++)
+        hist[base + j] += (uint32_t)_mm512_reduce_add_epi32(count[j]);
+    return i;
+}
+
 DR_TARGET_AVX512 size_t dr_topk_level_avx512(const float *x, size_t n, unsigned shift, uint32_t bucket_mask,
                                              uint32_t above_mask, uint32_t prefix, uint32_t *hist)
 {

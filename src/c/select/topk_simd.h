@@ -20,6 +20,15 @@ size_t dr_topk_candidates_avx2(const float *x, size_t begin, size_t n, uint32_t 
 size_t dr_topk_candidates_avx512(const float *x, size_t begin, size_t n, uint32_t tkey, uint32_t *idx,
                                  float *val, size_t cap, size_t *count);
 
+/* The top radix level's histogram of candidates, whose keys are all at least the key of
+ * bucket `base` (the threshold's): hist[key >> shift] += 1 for every magnitude key (NaN
+ * as 0) of the whole vectors of x[0..n). The TOP_WINDOW buckets from base are counted
+ * in registers, a compare and a masked add per bucket and vector, where the scalar
+ * loop's read-modify-writes of the few buckets that candidates share wait on each
+ * other; keys beyond them are counted one by one. Returns where it stopped. */
+#define TOP_WINDOW 16u
+size_t dr_topk_top_level_avx512(const float *x, size_t n, unsigned shift, uint32_t base, uint32_t *hist);
+
 /* A lower radix level's histogram: over the whole vectors of x[0..n), hist[(key >> shift)
  * & bucket_mask] += 1 for every magnitude key (NaN as 0) with (key & above_mask) ==
  * prefix, the keys that match found by a vector compare, so that a level where few match
