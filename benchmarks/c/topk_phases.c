@@ -57,7 +57,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "the estimate missed (%zu candidates): no phases to time\n", count);
             return 1;
         }
-        kth_largest(cand_val, count, k, &kth, &ties);
+        kth_largest(cand_val, count, k, tkey, &kth, &ties);
         at[3] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         write_answers(cand_idx, cand_val, count, k, kth, ties, idx);
         at[4] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
