@@ -1,6 +1,6 @@
 /* Throughput of the index codecs on one core: encode and decode rates (millions of
  * indices per second) and bits per index at d = 1e7 and three densities, plus bit
- * unpacking and the Bloom positive scan. Not built by the tests; from the repo root:
+ * unpacking and the Bloom positive scan. Built (not run) with the C tests; from the repo root:
  *   cmake -S . -B build/rel && cmake --build build/rel
  *   cc -O2 -std=c99 -Isrc/c/include benchmarks/c/bench_index.c build/rel/libdeepreduce_core.a \
  *      -lz -lm -lpthread -o build/bench_index && build/bench_index */

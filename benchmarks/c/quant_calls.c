@@ -1,8 +1,8 @@
 /* A quantiser's encode + decode, `reps` times, on 25,557,032 normal floats (ResNet-50's
  * size): a fixed amount of work for `perf stat -e instructions:u`, whose counts do not
  * depend on the machine's load (the `none` kernel gives the setup's count to subtract),
- * and a CRC of the last frame (less its own CRC) to compare builds' bytes. Not built by
- * the tests; from the repo root:
+ * and a CRC of the last frame (less its own CRC) to compare builds' bytes. Built (not
+ * run) with the C tests; from the repo root:
  *   cmake -S . -B build/rel && cmake --build build/rel
  *   cc -O2 -std=c99 -Isrc/c/include benchmarks/c/quant_calls.c build/rel/libdeepreduce_core.a \
  *      -lz -lm -lpthread -o build/quant_calls

@@ -1,11 +1,12 @@
 /* Decode time of SKCompress's sections (value bins 4, 128, 256; the keys), median of 201
  * decodes of one encoding of Laplace values / keys spaced ~100 apart, printed as a table.
  * The decoders rebuild the code table from the symbols they decoded (one encoding per
- * section), which this measures. Not built by the tests; from the repo root:
+ * section), which this measures. Built (not run) with the C tests; from the repo root:
  *   cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel
- *   cc -O2 -std=c99 -D_POSIX_C_SOURCE=200809L -Isrc/c/include benchmarks/c/skcompress_decode.c \
+ *   cc -O2 -std=c99 -Isrc/c/include benchmarks/c/skcompress_decode.c \
  *      build/rel/libdeepreduce_core.a -lz -lm -lpthread -o build/skcompress_decode
  *   build/skcompress_decode */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* dr_topk_select's phases timed apart on one thread: the sampled threshold, the candidate
  * sweep, the radix select over the candidates and the last pass that writes the indices
  * (medians of REPS calls, thread CPU time), on N(0,1) floats. It compiles select/topk.c
- * into itself to reach the static phases, so it times exactly the library's code. Not
- * built by the tests; from the repo root (cmake build as in quant_calls.c):
+ * into itself to reach the static phases, so it times exactly the library's code. Built
+ * (not run) with the C tests; from the repo root (cmake build as in quant_calls.c):
  *   cc -O3 -std=c99 -ffp-contract=off -Isrc/c/include -Isrc/c/core -Isrc/c/select \
  *      benchmarks/c/topk_phases.c build/rel/libdeepreduce_core.a -lz -lm -lpthread \
  *      -o build/topk_phases
