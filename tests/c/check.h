@@ -50,6 +50,22 @@ static inline float test_uniform(uint64_t key, uint64_t i)
     return 2.0f * dr_rng_uniform(key, i) - 1.0f;
 }
 
+#if defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 200112L
+#include <stdlib.h>
+/* Whether this build starts threads: only then does dr_thread_count() follow
+ * DEEPREDUCE_THREADS (a build without POSIX threads answers 1, and its kernels run every
+ * range on the caller's thread). Leaves DEEPREDUCE_THREADS unset (static inline: for the
+ * tests that set thread counts). */
+static inline int threads_built(void)
+{
+    int built;
+    setenv("DEEPREDUCE_THREADS", "2", 1);
+    built = dr_thread_count() == 2;
+    unsetenv("DEEPREDUCE_THREADS");
+    return built;
+}
+#endif
+
 /* A frame's CRC field recomputed after a deliberate edit, so that only the decoder's
  * own checks remain (static inline: not every test uses it). */
 static inline void reseal(uint8_t *buf, size_t len)

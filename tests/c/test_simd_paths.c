@@ -260,13 +260,14 @@ static void test_threads_same_bytes(void)
     uint8_t *want = malloc(cap), *got = malloc(cap);
     static const char *const counts[] = {"2", "3"};
     size_t t;
+    int built = threads_built();
     fill(x, n, 99, 1.0f);
     setenv("DEEPREDUCE_THREADS", "1", 1);
     CHECK_OK(dr_qsgd_encode(x, n, 127, 128, 5, 0, want, cap, &len1));
     CHECK_OK(dr_qsgd_decode(want, len1, out1, n));
     for (t = 0; t < 2; t++) {
         setenv("DEEPREDUCE_THREADS", counts[t], 1);
-        CHECK(dr_thread_count() == (int)t + 2);
+        CHECK(dr_thread_count() == (built ? (int)t + 2 : 1));
         CHECK_OK(dr_qsgd_encode(x, n, 127, 128, 5, 0, got, cap, &len));
         CHECK(len == len1 && memcmp(got, want, len) == 0);
         CHECK_OK(dr_qsgd_decode(want, len1, out, n));

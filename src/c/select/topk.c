@@ -55,6 +55,8 @@ static void top_histogram(const float *x, size_t n, uint32_t floor, uint32_t *hi
 #if DR_HAVE_X86_SIMD
     if (floor > 0 && (floor >> shift) <= (1u << TOP_WIDTH) - TOP_WINDOW && dr_simd_active() >= DR_SIMD_AVX512)
         i = dr_topk_top_level_avx512(x, n, shift, floor >> shift, lane[0]);
+#else
+    (void)floor; /* only the vector window uses it */
 #endif
     for (; i < n; i++)
         lane[i & 3u][magnitude_key(x[i]) >> shift]++;
