@@ -10,10 +10,13 @@ cd "$(dirname "$0")/.."
 if command -v apt-get >/dev/null 2>&1; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  native="$(dpkg --print-architecture)"
   install_missing() {
     local missing=()
     for pkg in "$@"; do
-      dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+      # A package installed for two architectures (zlib1g-dev after scripts/setup_cross.sh)
+      # answers only to its qualified name.
+      dpkg -s "$pkg" >/dev/null 2>&1 || dpkg -s "$pkg:$native" >/dev/null 2>&1 || missing+=("$pkg")
     done
     if [ ${#missing[@]} -gt 0 ]; then
       echo "setup: installing ${missing[*]}"
