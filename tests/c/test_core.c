@@ -166,8 +166,10 @@ static void test_topk_select_equals_topk(void)
     /* Large enough for the sampled path; several distributions, ties and NaNs included.
      * With the integers (shape 2), k = 30000 takes every 7 and some of the 6s: the ties
      * run out partway through a vector of candidates, and 2009 ends off a vector. Shape
-     * 4's magnitudes spread evenly over 64 binades, so the candidates span more
-     * top-level buckets than the vector histogram keeps in registers. */
+     * 4's magnitudes spread evenly over about 128 binades, so the candidates span more
+     * top-level buckets than the vector histogram keeps in registers; shape 5's are near
+     * the largest floats, with infinities among them, where that window would run past
+     * the last bucket and is not used. */
     const size_t n = 200003;
     size_t ks[] = {1, 17, 2000, 2009, 20000, 30000, 90000};
     float *x = malloc(n * sizeof *x);
@@ -175,12 +177,14 @@ static void test_topk_select_equals_topk(void)
     void *work;
     size_t t, i;
     int shape;
-    for (shape = 0; shape < 5; shape++) {
+    for (shape = 0; shape < 6; shape++) {
         for (i = 0; i < n; i++) {
             float u = test_uniform(21 + (uint64_t)shape, i);
             x[i] = shape == 0 ? u : shape == 1 ? u * u * u : shape == 2 ? (float)((int)(u * 8.0f)) : 0.0f;
             if (shape == 4)
                 x[i] = ldexpf(u < 0.5f ? -1.0f - u : u, -(int)(64.0f * test_uniform(22, i)));
+            if (shape == 5)
+                x[i] = i % 1009 == 0 ? (i % 2 ? INFINITY : -INFINITY) : ldexpf(u, 127);
         }
         if (shape == 3) /* mostly zeros with a few values and NaNs */
             for (i = 0; i < n; i += 97)
