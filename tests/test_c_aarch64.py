@@ -15,19 +15,15 @@ import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.c_build import ROOT, build_warning_free
+
 TOOLCHAIN = ROOT / "cmake" / "aarch64-linux-gnu.cmake"
 
 
 def _build(cmake, build, extra_flags):
-    configure = [cmake, "-S", str(ROOT), "-B", str(build), f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
-                 "-DCMAKE_BUILD_TYPE=Release", "-DDEEPREDUCE_C_TESTS=ON", "-DDEEPREDUCE_WERROR=ON",
-                 f"-DCMAKE_C_FLAGS={extra_flags}"]
-    done = subprocess.run(configure, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    built = subprocess.run([cmake, "--build", str(build), "-j2"], capture_output=True, text=True)
-    assert built.returncode == 0, built.stdout + built.stderr
-    assert "warning" not in built.stdout + built.stderr
+    build_warning_free(cmake, build, [f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}", "-DCMAKE_BUILD_TYPE=Release",
+                                      "-DDEEPREDUCE_C_TESTS=ON", "-DDEEPREDUCE_WERROR=ON",
+                                      f"-DCMAKE_C_FLAGS={extra_flags}"])
     machine = subprocess.run(["file", "-b", str(build / "test_core")], capture_output=True, text=True).stdout
     assert "aarch64" in machine, machine
 

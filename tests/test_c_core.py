@@ -1,13 +1,12 @@
 """The C core's own test programs, built warning-free (-std=c99 -Wall -Wextra -pedantic
 -Werror) with AddressSanitizer and UBSan, run under every SIMD level by ctest."""
 import os
-import pathlib
 import shutil
 import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.c_build import build_warning_free
 
 
 @pytest.mark.slow
@@ -16,12 +15,8 @@ def test_c_programs_pass_under_asan_and_ubsan(tmp_path):
     if cmake is None:
         pytest.skip("cmake not installed")
     build = tmp_path / "asan"
-    configure = [cmake, "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Debug",
-                 "-DDEEPREDUCE_C_TESTS=ON", "-DDEEPREDUCE_SANITIZE=ON", "-DDEEPREDUCE_WERROR=ON"]
-    subprocess.run(configure, check=True, capture_output=True, text=True)
-    built = subprocess.run([cmake, "--build", str(build), "-j2"], capture_output=True, text=True)
-    assert built.returncode == 0, built.stdout + built.stderr
-    assert "warning" not in built.stdout + built.stderr
+    build_warning_free(cmake, build, ["-DCMAKE_BUILD_TYPE=Debug", "-DDEEPREDUCE_C_TESTS=ON",
+                                      "-DDEEPREDUCE_SANITIZE=ON", "-DDEEPREDUCE_WERROR=ON"])
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=1", UBSAN_OPTIONS="print_stacktrace=1")
     ran = subprocess.run(["ctest", "--test-dir", str(build), "--output-on-failure", "-j2"],
                          capture_output=True, text=True, env=env, timeout=600)

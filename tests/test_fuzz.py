@@ -2,7 +2,6 @@
 docs/reliability.md): the libFuzzer targets of fuzz/ built with clang under ASan + UBSan
 and run for a few seconds each from a corpus our own encoders write, and the Python
 mutation fuzzer over every compressor's and wrapper's decompress."""
-import os
 import pathlib
 import shutil
 import subprocess
@@ -15,6 +14,7 @@ sys.path.insert(0, str(ROOT / "fuzz"))
 
 import make_corpus  # noqa: E402
 import py_fuzz  # noqa: E402
+from tests.c_build import build_warning_free  # noqa: E402
 
 TARGETS = ["fuzz_frame", "fuzz_sections"]
 SECONDS_PER_TARGET = 8
@@ -27,13 +27,7 @@ def fuzz_build(tmp_path_factory):
     clang, cmake = shutil.which("clang"), shutil.which("cmake")
     assert clang and cmake, "the fuzz targets need clang (with libFuzzer) and cmake: run scripts/setup.sh"
     build = tmp_path_factory.mktemp("fuzz-build")
-    env = dict(os.environ, CC=clang)
-    subprocess.run([cmake, "-S", str(ROOT), "-B", str(build), "-DDEEPREDUCE_FUZZ=ON",
-                    "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], check=True, capture_output=True, text=True, env=env)
-    built = subprocess.run([cmake, "--build", str(build), "-j2", "--target", *TARGETS], capture_output=True,
-                           text=True, env=env)
-    assert built.returncode == 0, built.stdout + built.stderr
-    assert "warning" not in built.stdout + built.stderr
+    build_warning_free(cmake, build, ["-DDEEPREDUCE_FUZZ=ON", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"], TARGETS, cc=clang)
     corpus = tmp_path_factory.mktemp("corpus")
     make_corpus.main(corpus)
     return build, corpus
