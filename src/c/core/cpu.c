@@ -16,6 +16,8 @@ int dr_simd_supported(void)
         return DR_SIMD_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2"))
         return DR_SIMD_AVX2;
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+    return DR_SIMD_NEON;
 #endif
     return DR_SIMD_SCALAR;
 }
@@ -24,17 +26,13 @@ int dr_simd_active(void)
 {
     int level = dr_simd_supported();
     const char *cap = getenv("DEEPREDUCE_SIMD");
-    if (cap != NULL) {
-        int wanted = level;
-        if (strcmp(cap, "scalar") == 0)
-            wanted = DR_SIMD_SCALAR;
-        else if (strcmp(cap, "avx2") == 0)
-            wanted = DR_SIMD_AVX2;
-        else if (strcmp(cap, "avx512") == 0)
-            wanted = DR_SIMD_AVX512;
-        if (wanted < level)
-            level = wanted;
-    }
+    if (cap == NULL)
+        return level;
+    if (strcmp(cap, "scalar") == 0)
+        return DR_SIMD_SCALAR;
+    /* the one level below another of its family */
+    if (level == DR_SIMD_AVX512 && strcmp(cap, "avx2") == 0)
+        return DR_SIMD_AVX2;
     return level;
 }
 
@@ -43,6 +41,7 @@ const char *dr_simd_name(int level)
     switch (level) {
     case DR_SIMD_AVX512: return "avx512";
     case DR_SIMD_AVX2: return "avx2";
+    case DR_SIMD_NEON: return "neon";
     default: return "scalar";
     }
 }

@@ -1,5 +1,7 @@
-/* Internal: whether this compiler can build the x86 SIMD variants. They are compiled
- * with per-function target attributes, so the rest of the library needs no -mavx2. */
+/* Internal: which SIMD variants this compiler can build. The x86 ones are compiled with
+ * per-function target attributes, so the rest of the library needs no -mavx2; 64-bit
+ * ARM always has Advanced SIMD (NEON), so its variants need no attribute and no CPU
+ * check, only the DEEPREDUCE_SIMD cap. */
 #ifndef DR_SIMD_CONFIG_H
 #define DR_SIMD_CONFIG_H
 
@@ -9,6 +11,12 @@
 #define DR_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt,fma")))
 #else
 #define DR_HAVE_X86_SIMD 0
+#endif
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define DR_HAVE_NEON 1
+#else
+#define DR_HAVE_NEON 0
 #endif
 
 /* A scalar kernel written once and compiled twice: the body is a DR_ALWAYS_INLINE

@@ -213,17 +213,21 @@ uint32_t dr_crc32(uint32_t crc, const uint8_t *buf, size_t len);
 enum dr_simd_level {
     DR_SIMD_SCALAR = 0,
     DR_SIMD_AVX2 = 1,
-    DR_SIMD_AVX512 = 2
+    DR_SIMD_AVX512 = 2,
+    DR_SIMD_NEON = 3 /* 64-bit ARM; never compared with the x86 levels */
 };
 
-/* The highest level this CPU supports, ignoring the environment. */
+/* The highest level this CPU supports, ignoring the environment: AVX512 or AVX2 on x86
+ * (by CPUID), NEON on 64-bit ARM (which always has it), SCALAR elsewhere. */
 int dr_simd_supported(void);
 
 /* The level kernels use now: dr_simd_supported() capped by DEEPREDUCE_SIMD when that
- * variable names a level. Read afresh on every call, so a test can switch paths. */
+ * variable names a lower level of this CPU's family ("scalar" anywhere, "avx2" on an
+ * AVX-512 machine); any other value, another family's names included, changes nothing.
+ * Read afresh on every call, so a test can switch paths. */
 int dr_simd_active(void);
 
-/* "scalar", "avx2" or "avx512". */
+/* "scalar", "avx2", "avx512" or "neon". */
 const char *dr_simd_name(int level);
 
 /* AVX-512 here means F, BW, VL and DQ (the vector generator multiplies 64-bit lanes). */

@@ -286,7 +286,7 @@ int dr_qsgd_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     q.levels = buf + f.section_off[1];
     q.out = out;
     q.simd = simd;
-    q.stream = simd >= DR_SIMD_AVX2 && dr_stream_output(out, n);
+    q.stream = DR_HAVE_X86_SIMD && simd >= DR_SIMD_AVX2 && dr_stream_output(out, n);
     /* Every bucket is checked before any is decoded, so a refused frame leaves `out`
      * untouched: the check is the first step, split over the threads as the decoding,
      * the second, is. */

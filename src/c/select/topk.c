@@ -263,6 +263,9 @@ static size_t collect_candidates(const float *x, size_t begin, size_t end, uint3
         i = dr_topk_candidates_avx512(x, begin, end, tkey, idx, val, cap, &c);
     else if (simd >= DR_SIMD_AVX2)
         i = dr_topk_candidates_avx2(x, begin, end, tkey, idx, val, cap, &c);
+#elif DR_HAVE_NEON
+    if (dr_simd_active() == DR_SIMD_NEON)
+        i = dr_topk_candidates_neon(x, begin, end, tkey, idx, val, cap, &c);
 #endif
     for (; i < end; i++) {
         uint32_t key;

@@ -1,6 +1,6 @@
 /* Internal: the vector variants of dr_topk_select's kernels.
  *
- * The candidate sweeps. Each takes whole
+ * The candidate sweeps (AVX2, AVX-512; NEON in 16-entry blocks). Each takes whole
  * vectors of x[begin..n), appends the index and the value of every entry whose
  * magnitude key is at least tkey (NaN never) to idx[*count..] and val[*count..], in
  * ascending index order, and returns where it stopped: before n's last partial vector,
@@ -44,6 +44,11 @@ size_t dr_topk_level_avx512(const float *x, size_t n, unsigned shift, uint32_t b
  * equal to kth met so far) carry the scalar loop's state on. */
 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
                             uint32_t kth, size_t ties, uint32_t *idx_out, size_t *out, size_t *ties_taken);
+#endif
+
+#if DR_HAVE_NEON
+size_t dr_topk_candidates_neon(const float *x, size_t begin, size_t n, uint32_t tkey, uint32_t *idx,
+                               float *val, size_t cap, size_t *count);
 #endif
 
 #endif
