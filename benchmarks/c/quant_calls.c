@@ -7,7 +7,8 @@
  *   cc -O2 -std=c99 -Isrc/c/include benchmarks/c/quant_calls.c build/rel/libdeepreduce_core.a \
  *      -lz -lm -lpthread -o build/quant_calls
  *   perf stat -e instructions:u build/quant_calls adaq 5     (and none, inceptionn, sketch,
- *                                                            eightbit, qsgd, natural;
+ *                                                            eightbit, qsgd, natural,
+ *                                                            terngrad, onebit;
  *                                                            DEEPREDUCE_SIMD caps)
  * sketch takes its bin count as an optional third argument (default 127). */
 #include <math.h>
@@ -28,7 +29,7 @@ int main(int argc, char **argv)
     int reps, r, st = DR_OK;
     const char *kernel;
     if (argc < 3 || argc > 4 || x == NULL || out == NULL || buf == NULL || work == NULL) {
-        fprintf(stderr, "usage: quant_calls none|adaq|inceptionn|sketch|eightbit|qsgd|natural REPS [BINS]\n");
+        fprintf(stderr, "usage: quant_calls none|adaq|inceptionn|sketch|eightbit|qsgd|natural|terngrad|onebit REPS [BINS]\n");
         return 2;
     }
     kernel = argv[1];
@@ -59,6 +60,12 @@ int main(int argc, char **argv)
         } else if (strcmp(kernel, "natural") == 0) {
             st = dr_natural_encode(x, n, 1, 0, buf, cap, &len);
             st = st != DR_OK ? st : dr_natural_decode(buf, len, out, n);
+        } else if (strcmp(kernel, "terngrad") == 0) {
+            st = dr_terngrad_encode(x, n, 1, 0, buf, cap, &len);
+            st = st != DR_OK ? st : dr_terngrad_decode(buf, len, out, n);
+        } else if (strcmp(kernel, "onebit") == 0) {
+            st = dr_onebit_encode(x, n, 0, buf, cap, &len);
+            st = st != DR_OK ? st : dr_onebit_decode(buf, len, out, n);
         } else if (strcmp(kernel, "none") != 0) {
             fprintf(stderr, "unknown kernel %s\n", kernel);
             return 2;
