@@ -349,8 +349,17 @@ static void test_threshold_long_matches_scalar_rule(void)
     uint32_t *idx = malloc(n * sizeof *idx);
     size_t i, c = 0, j = 0;
     int ok = 1;
-    for (i = 0; i < n; i++)
+    /* NaNs, infinities and entries exactly at the threshold among them, where the
+     * vector paths (16 or 8 at a time) see them, not only the scalar tail */
+    for (i = 0; i < n; i++) {
         x[i] = test_uniform(3, i);
+        if (i % 37 == 5)
+            x[i] = NAN;
+        if (i % 41 == 7)
+            x[i] = i % 2 ? INFINITY : -INFINITY;
+        if (i % 43 == 9)
+            x[i] = i % 2 ? 0.9f : -0.9f;
+    }
     CHECK_OK(dr_threshold_select(x, n, 0.9f, idx, n, &c));
     for (i = 0; i < n; i++)
         if (fabsf(x[i]) >= 0.9f)

@@ -62,6 +62,9 @@ int dr_threshold_select(const float *x, size_t n, float t, uint32_t *idx_out, si
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX2)
         i = dr_threshold_select_avx2(x, n, tkey, idx_out, &c);
+#elif DR_HAVE_NEON
+    if (dr_simd_active() == DR_SIMD_NEON)
+        i = dr_threshold_select_neon(x, n, tkey, idx_out, &c);
 #endif
     for (; i < n; i++)
         if (passes(x[i], tkey))

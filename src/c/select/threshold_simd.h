@@ -1,14 +1,21 @@
-/* Internal: AVX2 variants of the threshold kernels. Each handles a prefix of whole
+/* Internal: AVX2 (and, for the select, NEON) variants of the threshold kernels. Each handles a prefix of whole
  * vectors, returns its length, and adds what it found to *count. */
 #ifndef DR_THRESHOLD_SIMD_H
 #define DR_THRESHOLD_SIMD_H
 
 #include "simd_config.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 #if DR_HAVE_X86_SIMD
 size_t dr_threshold_count_avx2(const float *x, size_t n, uint32_t tkey, size_t *count);
 size_t dr_threshold_select_avx2(const float *x, size_t n, uint32_t tkey, uint32_t *idx_out,
                                 size_t *count);
+#endif
+
+#if DR_HAVE_NEON
+size_t dr_threshold_select_neon(const float *x, size_t n, uint32_t tkey, uint32_t *idx_out, size_t *count);
 #endif
 
 #endif
