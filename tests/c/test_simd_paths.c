@@ -583,10 +583,10 @@ int main(void)
         check_paths("onebit", enc_onebit, dr_onebit_decode, x, n, dr_onebit_size(n));
         check_paths("efsignsgd", enc_efsignsgd, dr_efsignsgd_decode, x, n, dr_efsignsgd_size(n));
         check_paths("natural", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
-        for (b = 0; b < 7; b++) {
-            /* Every level count of the AVX-512 search (0 to 8: bins padded to 1, 2, 4,
-             * 8, 16, 32, 64, 128, 256), and past it. */
-            static const uint32_t sketch_bins[] = {1, 2, 3, 5, 16, 17, 33, 127, 256, 1000};
+        for (b = 0; b < 10; b++) {
+            /* Every level count of the AVX-512 and AVX2 searches (0 to 8: bins padded to
+             * 1, 2, 4, 8, 16, 32, 64, 128, 256), and past it. */
+            static const uint32_t sketch_bins[10] = {1, 2, 3, 5, 16, 17, 33, 127, 256, 1000};
             g_bins = sketch_bins[b];
             check_paths("sketch", enc_sketch, dr_sketch_decode, x, n, dr_sketch_size(n, g_bins));
         }

@@ -97,6 +97,43 @@ static uint32_t find_bin(const uint32_t *edges, uint32_t p, uint32_t last, uint3
     return lo < last ? lo : last;
 }
 
+/* Elements whose searches run side by side in find_bins. */
+#define SEARCH_GROUP 16
+
+static void put_bin(uint8_t *index, size_t width, size_t i, uint32_t b)
+{
+    if (width == 1) {
+        index[i] = (uint8_t)b;
+    } else {
+        uint16_t v = (uint16_t)b;
+        memcpy(index + 2 * i, &v, 2);
+    }
+}
+
+/* find_bin for x[begin..n) into index, SEARCH_GROUP elements at a time: one element's
+ * levels are a chain of dependent loads and conditional moves, and the group's
+ * independent chains overlap. The same steps and compares as find_bin, so the same bins. */
+static void find_bins(const float *x, size_t begin, size_t n, const uint32_t *edges, uint32_t p,
+                      uint32_t last, uint8_t *index, size_t width)
+{
+    size_t i = begin;
+    unsigned g;
+    for (; i + SEARCH_GROUP <= n; i += SEARCH_GROUP) {
+        uint32_t key[SEARCH_GROUP], lo[SEARCH_GROUP], step;
+        for (g = 0; g < SEARCH_GROUP; g++) {
+            key[g] = order_key(x[i + g]);
+            lo[g] = 0;
+        }
+        for (step = p / 2; step > 0; step >>= 1)
+            for (g = 0; g < SEARCH_GROUP; g++)
+                lo[g] += edges[lo[g] + step - 1] <= key[g] ? step : 0u;
+        for (g = 0; g < SEARCH_GROUP; g++)
+            put_bin(index, width, i + g, lo[g] < last ? lo[g] : last);
+    }
+    for (; i < n; i++)
+        put_bin(index, width, i, find_bin(edges, p, last, order_key(x[i])));
+}
+
 /* Adds v to bin b's sum and 1 to its count (an exact integer in double), stored side by
  * side: one 16-byte read-modify-write per element where two arrays took two (the loop
  * was bound by its stores). The same two double additions either way. */
@@ -143,22 +180,19 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
         edges[j] = UINT32_MAX;
 
     memset(tally, 0, TALLIES * 2u * bins * sizeof *tally);
-    /* The bins first (AVX-512 where the machine has it), then the partial sums (their
-     * order fixes the double sums, so every path gives the same means). */
+    /* The bins first (AVX-512 or AVX2 where the machine has them), then the partial sums
+     * (their order fixes the double sums, so every path gives the same means). */
     i = 0;
 #if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512)
-        i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
-#endif
-    for (; i < n; i++) {
-        uint32_t b = find_bin(edges, p, bins - 1, order_key(x[i]));
-        if (width == 1) {
-            index[i] = (uint8_t)b;
-        } else {
-            uint16_t v = (uint16_t)b;
-            memcpy(index + 2 * i, &v, 2);
-        }
+    {
+        int simd = dr_simd_active();
+        if (simd >= DR_SIMD_AVX512)
+            i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
+        else if (simd >= DR_SIMD_AVX2)
+            i = dr_sketch_bins_avx2(x, n, edges, p, bins - 1, index);
     }
+#endif
+    find_bins(x, i, n, edges, p, bins - 1, index, width);
     i = 0;
     if (width == 1) {
         for (; i + TALLIES <= n; i += TALLIES) {

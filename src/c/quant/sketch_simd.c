@@ -1,7 +1,8 @@
-/* AVX-512 sketch bins: the branch-free binary search of find_bin() in sketch.c, one lane
- * per element, the steps and compares the scalar code's, so the bins are the same. (A
- * gather per step, the AVX2 way, ran slower than the scalar search on the development
- * machine's AMD (Zen 5) core, so AVX2 machines take the scalar path.) */
+/* The sketch's bins with SIMD: AVX-512 runs the branch-free binary search of find_bin()
+ * in sketch.c, one lane per element, the steps and compares the scalar code's, so the
+ * bins are the same; AVX2 reaches the same bins by a B-tree (below). Both keep the edges
+ * in registers: a gather per step ran slower than the scalar search on the development
+ * machine's AMD (Zen 5) core. */
 #include "deepreduce.h"
 #include "sketch_simd.h"
 #include "lookup_simd.h"
@@ -117,6 +118,107 @@ DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const ui
     case 6: return bins_body(x, n, regs, 6, SEARCH_WAYS, p, last, index, width);
     case 7: return bins_body(x, n, regs, 7, SEARCH_WAYS, p, last, index, width);
     default: return bins_body(x, n, regs, 8, SEARCH_WAYS / 2, p, last, index, width);
+    }
+}
+
+/* ---- AVX2: the same bins, as a B-tree of register tables.
+ *
+ * AVX2 has no two-register permute, so a level's table is one register (8 entries) at
+ * most. The first min(levels, 3) levels of find_bin's search run as above, a permute
+ * each, and leave lo at block j = lo / B of B = p / 8 edges. The rest of the search only
+ * counts the edges of that block that are <= the key (the edges ascend, so the binary
+ * search's answer is lo plus that count): B - 1 compares with tables T_m[j] =
+ * edges[j B + m], all independent, where the binary search was a chain of levels whose
+ * tables would take up to 16 permutes and 15 blends each. There is no unsigned compare
+ * either, so the tables and the keys are biased by 2^31 for the signed one. */
+
+/* The largest p the register tables take, and their count: 3 levels of 1, 2 and 4
+ * entries, then B - 1 = p / 8 - 1 block tables. */
+#define AVX2_MAX_P 256u
+#define AVX2_TOP_LEVELS 3u
+#define AVX2_TABLES (AVX2_TOP_LEVELS + AVX2_MAX_P / 8u - 1u)
+
+/* x's order_key (sketch.c), less 2^31: the bits with the non-sign ones flipped where
+ * negative. Compared signed, it orders as order_key does unsigned. */
+DR_TARGET_AVX2 static inline __attribute__((always_inline)) __m256i signed_key(const float *x)
+{
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    return _mm256_xor_si256(u, _mm256_srli_epi32(_mm256_srai_epi32(u, 31), 1));
+}
+
+/* The bins of 8 elements at x, for a search of `levels` levels (p = 2^levels). */
+DR_TARGET_AVX2 static inline __attribute__((always_inline)) __m256i
+bins8_avx2(const float *x, const __m256i *tables, unsigned levels, __m256i last)
+{
+    const unsigned top = levels < AVX2_TOP_LEVELS ? levels : AVX2_TOP_LEVELS;
+    const uint32_t block = 1u << (levels - top);
+    __m256i key = signed_key(x), lo = _mm256_setzero_si256(), count, j;
+    unsigned lv, m;
+    for (lv = 0; lv < top; lv++) {
+        __m256i e = _mm256_permutevar8x32_epi32(tables[lv], _mm256_srli_epi32(lo, (int)(levels - lv)));
+        lo = _mm256_add_epi32(lo, _mm256_andnot_si256(_mm256_cmpgt_epi32(e, key),
+                                                      _mm256_set1_epi32((int)(1u << (levels - lv - 1)))));
+    }
+    /* Each compare is -1 where the edge is above the key: count = (B - 1) + their sum. */
+    j = _mm256_srli_epi32(lo, (int)(levels - top));
+    count = _mm256_set1_epi32((int)(block - 1u));
+    for (m = 0; m + 1 < block; m++)
+        count = _mm256_add_epi32(count, _mm256_cmpgt_epi32(_mm256_permutevar8x32_epi32(tables[top + m], j), key));
+    return _mm256_min_epu32(_mm256_add_epi32(lo, count), last);
+}
+
+/* The bins of x[0..n - n % 16), 16 at a time (two searches interleave), as bytes. */
+DR_TARGET_AVX2 static inline __attribute__((always_inline)) size_t
+bins_body_avx2(const float *x, size_t n, const __m256i *tables, unsigned levels, uint32_t last,
+               uint8_t *index)
+{
+    const __m256i cap = _mm256_set1_epi32((int)last);
+    size_t i, end = n - n % 16;
+    for (i = 0; i < end; i += 16) {
+        __m256i a = bins8_avx2(x + i, tables, levels, cap), b = bins8_avx2(x + i + 8, tables, levels, cap);
+        /* 32 -> 16 bits packs within 128-bit lanes: a0-3 b0-3 | a4-7 b4-7; put a before b. */
+        __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+        _mm_storeu_si128((__m128i *)(void *)(index + i),
+                         _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+    }
+    return end;
+}
+
+DR_TARGET_AVX2 size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32_t *edges, uint32_t p,
+                                          uint32_t last, uint8_t *index)
+{
+    uint32_t table[AVX2_TABLES][8];
+    __m256i tables[AVX2_TABLES];
+    unsigned levels = 0, top, lv, t, m;
+    uint32_t block;
+    if (p > AVX2_MAX_P)
+        return 0;
+    while ((1u << levels) < p)
+        levels++;
+    top = levels < AVX2_TOP_LEVELS ? levels : AVX2_TOP_LEVELS;
+    block = 1u << (levels - top);
+    memset(table, 0, sizeof table);
+    for (lv = 0; lv < top; lv++) {
+        uint32_t step = p >> (lv + 1);
+        for (t = 0; t < (1u << lv); t++)
+            table[lv][t] = edges[t * 2u * step + step - 1u] ^ 0x80000000u;
+    }
+    for (m = 0; m + 1 < block; m++)
+        for (t = 0; t < (1u << top); t++)
+            table[top + m][t] = edges[t * block + m] ^ 0x80000000u;
+    for (t = 0; t < AVX2_TABLES; t++)
+        tables[t] = _mm256_loadu_si256((const __m256i *)(const void *)table[t]);
+    /* A constant level count, so that the loops unroll (127 bins: 7 levels). */
+    switch (levels) {
+    case 0: return bins_body_avx2(x, n, tables, 0, last, index);
+    case 1: return bins_body_avx2(x, n, tables, 1, last, index);
+    case 2: return bins_body_avx2(x, n, tables, 2, last, index);
+    case 3: return bins_body_avx2(x, n, tables, 3, last, index);
+    case 4: return bins_body_avx2(x, n, tables, 4, last, index);
+    case 5: return bins_body_avx2(x, n, tables, 5, last, index);
+    case 6: return bins_body_avx2(x, n, tables, 6, last, index);
+    case 7: return bins_body_avx2(x, n, tables, 7, last, index);
+    default: return bins_body_avx2(x, n, tables, 8, last, index);
     }
 }
 

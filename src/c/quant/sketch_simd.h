@@ -1,4 +1,5 @@
-/* Internal: the AVX-512 variants of the sketch's bin search and of its decoder's values.
+/* Internal: the AVX-512 and AVX2 variants of the sketch's bin search, and the AVX-512
+ * variant of its decoder's values.
  * Each handles a prefix of whole vectors (16 elements) and returns its length.
  * dr_sketch_bins_avx512 finds the bins (find_bin of sketch.c on order_key(x[i])), writes
  * them to index (width 1 or 2 bytes each); it keeps the edges in registers and does
@@ -14,6 +15,11 @@
 #if DR_HAVE_X86_SIMD
 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges, uint32_t p,
                              uint32_t last, uint8_t *index, size_t width);
+
+/* The same bins from AVX2 register tables, for p <= 256 (so one byte each); 0 (nothing
+ * done) for larger p. Handles whole 16-element blocks. */
+size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32_t *edges, uint32_t p,
+                           uint32_t last, uint8_t *index);
 
 /* table[index[i]] to out[i] (one byte each), table 256 floats. */
 size_t dr_sketch_read_avx512(const uint8_t *index, size_t n, const float *table, float *out);
