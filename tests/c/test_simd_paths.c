@@ -196,7 +196,8 @@ static void test_signum_fused_paths(void)
 
 /* The kernels whose vector decoders write their output with non-temporal stores past the
  * threshold (sign kernels; natural; qsgd with buckets of 5, so outputs on and off the
- * 16-byte grid): the same frames and outputs on every path, with one shared tensor. */
+ * 16-byte grid; the sketch's AVX2 decoder): the same frames and outputs on every path,
+ * with one shared tensor. */
 static void test_streamed(void)
 {
     float *x = malloc(STREAMED_N * sizeof *x);
@@ -207,6 +208,8 @@ static void test_streamed(void)
     g_s = 127;
     g_bucket = 5;
     check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, STREAMED_N, dr_qsgd_size(STREAMED_N, 127, 5));
+    g_bins = 127;
+    check_paths("sketch streamed", enc_sketch, dr_sketch_decode, x, STREAMED_N, dr_sketch_size(STREAMED_N, 127));
     free(x);
 }
 

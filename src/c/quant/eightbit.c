@@ -339,7 +339,7 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     if (simd >= DR_SIMD_AVX512)
         i = dr_signed_lookup128_avx512(codes, n, table, out);
     else if (simd >= DR_SIMD_AVX2 && dr_stream_output(out, n))
-        i = dr_eightbit_values_stream_avx2(codes, n, value, out);
+        i = dr_lookup256_stream_avx2(codes, n, value, out);
 #endif
     for (; i < n; i++)
         out[i] = value[codes[i]];

@@ -96,13 +96,4 @@ DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, const uin
     }
     return i;
 }
-DR_TARGET_AVX2 size_t dr_eightbit_values_stream_avx2(const uint8_t *codes, size_t n, const float *value,
-                                                     float *out)
-{
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        _mm_stream_ps(out + i, _mm_setr_ps(value[codes[i]], value[codes[i + 1]], value[codes[i + 2]], value[codes[i + 3]]));
-    dr_stream_fence();
-    return i;
-}
 #endif

@@ -36,10 +36,6 @@ size_t dr_eightbit_guess_avx512(const float *x, size_t n, const dr_eightbit_gues
  * groups of 8; returns its length. */
 size_t dr_eightbit_codes_avx2(const float *x, size_t n, const uint32_t *entry, uint32_t base,
                               uint8_t *codes);
-/* out[i] = value[codes[i]] (value: the 256 signed magnitudes) by 16-byte non-temporal
- * stores, for a prefix of whole groups of 4; for outputs far past the caches, out 16-byte
- * aligned. */
-size_t dr_eightbit_values_stream_avx2(const uint8_t *codes, size_t n, const float *value, float *out);
 #endif
 
 #endif

@@ -26,4 +26,13 @@ DR_TARGET_AVX512 size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t 
         dr_stream_fence();
     return i;
 }
+
+DR_TARGET_AVX2 size_t dr_lookup256_stream_avx2(const uint8_t *codes, size_t n, const float *table, float *out)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm_stream_ps(out + i, _mm_setr_ps(table[codes[i]], table[codes[i + 1]], table[codes[i + 2]], table[codes[i + 3]]));
+    dr_stream_fence();
+    return i;
+}
 #endif

@@ -15,6 +15,8 @@
 #include "qframe.h"
 #include "sketch_simd.h"
 #include "sketch_fill.h"
+#include "lookup_simd.h"
+#include "stream_simd.h"
 #include "sample.h"
 
 #include <math.h>
@@ -258,6 +260,8 @@ static int sketch_read(const uint8_t *means, const uint8_t *index, uint32_t bins
 #if DR_HAVE_X86_SIMD
         if (dr_simd_active() >= DR_SIMD_AVX512)
             i = dr_sketch_read_avx512(index, n, table, out);
+        else if (dr_simd_active() >= DR_SIMD_AVX2 && dr_stream_output(out, n))
+            i = dr_lookup256_stream_avx2(index, n, table, out);
 #endif
         for (; i < n; i++)
             out[i] = table[index[i]];
