@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "../../src/c/core/lane_tables.h"
 
 typedef int (*encode_fn)(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written);
 typedef int (*decode_fn)(const uint8_t *, size_t, float *, size_t);
@@ -565,6 +566,47 @@ static void test_crc32_threads(void)
     free(bytes);
 }
 
+/* The AVX2 kernels' stand-ins for PDEP and PEXT (lane_tables.h) against their
+ * definitions, bit by bit: every entry of both lane tables, every pair of 8-bit masks
+ * interleaved, every 16-bit tag split. */
+static void test_lane_tables(void)
+{
+    uint32_t m, a, b, t;
+    int tables_ok = 1, bits_ok = 1;
+    for (m = 0; m < 256; m++) {
+        unsigned lane, packed = 0;
+        for (lane = 0; lane < 8; lane++) {
+            unsigned below = 0, k;
+            for (k = 0; k < lane; k++)
+                below += (m >> k) & 1u;
+            if ((m >> lane) & 1u) {
+                tables_ok &= ((dr_pack_lanes8[m] >> (8 * packed)) & 0xffu) == lane;
+                tables_ok &= ((dr_spread_lanes8[m] >> (8 * lane)) & 0xffu) == below;
+                packed++;
+            } else {
+                tables_ok &= ((dr_spread_lanes8[m] >> (8 * lane)) & 0xffu) == 0u;
+            }
+        }
+        for (; packed < 8; packed++)
+            tables_ok &= ((dr_pack_lanes8[m] >> (8 * packed)) & 0xffu) == 0x80u;
+    }
+    for (a = 0; a < 256; a++)
+        for (b = 0; b < 256; b++) {
+            uint32_t want = 0, bit;
+            for (bit = 0; bit < 8; bit++)
+                want |= ((a >> bit) & 1u) << (2 * bit) | ((b >> bit) & 1u) << (2 * bit + 1);
+            bits_ok &= dr_interleave_bits8(a, b) == want;
+        }
+    for (t = 0; t < 65536; t++) {
+        uint32_t want = 0, bit;
+        for (bit = 0; bit < 8; bit++)
+            want |= ((t >> (2 * bit)) & 1u) << bit;
+        bits_ok &= dr_even_bits16(t) == want;
+    }
+    CHECK(tables_ok);
+    CHECK(bits_ok);
+}
+
 int main(void)
 {
     static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 127, 128, 129, 1000, 4099};
@@ -623,5 +665,6 @@ int main(void)
     test_signum_fused_paths();
     test_streamed();
     test_natural_normal_vectors();
+    test_lane_tables();
     return check_summary("test_simd_paths");
 }

@@ -6,6 +6,7 @@
  * and ignored). */
 #include "deepreduce.h"
 #include "inceptionn_simd.h"
+#include "lane_tables.h"
 
 #include <string.h>
 
@@ -169,22 +170,20 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
     return _mm512_reduce_min_epu32(least) == 0 || _mm512_reduce_max_epu32(top) == 0x7f800000u;
 }
 /* ------------------------------------------------------------------------------ AVX2 */
-/* Eight lanes per step; compress and expand by lane permutations computed from the lane
- * mask with PDEP/PEXT (bytes 0..7 of 0x0706050403020100 are the lane numbers). */
+/* Eight lanes per step; compress and expand by lane permutations read from the lane
+ * tables (lane_tables.h: no PDEP or PEXT, which AMD before Zen 3 microcodes). */
 
 /* The permutation that packs the lanes set in the 8-bit mask m to the low lanes, in order. */
 DR_TARGET_AVX2 static __m256i pack_order(unsigned m)
 {
-    uint64_t lanes = _pdep_u64(m, 0x0101010101010101ull) * 0xffu;
-    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)_pext_u64(0x0706050403020100ull, lanes)));
+    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)dr_pack_lanes8[m]));
 }
 
 /* The permutation that spreads the low lanes to the lanes set in m, in order (the other
  * lanes get lane 0: the caller clears them). */
 DR_TARGET_AVX2 static __m256i spread_order(unsigned m)
 {
-    uint64_t lanes = _pdep_u64(m, 0x0101010101010101ull) * 0xffu;
-    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)_pdep_u64(0x0706050403020100ull, lanes)));
+    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)dr_spread_lanes8[m]));
 }
 
 /* All ones in the lanes set in the 8-bit mask m, zeros elsewhere. */
@@ -222,7 +221,7 @@ DR_TARGET_AVX2 size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptio
         unsigned g16 = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge16));
         unsigned m8 = g0 & ~g8, m16 = g8 & ~g16;
         /* The tags as in the AVX-512 code: low bit the parity, high bit t8 reached. */
-        uint16_t t = (uint16_t)(_pdep_u32(g0 ^ g8 ^ g16, 0x5555u) | _pdep_u32(g8, 0xaaaau));
+        uint16_t t = (uint16_t)dr_interleave_bits8(g0 ^ g8 ^ g16, g8);
         uint64_t b8;
         /* fixed() of the scalar code, lane by lane. */
         q = _mm256_srli_epi32(
@@ -234,10 +233,12 @@ DR_TARGET_AVX2 size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptio
         v8 = _mm256_or_si256(q, _mm256_and_si256(_mm256_srli_epi32(bits, 24), sign8));
         v16 = _mm256_or_si256(q, _mm256_and_si256(_mm256_srli_epi32(bits, 16), sign16));
         memcpy(dst + i / 4, &t, 2);
-        /* 8-bit entries: the lanes' low bytes in a word, packed by PEXT. */
+        /* 8-bit entries: the lanes' low bytes in a word, packed by a byte shuffle. */
         w = _mm256_shuffle_epi8(v8, low8);
-        b8 = _pext_u64((uint64_t)(uint32_t)_mm256_cvtsi256_si32(w) | (uint64_t)(uint32_t)_mm256_extract_epi32(w, 4) << 32,
-                       _pdep_u64(m8, 0x0101010101010101ull) * 0xffu);
+        b8 = (uint64_t)_mm_cvtsi128_si64(_mm_shuffle_epi8(
+            _mm_cvtsi64_si128((long long)((uint64_t)(uint32_t)_mm256_cvtsi256_si32(w) |
+                                          (uint64_t)(uint32_t)_mm256_extract_epi32(w, 4) << 32)),
+            _mm_cvtsi64_si128((long long)dr_pack_lanes8[m8])));
         memcpy(stage8 + n8, &b8, 8);
         w = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(v16, pack_order(m16)), low16);
         _mm_storeu_si128((__m128i *)(void *)(stage16 + 2 * n16), _mm256_castsi256_si128(_mm256_permute4x64_epi64(w, 0x08)));
@@ -276,8 +277,8 @@ DR_TARGET_AVX2 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, cons
         unsigned lo, hi, m8, m16, m32;
         __m256i e8, e16, e32, f8, f16;
         memcpy(&t, src + i / 4, 2);
-        lo = _pext_u32(t, 0x5555u);
-        hi = _pext_u32(t, 0xaaaau);
+        lo = dr_even_bits16(t);
+        hi = dr_even_bits16((unsigned)t >> 1);
         m8 = lo & ~hi;
         m16 = hi & ~lo;
         m32 = lo & hi;

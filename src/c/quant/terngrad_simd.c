@@ -2,10 +2,11 @@
  * from the vector generator (the same numbers as dr_rng_u32), with the scalar code's
  * float arithmetic (u * s against min(|x|, c)), so the codes are the same bits. The two
  * masks "sent and non-negative" / "sent and negative" are interleaved into the 2-bit
- * codes with PDEP. */
+ * codes: with PDEP on AVX-512, by shifts and masks on AVX2 (lane_tables.h says why). */
 #include "deepreduce.h"
 #include "rng_simd.h"
 #include "terngrad_simd.h"
+#include "lane_tables.h"
 
 #include <string.h>
 
@@ -25,7 +26,7 @@ DR_TARGET_AVX2 size_t dr_terngrad_codes_avx2(const float *x, size_t n, float c, 
         __m256 us = _mm256_mul_ps(dr_rng32_uniform_avx2(dr_rng32_avx2_next(&r)), vs);
         unsigned sent = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(us, clipped, _CMP_LT_OQ));
         unsigned neg = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ));
-        uint16_t bits = (uint16_t)(_pdep_u32(sent & ~neg, 0x5555u) | _pdep_u32(sent & neg, 0xaaaau));
+        uint16_t bits = (uint16_t)dr_interleave_bits8(sent & ~neg, sent & neg);
         memcpy(codes + i / 4, &bits, 2); /* little-endian, as x86 is */
     }
     return i;
