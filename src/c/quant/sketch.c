@@ -258,10 +258,13 @@ static int sketch_read(const uint8_t *means, const uint8_t *index, uint32_t bins
         memcpy(table, means, 4u * bins);
         i = 0;
 #if DR_HAVE_X86_SIMD
-        if (dr_simd_active() >= DR_SIMD_AVX512)
-            i = dr_sketch_read_avx512(index, n, table, out);
-        else if (dr_simd_active() >= DR_SIMD_AVX2 && dr_stream_output(out, n))
-            i = dr_lookup256_stream_avx2(index, n, table, out);
+        {
+            int simd = dr_simd_active();
+            if (simd >= DR_SIMD_AVX512)
+                i = dr_sketch_read_avx512(index, n, table, out);
+            else if (simd >= DR_SIMD_AVX2 && dr_stream_output(out, n))
+                i = dr_lookup256_stream_avx2(index, n, table, out);
+        }
 #endif
         for (; i < n; i++)
             out[i] = table[index[i]];
