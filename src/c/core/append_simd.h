@@ -17,7 +17,7 @@
  * compressing store to memory is slow on some cores); only the low halves when they hold
  * every lane, as almost always at a few percent: a quarter off a sweep's time on the
  * development machine (AMD Zen 5), fewer cache lines written and crossed. */
-DR_TARGET_AVX512 static inline unsigned dr_append_avx512(__mmask16 m, __m512i lanes, __m512i v,
+DR_TARGET_AVX512 DR_ALWAYS_INLINE unsigned dr_append_avx512(__mmask16 m, __m512i lanes, __m512i v,
                                                           uint32_t *idx, void *val)
 {
     __m512i ci = _mm512_maskz_compress_epi32(m, lanes), cv = _mm512_maskz_compress_epi32(m, v);

@@ -9,12 +9,16 @@
 int dr_simd_supported(void)
 {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    /* DR_AVX2_FEATURES and DR_AVX512_FEATURES (simd_config.h), less F16C, which clang's
+     * builtin does not name: every x86 CPU with FMA has it. */
+    int avx2;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx2"))
+    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+           __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("fma");
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
         return DR_SIMD_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2"))
+    if (avx2)
         return DR_SIMD_AVX2;
 #elif defined(__aarch64__) && defined(__ARM_NEON)
     return DR_SIMD_NEON;

@@ -37,7 +37,7 @@ static inline size_t dr_rng32_draws_within(uint64_t counter, size_t want)
 /* ------------------------------------------------------------------- AVX2: 4 lanes */
 
 /* The low 64 bits of a * b for a 64-bit constant b given as its two halves. */
-DR_TARGET_AVX2 static inline __m256i dr_mul64_avx2(__m256i a, __m256i b_lo, __m256i b_hi)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_mul64_avx2(__m256i a, __m256i b_lo, __m256i b_hi)
 {
     __m256i low = _mm256_mul_epu32(a, b_lo);
     __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b_lo),
@@ -45,7 +45,7 @@ DR_TARGET_AVX2 static inline __m256i dr_mul64_avx2(__m256i a, __m256i b_lo, __m2
     return _mm256_add_epi64(low, _mm256_slli_epi64(cross, 32));
 }
 
-DR_TARGET_AVX2 static inline __m256i dr_mix64_avx2(__m256i z)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_mix64_avx2(__m256i z)
 {
     const __m256i m1_lo = _mm256_set1_epi64x((long long)(DR_RNG_MIX1 & 0xffffffffu));
     const __m256i m1_hi = _mm256_set1_epi64x((long long)(DR_RNG_MIX1 >> 32));
@@ -61,7 +61,7 @@ typedef struct {
     __m256i key, seed, step;
 } dr_rng_avx2;
 
-DR_TARGET_AVX2 static inline dr_rng_avx2 dr_rng_avx2_start(uint64_t key, uint64_t counter)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE dr_rng_avx2 dr_rng_avx2_start(uint64_t key, uint64_t counter)
 {
     dr_rng_avx2 r;
     uint64_t c = counter * DR_RNG_GOLDEN + 1u;
@@ -73,7 +73,7 @@ DR_TARGET_AVX2 static inline dr_rng_avx2 dr_rng_avx2_start(uint64_t key, uint64_
 }
 
 /* The next 4 draws, as dr_rng_u64. */
-DR_TARGET_AVX2 static inline __m256i dr_rng_avx2_next(dr_rng_avx2 *r)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_rng_avx2_next(dr_rng_avx2 *r)
 {
     __m256i u = dr_mix64_avx2(_mm256_add_epi64(r->key, dr_mix64_avx2(r->seed)));
     r->seed = _mm256_add_epi64(r->seed, r->step);
@@ -81,7 +81,7 @@ DR_TARGET_AVX2 static inline __m256i dr_rng_avx2_next(dr_rng_avx2 *r)
 }
 
 /* The next 4 draws as dr_rng_uniform, in double (exactly: 24-bit values). */
-DR_TARGET_AVX2 static inline __m256d dr_rng_avx2_uniform_pd(dr_rng_avx2 *r)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256d dr_rng_avx2_uniform_pd(dr_rng_avx2 *r)
 {
     /* (u >> 40) < 2^24 as the low mantissa bits of 2^52, minus 2^52: an exact convert. */
     const __m256i two52_bits = _mm256_set1_epi64x(0x4330000000000000ll);
@@ -100,7 +100,7 @@ typedef struct {
     uint64_t key, counter;
 } dr_rng32_avx2;
 
-DR_TARGET_AVX2 static inline dr_rng32_avx2 dr_rng32_avx2_start(uint64_t key, uint64_t counter)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE dr_rng32_avx2 dr_rng32_avx2_start(uint64_t key, uint64_t counter)
 {
     dr_rng32_avx2 r;
     r.key = key;
@@ -111,7 +111,7 @@ DR_TARGET_AVX2 static inline dr_rng32_avx2 dr_rng32_avx2_start(uint64_t key, uin
     return r;
 }
 
-DR_TARGET_AVX2 static inline __m256i dr_hash32_avx2(__m256i x, __m256i high)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_hash32_avx2(__m256i x, __m256i high)
 {
     x = _mm256_xor_si256(x, _mm256_srli_epi32(x, 17));
     x = _mm256_mullo_epi32(x, _mm256_set1_epi32((int)0xed5ad4bbu));
@@ -129,7 +129,7 @@ DR_TARGET_AVX2 static inline __m256i dr_hash32_avx2(__m256i x, __m256i high)
  * ends exactly on the multiple leaves `high` stale for the draws after it, which no step
  * notices: restart the state there (dr_rng32_avx2_start(key, counter)) before drawing
  * again. The kernels hand what is left to the scalar code instead. */
-DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next_within(dr_rng32_avx2 *r)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_rng32_avx2_next_within(dr_rng32_avx2 *r)
 {
     __m256i u = dr_hash32_avx2(r->low, r->high);
     r->low = _mm256_add_epi32(r->low, _mm256_set1_epi32(8));
@@ -138,7 +138,7 @@ DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next_within(dr_rng32_avx2 *r)
 }
 
 /* The next 8 draws, as dr_rng_u32. */
-DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next(dr_rng32_avx2 *r)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_rng32_avx2_next(dr_rng32_avx2 *r)
 {
     if ((uint32_t)r->counter > 0xffffffffu - 8u) {
         /* The block reaches a multiple of 2^32: lane by lane, then restart past it. */
@@ -153,14 +153,14 @@ DR_TARGET_AVX2 static inline __m256i dr_rng32_avx2_next(dr_rng32_avx2 *r)
 }
 
 /* Draws as dr_rng_u32_uniform. */
-DR_TARGET_AVX2 static inline __m256 dr_rng32_uniform_avx2(__m256i draws)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256 dr_rng32_uniform_avx2(__m256i draws)
 {
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(draws, 8)), _mm256_set1_ps(0x1p-24f));
 }
 
 /* --------------------------------------------------------------- AVX-512: 8 lanes */
 
-DR_TARGET_AVX512 static inline __m512i dr_mix64_avx512(__m512i z)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512i dr_mix64_avx512(__m512i z)
 {
     z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)),
                            _mm512_set1_epi64((long long)DR_RNG_MIX1));
@@ -173,7 +173,7 @@ typedef struct {
     __m512i key, seed, step;
 } dr_rng_avx512;
 
-DR_TARGET_AVX512 static inline dr_rng_avx512 dr_rng_avx512_start(uint64_t key, uint64_t counter)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE dr_rng_avx512 dr_rng_avx512_start(uint64_t key, uint64_t counter)
 {
     dr_rng_avx512 r;
     const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
@@ -184,14 +184,14 @@ DR_TARGET_AVX512 static inline dr_rng_avx512 dr_rng_avx512_start(uint64_t key, u
     return r;
 }
 
-DR_TARGET_AVX512 static inline __m512i dr_rng_avx512_next(dr_rng_avx512 *r)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512i dr_rng_avx512_next(dr_rng_avx512 *r)
 {
     __m512i u = dr_mix64_avx512(_mm512_add_epi64(r->key, dr_mix64_avx512(r->seed)));
     r->seed = _mm512_add_epi64(r->seed, r->step);
     return u;
 }
 
-DR_TARGET_AVX512 static inline __m512d dr_rng_avx512_uniform_pd(dr_rng_avx512 *r)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512d dr_rng_avx512_uniform_pd(dr_rng_avx512 *r)
 {
     __m512d v = _mm512_cvtepu64_pd(_mm512_srli_epi64(dr_rng_avx512_next(r), 40));
     return _mm512_mul_pd(v, _mm512_set1_pd(1.0 / 16777216.0));
@@ -203,7 +203,7 @@ typedef struct {
     uint64_t key, counter;
 } dr_rng32_avx512;
 
-DR_TARGET_AVX512 static inline dr_rng32_avx512 dr_rng32_avx512_start(uint64_t key, uint64_t counter)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE dr_rng32_avx512 dr_rng32_avx512_start(uint64_t key, uint64_t counter)
 {
     dr_rng32_avx512 r;
     r.key = key;
@@ -214,7 +214,7 @@ DR_TARGET_AVX512 static inline dr_rng32_avx512 dr_rng32_avx512_start(uint64_t ke
     return r;
 }
 
-DR_TARGET_AVX512 static inline __m512i dr_hash32_avx512(__m512i x, __m512i high)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512i dr_hash32_avx512(__m512i x, __m512i high)
 {
     x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 17));
     x = _mm512_mullo_epi32(x, _mm512_set1_epi32((int)0xed5ad4bbu));
@@ -227,7 +227,7 @@ DR_TARGET_AVX512 static inline __m512i dr_hash32_avx512(__m512i x, __m512i high)
 }
 
 /* As dr_rng32_avx2_next_within, 16 draws (with the same caveat at a multiple of 2^32). */
-DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next_within(dr_rng32_avx512 *r)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512i dr_rng32_avx512_next_within(dr_rng32_avx512 *r)
 {
     __m512i u = dr_hash32_avx512(r->low, r->high);
     r->low = _mm512_add_epi32(r->low, _mm512_set1_epi32(16));
@@ -235,7 +235,7 @@ DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next_within(dr_rng32_avx5
     return u;
 }
 
-DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next(dr_rng32_avx512 *r)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512i dr_rng32_avx512_next(dr_rng32_avx512 *r)
 {
     if ((uint32_t)r->counter > 0xffffffffu - 16u) {
         uint32_t w[16];
@@ -248,7 +248,7 @@ DR_TARGET_AVX512 static inline __m512i dr_rng32_avx512_next(dr_rng32_avx512 *r)
     return dr_rng32_avx512_next_within(r);
 }
 
-DR_TARGET_AVX512 static inline __m512 dr_rng32_uniform_avx512(__m512i draws)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512 dr_rng32_uniform_avx512(__m512i draws)
 {
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(draws, 8)), _mm512_set1_ps(0x1p-24f));
 }

@@ -7,8 +7,15 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define DR_HAVE_X86_SIMD 1
-#define DR_TARGET_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt,f16c,fma")))
-#define DR_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,bmi,bmi2,popcnt,fma")))
+/* The AVX-512 level includes all of the AVX2 level's features, so that an AVX2 helper
+ * (DR_ALWAYS_INLINE) inlines into AVX-512 code: GCC inlines only into a caller whose
+ * target has every feature of the callee's, and otherwise calls it out of line, per
+ * vector (a store helper called so from qsgd's AVX-512 decoder cost it a fifth of its
+ * time). dr_simd_supported (cpu.c) checks these lists. */
+#define DR_AVX2_FEATURES "avx2,bmi,bmi2,popcnt,f16c,fma"
+#define DR_AVX512_FEATURES "avx512f,avx512bw,avx512vl,avx512dq," DR_AVX2_FEATURES
+#define DR_TARGET_AVX2 __attribute__((target(DR_AVX2_FEATURES)))
+#define DR_TARGET_AVX512 __attribute__((target(DR_AVX512_FEATURES)))
 #else
 #define DR_HAVE_X86_SIMD 0
 #endif

@@ -28,7 +28,7 @@ static inline int dr_stream_output(const float *out, size_t n)
 #include <immintrin.h>
 
 /* 8 floats at out (16-byte aligned where stream is set), streamed or not. */
-DR_TARGET_AVX2 static inline void dr_store8_avx2(float *out, __m256 v, int stream)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE void dr_store8_avx2(float *out, __m256 v, int stream)
 {
     if (stream) {
         _mm_stream_ps(out, _mm256_castps256_ps128(v));
@@ -39,7 +39,7 @@ DR_TARGET_AVX2 static inline void dr_store8_avx2(float *out, __m256 v, int strea
 }
 
 /* 16 floats at out (16-byte aligned where stream is set), streamed or not. */
-DR_TARGET_AVX512 static inline void dr_store16_avx512(float *out, __m512 v, int stream)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE void dr_store16_avx512(float *out, __m512 v, int stream)
 {
     if (stream) {
         _mm_stream_ps(out, _mm512_castps512_ps128(v));
@@ -51,8 +51,9 @@ DR_TARGET_AVX512 static inline void dr_store16_avx512(float *out, __m512 v, int 
     }
 }
 
-/* After a kernel's streamed stores: they are visible before anyone reads the output. */
-DR_TARGET_AVX2 static inline void dr_stream_fence(void)
+/* After a kernel's streamed stores: they are visible before anyone reads the output.
+ * SSE (every x86-64 CPU), so plain code calls it too. */
+static inline void dr_stream_fence(void)
 {
     _mm_sfence();
 }

@@ -12,8 +12,7 @@
 #include <immintrin.h>
 
 /* AVX-512 with VBMI's byte permutes, which read a 128-byte table from two registers. */
-#define DR_TARGET_AVX512_VBMI \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx2,bmi,bmi2,popcnt,fma")))
+#define DR_TARGET_AVX512_VBMI __attribute__((target(DR_AVX512_FEATURES ",avx512vbmi")))
 
 int dr_eightbit_guess_supported(void)
 {

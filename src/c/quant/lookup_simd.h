@@ -14,7 +14,7 @@
 
 /* t[idx & 127] for each lane, the 128-entry table in eight registers t[0..8): permutes
  * over pairs of registers, then selects by bits 5 and 6 of the index. */
-DR_TARGET_AVX512 static inline __m512 dr_lookup128_avx512(const __m512 *t, __m512i idx)
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512 dr_lookup128_avx512(const __m512 *t, __m512i idx)
 {
     const __m512i bit5 = _mm512_set1_epi32(32), bit6 = _mm512_set1_epi32(64);
     __mmask16 hi32 = _mm512_test_epi32_mask(idx, bit5);
