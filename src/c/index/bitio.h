@@ -33,13 +33,15 @@ static inline int dr_index_check_encode(const uint32_t *idx, size_t r, size_t d,
                                         const uint8_t *out, const size_t *written)
 {
     size_t j;
+    uint32_t bad = 0;
     if ((uint64_t)d > DR_INDEX_D_LIMIT || r > d || (r > 0 && idx == NULL) || out == NULL ||
         written == NULL)
         return DR_E_ARG;
+    /* No early exit: the loop vectorises (an exit per pair kept it scalar, a fifth of
+     * an encode). */
     for (j = 1; j < r; j++)
-        if (idx[j] <= idx[j - 1])
-            return DR_E_ARG;
-    if (r > 0 && (uint64_t)idx[r - 1] >= (uint64_t)d)
+        bad |= (uint32_t)(idx[j] <= idx[j - 1]);
+    if (bad || (r > 0 && (uint64_t)idx[r - 1] >= (uint64_t)d))
         return DR_E_ARG;
     return DR_OK;
 }
@@ -97,6 +99,21 @@ static inline void dr_bw_put(dr_bitwriter *w, uint32_t v, unsigned bits)
     }
 }
 
+/* Append the low `bits` (<= 56) bits of v by one 8-byte store, for a writer with fewer
+ * than 8 bits pending (a fresh one, or one that only took dr_bw_put56): the caller
+ * guarantees 8 bytes of room at out + pos. Leaves fewer than 8 bits pending, so that
+ * dr_bw_put can carry on. Several fields OR-ed into one v take one store and one step
+ * of the writer's chain between them (dr_bw_put takes a step per field). */
+static inline void dr_bw_put56(dr_bitwriter *w, uint64_t v, unsigned bits)
+{
+    uint64_t acc = w->acc | v << w->n;
+    unsigned n = w->n + bits;
+    memcpy(w->out + w->pos, &acc, 8);
+    w->pos += n >> 3;
+    w->acc = acc >> (n & ~7u);
+    w->n = n & 7u;
+}
+
 /* Append q zero bits and a one: the unary code of q. */
 static inline void dr_bw_unary(dr_bitwriter *w, uint64_t q)
 {
@@ -116,6 +133,47 @@ static inline size_t dr_bw_finish(dr_bitwriter *w)
         w->n = w->n > 8u ? w->n - 8u : 0u;
     }
     return w->pos;
+}
+
+/* A writer of a unary vector's ones at ascending bit positions (the vector zeroed
+ * first): a 64-bit word in a register, written once when the ones move past it, where a
+ * read-modify-write per one waited on the one before in the same byte. */
+typedef struct {
+    uint8_t *v;
+    size_t len;
+    uint64_t word, at; /* the pending word and its number (bits 64 at .. 64 at + 63) */
+} dr_onewriter;
+
+static inline void dr_ow_init(dr_onewriter *o, uint8_t *v, size_t len)
+{
+    o->v = v;
+    o->len = len;
+    o->word = 0;
+    o->at = 0;
+}
+
+/* Writes the pending word (the part of it inside the vector). */
+static inline void dr_ow_flush(dr_onewriter *o)
+{
+    size_t off = (size_t)o->at * 8u;
+    uint64_t word = o->word; /* a copy: the address of a member kept o in memory */
+    if (word == 0)
+        return;
+    if (o->len - off >= 8u)
+        memcpy(o->v + off, &word, 8);
+    else
+        memcpy(o->v + off, &word, o->len - off);
+}
+
+/* Sets bit p (>= every bit set before, < 8 len). */
+static inline void dr_ow_set(dr_onewriter *o, uint64_t p)
+{
+    if ((p >> 6) != o->at) {
+        dr_ow_flush(o);
+        o->at = p >> 6;
+        o->word = 0;
+    }
+    o->word |= 1ull << (p & 63u);
 }
 
 /* Whether every bit from bit position `bits` to the end of in[0..len) is zero, and

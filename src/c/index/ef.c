@@ -4,6 +4,7 @@
  * information-theoretic floor, and decoding is a bit-unpack plus a scan of set bits. */
 #include "bitio.h"
 #include "simd_config.h"
+#include "unary_simd.h"
 
 /* For each byte value, the positions (0..7) of its set bits, ascending, one per byte
  * from the low byte up: the upper vector (and rice's unary one) is decoded a byte at a
@@ -104,6 +105,7 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
                        size_t *written)
 {
     dr_bitwriter w;
+    dr_onewriter ones;
     size_t j, size, low_bytes;
     unsigned l;
     uint32_t low_mask;
@@ -120,26 +122,57 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
     low_bytes = dr_bitpack_size(r, l);
     dr_bw_init(&w, out + 1);
     if (l > 0) {
-        for (j = 0; j < r; j++)
+        /* Groups of 56 / l fields, one store each, while 8 bytes of the section remain
+         * (the upper vector is written after); then a field at a time. */
+        unsigned group = 56u / l, k;
+        for (j = 0; j + group <= r && w.pos + 8u <= size - 1u; j += group) {
+            uint64_t fields = 0;
+            for (k = 0; k < group; k++)
+                fields |= (uint64_t)(idx[j + k] & low_mask) << (k * l);
+            dr_bw_put56(&w, fields, group * l);
+        }
+        for (; j < r; j++)
             dr_bw_put(&w, idx[j] & low_mask, l);
         dr_bw_finish(&w);
     }
-    /* The upper vector: the one of index j at bit high_j + j, set in place. */
+    /* The upper vector: the one of index j at bit high_j + j. */
     upper = out + 1 + low_bytes;
     memset(upper, 0, size - 1u - low_bytes);
-    for (j = 0; j < r; j++) {
-        uint64_t p = ((uint64_t)idx[j] >> l) + j;
-        upper[p >> 3] |= (uint8_t)(1u << (p & 7u));
-    }
+    dr_ow_init(&ones, upper, size - 1u - low_bytes);
+    for (j = 0; j < r; j++)
+        dr_ow_set(&ones, ((uint64_t)idx[j] >> l) + j);
+    dr_ow_flush(&ones);
     *written = size;
     return DR_OK;
 }
 
-DR_ALWAYS_INLINE int ef_decode(const uint8_t *in, size_t len, size_t d, size_t r,
+/* The portable upper sweep: for the j-th one at bit p, idx_out[j] |= (p - j) << l, a
+ * 64-bit word at a time (its popcount bounds the ones against r once per word, its
+ * highest bit is the last one so far). Returns the ones, SIZE_MAX past r. */
+DR_ALWAYS_INLINE size_t ef_highs(const uint8_t *upper, size_t upper_len, size_t r, unsigned l,
+                                 uint32_t *idx_out, uint64_t *last_one)
+{
+    size_t j = 0, off;
+    for (off = 0; off < upper_len; off += 8u) {
+        uint64_t base = (uint64_t)off * 8u;
+        uint8_t pos[64 + 8];
+        size_t ones = dr_unary_word(upper, upper_len, off, r - j, pos, last_one), k;
+        if (ones == SIZE_MAX)
+            return SIZE_MAX;
+        /* high = base + pos - j for each one: the loop vectorises. Truncating
+         * high << l to 32 bits is exact once the caller's range check holds. */
+        for (k = 0; k < ones; k++)
+            idx_out[j + k] |= (uint32_t)((base + pos[k] - (j + k)) << l);
+        j += ones;
+    }
+    return j;
+}
+
+DR_ALWAYS_INLINE int ef_decode(int simd, const uint8_t *in, size_t len, size_t d, size_t r,
                                uint32_t *idx_out)
 {
     const uint8_t *upper;
-    size_t upper_len, j = 0, off;
+    size_t upper_len, j;
     unsigned l;
     uint64_t last_one = 0;
     uint32_t bad = 0;
@@ -150,26 +183,21 @@ DR_ALWAYS_INLINE int ef_decode(const uint8_t *in, size_t len, size_t d, size_t r
         return DR_E_CORRUPT;
     l = in[0];
     /* Two sweeps, each simple enough to run near its own speed: the low fields with the
-     * bit unpacker, then the set bits of the upper vector, a 64-bit word at a time (its
-     * popcount bounds the ones against r once per word, its highest bit is the last one
-     * so far). The one for index j sits at bit high_j + j. */
+     * bit unpacker, then the set bits of the upper vector, the one for index j at bit
+     * high_j + j (AVX-512: unary_avx512.c; adding a high with no bits below l is the OR
+     * of the portable sweep). */
     st = dr_low_block(in, len, r, l, idx_out, &upper, &upper_len);
     if (st != DR_OK)
         return st;
     if (r == 0)
         return upper_len == 0 ? DR_OK : DR_E_CORRUPT;
-    for (off = 0; off < upper_len; off += 8u) {
-        uint64_t base = (uint64_t)off * 8u;
-        uint8_t pos[64 + 8];
-        size_t ones = dr_unary_word(upper, upper_len, off, r - j, pos, &last_one), k;
-        if (ones == SIZE_MAX)
-            return DR_E_CORRUPT;
-        /* high = base + pos - j for each one: the loop vectorises. Truncating
-         * high << l to 32 bits is exact once the range check below holds. */
-        for (k = 0; k < ones; k++)
-            idx_out[j + k] |= (uint32_t)((base + pos[k] - (j + k)) << l);
-        j += ones;
-    }
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX512)
+        j = dr_unary_add_highs_avx512(upper, upper_len, r, l, idx_out, &last_one);
+    else
+#endif
+        j = ef_highs(upper, upper_len, r, l, idx_out, &last_one);
+    (void)simd;
     /* Exactly r ones, the vector ending in the byte of the last one. The range check
      * needs only the last index, since high_j never decreases: high_last <= (d-1) >> l
      * rules out any overflow of high << l, and then x_last < d bounds them all. */
@@ -183,18 +211,19 @@ DR_ALWAYS_INLINE int ef_decode(const uint8_t *in, size_t len, size_t d, size_t r
 }
 
 #if DR_HAVE_X86_SIMD
-DR_TARGET_AVX2 static int ef_decode_avx2(const uint8_t *in, size_t len, size_t d, size_t r,
+DR_TARGET_AVX2 static int ef_decode_avx2(int simd, const uint8_t *in, size_t len, size_t d, size_t r,
                                          uint32_t *idx_out)
 {
-    return ef_decode(in, len, d, r, idx_out);
+    return ef_decode(simd, in, len, d, r, idx_out);
 }
 #endif
 
 int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
 {
+    int simd = dr_simd_active();
 #if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX2)
-        return ef_decode_avx2(in, len, d, r, idx_out);
+    if (simd >= DR_SIMD_AVX2)
+        return ef_decode_avx2(simd, in, len, d, r, idx_out);
 #endif
-    return ef_decode(in, len, d, r, idx_out);
+    return ef_decode(simd, in, len, d, r, idx_out);
 }

@@ -5,6 +5,7 @@
  * find where a code ends before starting the next: the same bits, no serial chain. */
 #include "bitio.h"
 #include "simd_config.h"
+#include "unary_simd.h"
 
 #include <math.h>
 
@@ -50,6 +51,7 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
                          size_t *written)
 {
     dr_bitwriter w;
+    dr_onewriter ones;
     size_t j, size, low_bytes;
     unsigned k;
     uint32_t next = 0, low_mask;
@@ -59,10 +61,11 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     if (st != DR_OK)
         return st;
     k = rice_param(d, r);
-    for (j = 0; j < r; j++) {
-        q_sum += (idx[j] - next) >> k;
-        next = idx[j] + 1u;
-    }
+    /* Gap j from idx[j - 1] rather than a carried `next`: the loop vectorises. */
+    if (r > 0)
+        q_sum = idx[0] >> k;
+    for (j = 1; j < r; j++)
+        q_sum += (idx[j] - idx[j - 1] - 1u) >> k;
     low_bytes = dr_bitpack_size(r, k);
     size = dr_sat_size(1u + (uint64_t)low_bytes + unary_bytes(r, q_sum));
     if (cap < size)
@@ -73,6 +76,7 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
      * q zeros then a one each: gap j's one at bit Q_j + j, set in place. */
     unary = out + 1 + low_bytes;
     memset(unary, 0, size - 1u - low_bytes);
+    dr_ow_init(&ones, unary, size - 1u - low_bytes);
     dr_bw_init(&w, out + 1);
     next = 0;
     p = 0;
@@ -81,13 +85,26 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
         if (k > 0)
             dr_bw_put(&w, g & low_mask, k);
         p += g >> k;
-        unary[(p + j) >> 3] |= (uint8_t)(1u << ((p + j) & 7u));
+        dr_ow_set(&ones, p + j);
         next = idx[j] + 1u;
     }
+    dr_ow_flush(&ones);
     if (k > 0)
         dr_bw_finish(&w);
     *written = size;
     return DR_OK;
+}
+
+/* The checks after a decode's sweeps: exactly r ones, the vector ending in the byte of
+ * the last one, and the last index below d, the quotients' sum bounded first (so that
+ * the shift in the last index did not wrap). */
+static int rice_ends_well(size_t ones, size_t r, size_t d, unsigned k, size_t unary_len, uint64_t last_one,
+                          uint64_t last_index)
+{
+    return ones == r && unary_len == (size_t)(last_one / 8u) + 1u &&
+                   last_one - (r - 1u) <= ((uint64_t)d - 1u) >> k && last_index < (uint64_t)d
+               ? DR_OK
+               : DR_E_CORRUPT;
 }
 
 /* Decode in two sweeps, each simple enough to run near its own speed: the low bits
@@ -124,12 +141,7 @@ DR_ALWAYS_INLINE int rice_decode(const uint8_t *in, size_t len, size_t d, size_t
         }
         j += ones;
     }
-    /* Exactly r ones, the vector ending in the byte of the last one, the last index
-     * below d (the quotients' sum bounded first, so no shift above wrapped). */
-    return j == r && unary_len == (size_t)(last_one / 8u) + 1u &&
-                   last_one - (r - 1u) <= ((uint64_t)d - 1u) >> k && value < (uint64_t)d
-               ? DR_OK
-               : DR_E_CORRUPT;
+    return rice_ends_well(j, r, d, k, unary_len, last_one, value);
 }
 
 #if DR_HAVE_X86_SIMD
@@ -138,18 +150,47 @@ DR_TARGET_AVX2 static int rice_decode_avx2(const uint8_t *in, size_t len, size_t
 {
     return rice_decode(in, len, d, r, idx_out);
 }
+
+/* The same sweeps in the other order, in vectors: the running sum of lows + 1 in place
+ * (x_j = (Q_j << k) + that sum - 1), then Q_j << k added per one (unary_avx512.c). In 32
+ * bits, so only where the sums cannot wrap: r lows below 2^k sum with the ones to at
+ * most r 2^k <= 2^32 (every section this library writes: 2^k is below the mean gap). */
+static int rice_decode_avx512(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
+{
+    const uint8_t *unary;
+    size_t unary_len, j;
+    unsigned k = in[0];
+    uint64_t last_one = 0, sum;
+    int st = dr_low_block(in, len, r, k, idx_out, &unary, &unary_len);
+    if (st != DR_OK)
+        return st;
+    if (r == 0)
+        return unary_len == 0 ? DR_OK : DR_E_CORRUPT;
+    sum = dr_rice_running_sum_avx512(idx_out, r);
+    j = dr_unary_add_highs_avx512(unary, unary_len, r, k, idx_out, &last_one);
+    if (j != r)
+        return DR_E_CORRUPT;
+    /* The last index in 64 bits (Q_last bounded first by rice_ends_well's check, so
+     * nothing wraps): no sum above wrapped when it is below d, as the x_j ascend. */
+    return rice_ends_well(j, r, d, k, unary_len, last_one, ((last_one - (r - 1u)) << k) + sum - 1u);
+}
 #endif
 
 int dr_index_rice_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
 {
-    int st = dr_index_check_decode(in, len, d, r, idx_out);
+    int simd, st = dr_index_check_decode(in, len, d, r, idx_out);
     if (st != DR_OK)
         return st;
     if (len < 1u || in[0] > 31u)
         return DR_E_CORRUPT;
+    simd = dr_simd_active();
 #if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX2)
+    if (simd >= DR_SIMD_AVX512 && ((uint64_t)r << in[0]) <= ((uint64_t)1 << 32))
+        return rice_decode_avx512(in, len, d, r, idx_out);
+    if (simd >= DR_SIMD_AVX2)
         return rice_decode_avx2(in, len, d, r, idx_out);
+#else
+    (void)simd;
 #endif
     return rice_decode(in, len, d, r, idx_out);
 }
