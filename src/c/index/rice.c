@@ -168,10 +168,9 @@ static int rice_decode_avx512(const uint8_t *in, size_t len, size_t d, size_t r,
         return unary_len == 0 ? DR_OK : DR_E_CORRUPT;
     sum = dr_rice_running_sum_avx512(idx_out, r);
     j = dr_unary_add_highs_avx512(unary, unary_len, r, k, idx_out, &last_one);
-    if (j != r)
-        return DR_E_CORRUPT;
     /* The last index in 64 bits (Q_last bounded first by rice_ends_well's check, so
-     * nothing wraps): no sum above wrapped when it is below d, as the x_j ascend. */
+     * nothing wraps): no sum above wrapped when it is below d, as the x_j ascend. A
+     * count other than r (SIZE_MAX included) is refused there before the rest counts. */
     return rice_ends_well(j, r, d, k, unary_len, last_one, ((last_one - (r - 1u)) << k) + sum - 1u);
 }
 #endif

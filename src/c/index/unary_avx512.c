@@ -79,7 +79,6 @@ DR_TARGET_AVX512 uint64_t dr_rice_running_sum_avx512(uint32_t *out, size_t n)
     const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(15);
     __m512i carry = _mm512_set1_epi32(-1); /* the sum so far, less one, in every lane */
     __m512i wide = _mm512_setzero_si512(); /* the values + 1, summed in 64-bit lanes */
-    uint64_t total;
     size_t t;
     for (t = 0; t < n; t += 16) {
         __mmask16 live = n - t >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - t)) - 1u);
@@ -95,7 +94,6 @@ DR_TARGET_AVX512 uint64_t dr_rice_running_sum_avx512(uint32_t *out, size_t n)
         _mm512_mask_storeu_epi32(out + t, live, x);
         carry = _mm512_permutexvar_epi32(top, x);
     }
-    total = (uint64_t)_mm512_reduce_add_epi64(wide);
-    return total;
+    return (uint64_t)_mm512_reduce_add_epi64(wide);
 }
 #endif
