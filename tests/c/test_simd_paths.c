@@ -634,29 +634,66 @@ static int decode_on_paths(index_decode_fn decode, const uint8_t *in, size_t len
     return same;
 }
 
+typedef int (*index_encode_fn)(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap, size_t *written);
+
+/* Encodes on every path into a buffer of exactly `cap` bytes (so that ASan sees a store
+ * past it) and compares status, size and bytes with the scalar path's. */
+static int encode_on_paths(index_encode_fn encode, const uint32_t *idx, size_t r, size_t d, size_t cap)
+{
+    uint8_t *want = malloc(cap > 0 ? cap : 1), *got = malloc(cap > 0 ? cap : 1);
+    size_t want_len = 0, got_len = 0, p;
+    int want_st, same = 1;
+    setenv("DEEPREDUCE_SIMD", "scalar", 1);
+    want_st = encode(idx, r, d, want, cap, &want_len);
+    for (p = 1; p < sizeof paths / sizeof *paths; p++) {
+        int st;
+        setenv("DEEPREDUCE_SIMD", paths[p], 1);
+        memset(got, 0xa5, cap);
+        st = encode(idx, r, d, got, cap, &got_len);
+        same &= st == want_st && (st != DR_OK || (got_len == want_len && memcmp(got, want, want_len) == 0));
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    free(want);
+    free(got);
+    return same;
+}
+
 static void test_unary_index_paths(void)
 {
+    /* `ramp` > 0: the gaps of the b-th 16 indices drawn around 2^(b % ramp - ramp / 2 - 1)
+     * times the mean instead, so that the AVX-512 encoders' steps of 16 ones span from one
+     * word to many (past the two a step writes at once); ramp 1 gives all r indices, the
+     * sections then ending where a step of 16 does. d = 2^32 is the largest a section may
+     * have. */
     static const struct {
-        size_t d, r;
-    } sets[] = {{1, 1}, {64, 64}, {65, 3}, {1000, 3}, {4099, 100}, {100000, 2500}, {100000, 60000},
-                {70000, 70000}, {1u << 20, 1200}, {(size_t)1 << 31, 5}};
+        size_t d, r, ramp;
+    } sets[] = {{1, 1, 0},          {64, 64, 0},       {65, 3, 0},         {1000, 3, 0},
+                {4099, 100, 0},     {100000, 2500, 0}, {100000, 60000, 0}, {70000, 70000, 0},
+                {1u << 20, 1200, 0}, {(size_t)1 << 31, 5, 0}, {5000, 33, 0},  {(size_t)1 << 32, 17, 0},
+                {1u << 22, 9000, 9}, {1u << 20, 3000, 13}, {(size_t)1 << 32, 4000, 7}, {1u << 24, 48, 3},
+                {1u << 16, 64, 1},  {1u << 20, 4096, 1}, {(size_t)1 << 32, 32, 1}};
     static const uint8_t masks[] = {0x01, 0x80, 0xff};
     size_t s, c;
     for (s = 0; s < sizeof sets / sizeof *sets; s++) {
         size_t d = sets[s].d, r = 0, i;
         uint32_t *idx = malloc(sets[s].r * sizeof *idx);
-        /* r of the d indices, spread at random: each gap drawn up to twice the mean. */
+        /* r of the d indices, spread at random: each gap drawn up to twice the mean (or
+         * as `ramp` says). */
         uint64_t at = 0, mean = (uint64_t)d / sets[s].r;
         for (i = 0; i < sets[s].r && at < d; i++) {
+            uint64_t spread = sets[s].ramp == 0 ? mean : (mean << (i / 16u % sets[s].ramp)) >> (sets[s].ramp / 2u + 1u);
             idx[r++] = (uint32_t)at;
-            at += 1u + (mean > 1u ? dr_rng_u64(77, i) % (2u * mean - 1u) : 0u);
+            at += 1u + (spread > 1u ? dr_rng_u64(77, i) % (2u * spread - 1u) : 0u);
         }
         for (c = 0; c < 2; c++) {
             size_t cap = c == 0 ? dr_index_ef_bound(d, r) : dr_index_rice_bound(d, r), len = 0, pos, m, cut;
             index_decode_fn decode = c == 0 ? dr_index_ef_decode : dr_index_rice_decode;
+            index_encode_fn encode = c == 0 ? dr_index_ef_encode : dr_index_rice_encode;
             uint8_t *sec = malloc(cap), *copy = malloc(cap);
             int ok = 1;
-            CHECK_OK(c == 0 ? dr_index_ef_encode(idx, r, d, sec, cap, &len) : dr_index_rice_encode(idx, r, d, sec, cap, &len));
+            CHECK_OK(encode(idx, r, d, sec, cap, &len));
+            ok &= encode_on_paths(encode, idx, r, d, cap);
+            ok &= encode_on_paths(encode, idx, r, d, len);
             ok &= decode_on_paths(decode, sec, len, d, r);
             ok &= decode_on_paths(decode, sec, len, d, r - 1);
             if (r < d)

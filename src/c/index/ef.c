@@ -106,10 +106,11 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
 {
     dr_bitwriter w;
     dr_onewriter ones;
-    size_t j, size, low_bytes;
+    size_t j = 0, size, low_bytes;
     unsigned l;
     uint32_t low_mask;
     uint8_t *upper;
+    int simd = dr_simd_active();
     int st = dr_index_check_encode(idx, r, d, out, written);
     if (st != DR_OK)
         return st;
@@ -123,9 +124,14 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
     dr_bw_init(&w, out + 1);
     if (l > 0) {
         /* Groups of 56 / l fields, one store each, while 8 bytes of the section remain
-         * (the upper vector is written after); then a field at a time. */
+         * (the upper vector is written after); then a field at a time. AVX-512 first
+         * packs 16 fields per step in vectors (unary_write_avx512.c). */
         unsigned group = 56u / l, k;
-        for (j = 0; j + group <= r && w.pos + 8u <= size - 1u; j += group) {
+#if DR_HAVE_X86_SIMD
+        if (simd >= DR_SIMD_AVX512)
+            j = dr_ef_lows_avx512(idx, r, l, &w, size - 1u);
+#endif
+        for (; j + group <= r && w.pos + 8u <= size - 1u; j += group) {
             uint64_t fields = 0;
             for (k = 0; k < group; k++)
                 fields |= (uint64_t)(idx[j + k] & low_mask) << (k * l);
@@ -135,9 +141,17 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
             dr_bw_put(&w, idx[j] & low_mask, l);
         dr_bw_finish(&w);
     }
-    /* The upper vector: the one of index j at bit high_j + j. */
+    /* The upper vector: the one of index j at bit high_j + j (AVX-512: 16 ones per step). */
     upper = out + 1 + low_bytes;
     memset(upper, 0, size - 1u - low_bytes);
+#if DR_HAVE_X86_SIMD
+    if (simd >= DR_SIMD_AVX512) {
+        dr_ef_upper_avx512(idx, r, l, upper, size - 1u - low_bytes);
+        *written = size;
+        return DR_OK;
+    }
+#endif
+    (void)simd;
     dr_ow_init(&ones, upper, size - 1u - low_bytes);
     for (j = 0; j < r; j++)
         dr_ow_set(&ones, ((uint64_t)idx[j] >> l) + j);

@@ -73,9 +73,17 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     out[0] = (uint8_t)k;
     low_mask = (1u << k) - 1u;
     /* In one sweep: the low k bits of every gap, bit-packed, and the quotients in unary,
-     * q zeros then a one each: gap j's one at bit Q_j + j, set in place. */
+     * q zeros then a one each: gap j's one at bit Q_j + j, set in place (AVX-512: 16
+     * gaps per step, unary_write_avx512.c). */
     unary = out + 1 + low_bytes;
     memset(unary, 0, size - 1u - low_bytes);
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512) {
+        dr_rice_sweep_avx512(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
+        *written = size;
+        return DR_OK;
+    }
+#endif
     dr_ow_init(&ones, unary, size - 1u - low_bytes);
     dr_bw_init(&w, out + 1);
     next = 0;

@@ -1,5 +1,6 @@
 /* Internal: the AVX-512 decoder of a unary vector's ones, shared by Elias-Fano (its
- * upper vector) and Rice (its quotients), and the running sum Rice's lows need.
+ * upper vector) and Rice (its quotients), the running sum Rice's lows need, and both
+ * codecs' encoding sweeps.
  *
  * In both codecs the t-th one (t = 0, 1, ...) of the vector sits at bit p_t = h_t + t,
  * with h_t the index's high part (Elias-Fano) or the quotients' running sum (Rice), and
@@ -7,6 +8,7 @@
 #ifndef DR_UNARY_SIMD_H
 #define DR_UNARY_SIMD_H
 
+#include "bitio.h"
 #include "simd_config.h"
 
 #include <stddef.h>
@@ -25,6 +27,22 @@ size_t dr_unary_add_highs_avx512(const uint8_t *v, size_t len, size_t r, unsigne
 /* out[t] = (out[0] + 1) + ... + (out[t] + 1) - 1 for t < n, modulo 2^32; returns the
  * sum of the n values out[t] + 1 in 64 bits (exact for any n that fits in memory). */
 uint64_t dr_rice_running_sum_avx512(uint32_t *out, size_t n);
+
+/* The encoders' sweeps (unary_write_avx512.c); the bytes are the portable encoders'. */
+
+/* Elias-Fano's low fields, idx[t] & (2^l - 1), l in 1..32, appended to w (fresh, or one
+ * that only this took) 16 at a time while each step's stores stay within the first `room`
+ * bytes of w->out. Returns how many it appended; the caller appends the rest. */
+size_t dr_ef_lows_avx512(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room);
+
+/* Elias-Fano's upper vector: bit (idx[t] >> l) + t of the zeroed v[0..len), for t < r. */
+void dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, size_t len);
+
+/* Rice's one sweep: the low k bits of every gap g_t = idx[t] - idx[t - 1] - 1 (g_0 =
+ * idx[0]) bit-packed into lows[0..low_bytes) when k > 0, and the one of index t at bit
+ * Q_t + t of the zeroed v[0..len), Q_t = (g_0 >> k) + ... + (g_t >> k). */
+void dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes, uint8_t *v,
+                          size_t len);
 #endif
 
 #endif
