@@ -9,12 +9,19 @@ each job initialises a fresh gloo process group on a new port and destroys it af
 Starting Python and importing torch costs seconds per process on a small machine, far more
 than most jobs. A worker that dies or hangs takes the pool down; the next job starts a new
 one. ``spawn_fresh`` runs a job in new processes, for tests that kill a rank on purpose.
+
+``run_mpi(script, world_size, *args)`` runs a script of this folder under mpirun instead
+and returns the JSON lines it printed.
 """
 import atexit
+import json
 import multiprocessing as mp
 import os
 import queue as queue_module
+import shutil
 import socket
+import subprocess
+import sys
 import traceback
 from datetime import timedelta
 
@@ -123,3 +130,20 @@ def run(fn, world_size, *args, timeout=120, pg_timeout=30):
         _pool.shutdown()  # a failed or hung job may leave workers mid-collective
         _pool = None
         raise
+
+
+def run_mpi(script, world_size, *args, timeout=180):
+    """Run tests/<script> under mpirun on ``world_size`` ranks (as root where need be, more
+    ranks than cores allowed) with ``args`` as its command line; returns the JSON objects
+    of the lines it printed that start with "{". Skips the test without mpirun or mpi4py."""
+    import pytest
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("mpirun not installed (apt-get install openmpi-bin)")
+    pytest.importorskip("mpi4py")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([mpirun, "--oversubscribe", "-np", str(world_size), sys.executable,
+                           os.path.join(os.path.dirname(__file__), script)] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

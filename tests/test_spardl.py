@@ -2,12 +2,7 @@
 and the sparse all-reduce over real gloo processes and under mpirun: the global residual
 invariant, bit-identical results on every rank and on both engines, at most k_b entries
 per block, and bad input refused on every rank."""
-import json
 import math
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,10 +12,9 @@ from deepreduce.communicators.spardl_core import (BlockCodec, HControl, bruck_ro
                                                   merge_in_order, reduce_scatter_rounds, round_sizes)
 from deepreduce.errors import CommunicationError, FrameError
 
-from distributed import run
+from distributed import run, run_mpi
 from spardl_workload import SIZES, digest, run_steps
 
-HERE = os.path.dirname(__file__)
 
 
 # -- the schedule ------------------------------------------------------------------------
@@ -292,18 +286,9 @@ def test_ranks_that_disagree_raise_on_every_rank(case, message):
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_mpirun_gives_the_bits_of_gloo():
-    mpirun = shutil.which("mpirun")
-    if mpirun is None:
-        pytest.skip("mpirun not installed (apt-get install openmpi-bin)")
-    pytest.importorskip("mpi4py")
     world, teams, density, steps = 4, 2, 0.05, 3
     gloo = [digest(rec) for rec in run(_workload, world, teams, density, steps)]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
-    done = subprocess.run([mpirun, "--oversubscribe", "-np", str(world), sys.executable,
-                           os.path.join(HERE, "spardl_mpi_run.py"), str(teams), str(density), str(steps)],
-                          capture_output=True, text=True, timeout=180, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    rows = run_mpi("spardl_mpi_run.py", world, teams, density, steps)
     assert [row["digest"] for row in sorted(rows, key=lambda r: r["rank"])] == gloo
     assert len(set(gloo)) == 1
 

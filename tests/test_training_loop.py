@@ -1,12 +1,7 @@
 """GRACE-style training over real ranks: gloo processes with torch tensors, and mpirun
 with NumPy arrays. Ranks must end bit-identical and the loss must fall."""
 import json
-import os
-import shutil
-import subprocess
-import sys
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -27,27 +22,10 @@ def test_topk_residual_allgather_trains_identically(world_size):
     assert losses0[-1] < 0.6 * losses0[0]
 
 
-def mpirun():
-    exe = shutil.which("mpirun")
-    if exe is None:
-        pytest.skip("mpirun not installed (apt-get install openmpi-bin)")
-    pytest.importorskip("mpi4py")
-    return [exe, "--oversubscribe", "-np", "2"]
-
-
-def run_mpi(script, params):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
-    here = os.path.dirname(__file__)
-    result = subprocess.run(mpirun() + [sys.executable, os.path.join(here, script), json.dumps(params)],
-                            capture_output=True, text=True, timeout=180, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-
-
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_mpirun_numpy_topk_residual_allgather():
-    rows = run_mpi("mpi_numpy_loop.py", TOPK)
+    rows = distributed.run_mpi("mpi_numpy_loop.py", 2, json.dumps(TOPK))
     assert len(rows) == 2
     for row in rows:
         assert row["transport"] == "mpi"

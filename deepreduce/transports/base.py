@@ -7,6 +7,12 @@ the collectives from them and adds the safety checks that make misuse fail loudl
 payload sizes travel with a tag derived from the tensor name, so ranks that disagree on
 which tensor they are exchanging raise a CommunicationError naming the tensor and the
 rank instead of exchanging garbage or hanging on mismatched sizes.
+
+An allgather is one collective in steady state: the header (tag, size) and the payload
+travel together, the payload padded to a capacity that every rank guesses alike from
+earlier allgathers (see ``CapacityGuess``); a payload longer than the guess sends its rest
+in a second collective. Two collectives (sizes, then payloads) took 2.2-2.7x as long on
+gloo as one, each being a round of messages whatever its size.
 """
 import contextlib
 import zlib
@@ -23,6 +29,54 @@ def name_tag(name):
     return zlib.crc32(str(name).encode("utf-8")) & 0x7FFFFFFF
 
 
+# An allgather's block: (tag, payload bytes) as little-endian int64, then the payload.
+HEADER = np.dtype("<i8")
+HEADER_BYTES = 2 * HEADER.itemsize
+
+
+class CapacityGuess:
+    """How many payload bytes the next allgather should carry with its header.
+
+    Training calls allgather for the same tensors in the same order every step, so the
+    guess is the largest payload of the tensor that followed the previous one, the last
+    two times that tensor came around (a tensor whose successor changes, or a new one,
+    gets 0: the sizes go first, in a collective of their own, as before). Plus 1/32 and
+    rounded up to 64 bytes, so that codecs whose sizes drift from step to step still fit.
+
+    Every input is what an allgather returned, the same bytes on every rank, so every rank
+    makes the same guess without exchanging it, even where the ranks have gone on to
+    different tensors: the collective stays well-formed (gloo aborts the process on
+    blocks of different sizes), and the headers it brings raise the disagreement.
+    """
+
+    REMEMBERED = 4096  # tensors; past that the guesses start afresh (names made per step)
+
+    def __init__(self):
+        self._previous = None  # tag of the last allgather
+        self._follower = {}    # tag -> [tag that came next, times in a row]
+        self._largest = {}     # tag -> largest payload of its last allgather
+
+    def capacity(self):
+        follower = self._follower.get(self._previous)
+        if follower is None or follower[1] < 2:
+            return 0
+        largest = self._largest[follower[0]]
+        return -(-(largest + largest // 32) // 64) * 64
+
+    def record(self, tag, largest):
+        """Learn from an allgather's headers: its tag, its largest payload."""
+        if len(self._largest) >= self.REMEMBERED and tag not in self._largest:
+            self._follower.clear()
+            self._largest.clear()
+            self._previous = None
+        if self._previous is not None:
+            follower = self._follower.setdefault(self._previous, [tag, 0])
+            follower[1] = follower[1] + 1 if follower[0] == tag else 1
+            follower[0] = tag
+        self._largest[tag] = largest
+        self._previous = tag
+
+
 class Transport(ABC):
     kind = "abstract"
 
@@ -30,11 +84,13 @@ class Transport(ABC):
         self.rank = rank
         self.size = size
         self._agreed = set()  # names whose (tag, numel) every rank has confirmed
+        self._capacity = CapacityGuess()
 
     # -- primitives a transport implements --------------------------------------------
     @abstractmethod
-    def _allgather_int64(self, values):
-        """Gather a small int64 vector from every rank: returns an array (size, len)."""
+    def _allgather_fixed(self, array):
+        """Gather a 1-D array of the same length and dtype from every rank: returns an
+        array (size, len) of that dtype, row r from rank r."""
 
     @abstractmethod
     def _allgatherv_bytes(self, data, sizes):
@@ -65,18 +121,25 @@ class Transport(ABC):
                 f"{op} of tensor {name!r} failed on rank {self.rank} of {self.size} "
                 f"({self.kind}): {exc}") from exc
 
+    def _allgather_int64(self, values):
+        """Gather a small int64 vector from every rank: returns an array (size, len)."""
+        return self._allgather_fixed(np.ascontiguousarray(values, dtype=np.int64))
+
     # -- collectives --------------------------------------------------------------------
-    def _agree(self, name, value, what):
-        """Exchange (tag(name), value) and check every rank is at the same tensor.
-        Returns the per-rank values."""
-        rows = self._allgather_int64(np.array([name_tag(name), value], dtype=np.int64))
-        tags = rows[:, 0]
+    def _check_tags(self, tags, name):
+        """Raise unless every rank's tag is this rank's, that of ``name``."""
         for r in range(self.size):
             if tags[r] != tags[self.rank]:
                 raise CommunicationError(
                     f"ranks disagree on the tensor sequence: rank {self.rank} sent tensor {name!r} "
                     f"while rank {r} sent a different tensor; every rank must call step() for the "
                     f"same tensors in the same order")
+
+    def _agree(self, name, value):
+        """Exchange (tag(name), value) and check every rank is at the same tensor.
+        Returns the per-rank values."""
+        rows = self._allgather_int64(np.array([name_tag(name), value], dtype=np.int64))
+        self._check_tags(rows[:, 0], name)
         return rows[:, 1]
 
     def allreduce(self, array, name):
@@ -86,7 +149,7 @@ class Transport(ABC):
         array = np.ascontiguousarray(edge.as_numpy(array))
         with self._guard("allreduce", name):
             if name not in self._agreed:
-                counts = self._agree(name, array.size, "allreduce")
+                counts = self._agree(name, array.size)
                 if np.any(counts != array.size):
                     raise CommunicationError(
                         f"allreduce of tensor {name!r}: element counts differ across ranks {counts.tolist()}")
@@ -101,14 +164,29 @@ class Transport(ABC):
         array = np.ascontiguousarray(edge.as_numpy(array)).reshape(-1)
         data = array.view(np.uint8)
         with self._guard("allgather", name):
-            sizes = self._agree(name, data.nbytes, "allgather")
-            if self.size == 1:
-                gathered = [data]
-            elif int(sizes.max()) == 0:
-                gathered = [data[:0] for _ in range(self.size)]  # nothing to move: skip the engine
-            else:
-                gathered = self._allgatherv_bytes(data, [int(s) for s in sizes])
+            gathered = self._allgather_blocks(data, name)
         return [edge.like(self._as_dtype(g, array.dtype, name), template) for g in gathered]
+
+    def _allgather_blocks(self, data, name):
+        """Every rank's bytes: one collective of blocks (header, then the payload's first
+        ``capacity`` bytes, zero-padded), and a second for whatever did not fit."""
+        tag = name_tag(name)
+        capacity = self._capacity.capacity()
+        head = min(capacity, data.nbytes)
+        block = np.zeros(HEADER_BYTES + capacity, dtype=np.uint8)
+        block[:HEADER_BYTES].view(HEADER)[:] = (tag, data.nbytes)
+        block[HEADER_BYTES:HEADER_BYTES + head] = data[:head]
+        blocks = self._allgather_fixed(block)
+        headers = np.ascontiguousarray(blocks[:, :HEADER_BYTES]).view(HEADER)
+        self._check_tags(headers[:, 0], name)
+        sizes = [int(s) for s in headers[:, 1]]
+        self._capacity.record(tag, max(sizes))
+        # Row offsets are multiples of 16 bytes (capacity is of 64), so the views stay aligned.
+        gathered = [blocks[r, HEADER_BYTES:HEADER_BYTES + min(s, capacity)] for r, s in enumerate(sizes)]
+        if max(sizes) > capacity:
+            rests = self._allgatherv_bytes(data[head:], [max(s - capacity, 0) for s in sizes])
+            gathered = [np.concatenate([g, rest]) if g.size else rest for g, rest in zip(gathered, rests)]
+        return gathered
 
     def broadcast(self, array, root, name):
         """Root's ``array`` on every rank (non-roots pass an array of the same dtype)."""
@@ -116,7 +194,7 @@ class Transport(ABC):
         array = np.ascontiguousarray(edge.as_numpy(array)).reshape(-1)
         with self._guard("broadcast", name):
             nbytes = array.nbytes if self.rank == root else 0
-            sizes = self._agree(name, nbytes, "broadcast")
+            sizes = self._agree(name, nbytes)
             total = int(sizes[root])
             if self.size == 1 or total == 0:
                 data = array.view(np.uint8)[:total]
@@ -134,11 +212,7 @@ class Transport(ABC):
         sends = [a.view(np.uint8) for a in arrays]
         with self._guard("alltoall", name):
             rows = self._allgather_int64(np.array([name_tag(name)] + [s.nbytes for s in sends], dtype=np.int64))
-            if np.any(rows[:, 0] != rows[self.rank, 0]):
-                bad = int(np.nonzero(rows[:, 0] != rows[self.rank, 0])[0][0])
-                raise CommunicationError(
-                    f"ranks disagree on the tensor sequence: rank {self.rank} sent tensor {name!r} "
-                    f"while rank {bad} sent a different tensor")
+            self._check_tags(rows[:, 0], name)
             recv_sizes = [int(rows[j, 1 + self.rank]) for j in range(self.size)]
             received = sends if self.size == 1 else self._alltoallv_bytes(sends, recv_sizes)
         return [edge.like(self._as_dtype(r, dtype, name), template) for r in received]

@@ -1,7 +1,5 @@
 """World size 1: every collective is the identity, in process (no size or tag exchange:
 there is no other rank to disagree with)."""
-import numpy as np
-
 from .base import Transport
 
 
@@ -27,8 +25,8 @@ class LocalTransport(Transport):
         return list(arrays)
 
     # The primitives, for anything that reaches them.
-    def _allgather_int64(self, values):
-        return np.asarray(values, dtype=np.int64).reshape(1, -1)
+    def _allgather_fixed(self, array):
+        return array.reshape(1, -1)
 
     def _allgatherv_bytes(self, data, sizes):
         return [data]

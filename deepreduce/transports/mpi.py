@@ -26,10 +26,9 @@ class MPITransport(Transport):
         self._comm.Set_errhandler(MPI.ERRORS_RETURN)
         super().__init__(rank=self._comm.Get_rank(), size=self._comm.Get_size())
 
-    def _allgather_int64(self, values):
-        values = np.ascontiguousarray(values, dtype=np.int64)
-        out = np.empty((self.size, values.size), dtype=np.int64)
-        self._comm.Allgather(values, out)
+    def _allgather_fixed(self, array):
+        out = np.empty((self.size, array.size), dtype=array.dtype)
+        self._comm.Allgather(array, out)
         return out
 
     def _allgatherv_bytes(self, data, sizes):

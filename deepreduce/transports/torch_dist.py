@@ -34,8 +34,8 @@ class TorchTransport(Transport):
     def _numpy(self, t):
         return t.cpu().numpy() if self._device is not None else t.numpy()
 
-    def _allgather_int64(self, values):
-        local = self._tensor(np.ascontiguousarray(values, dtype=np.int64))
+    def _allgather_fixed(self, array):
+        local = self._tensor(array)
         out = [self._torch.empty_like(local) for _ in range(self.size)]
         self._dist.all_gather(out, local, group=self._group)
         return np.stack([self._numpy(t) for t in out])

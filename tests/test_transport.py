@@ -1,0 +1,83 @@
+"""The transports' allgather over real processes: one collective per call once the
+tensor sequence repeats, every byte right whether a payload fits the guessed capacity,
+spills past it or is empty, and ranks that move on to different tensors after steady
+steps raise a CommunicationError on every rank instead of aborting in the engine."""
+import pytest
+
+pytest.importorskip("torch")
+
+import distributed
+import transport_workload
+
+
+def _counting_transport():
+    """A TorchTransport whose torch.distributed.all_gather calls are counted."""
+    import torch.distributed as dist
+    from deepreduce.transports.torch_dist import TorchTransport
+    calls = [0]
+    engine = dist.all_gather
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return engine(*args, **kwargs)
+
+    transport = TorchTransport()
+    transport._dist = _Patched(dist, all_gather=counted)
+    return transport, lambda: calls[0]
+
+
+class _Patched:
+    """A module with some attributes replaced (the worker's torch.distributed stays as is)."""
+
+    def __init__(self, module, **replaced):
+        self._module = module
+        self.__dict__.update(replaced)
+
+    def __getattr__(self, attr):
+        return getattr(self._module, attr)
+
+
+def _exchange(rank, world):
+    transport, calls = _counting_transport()
+    return transport_workload.exchange(transport, calls)
+
+
+def _diverge(rank, world, other):
+    transport, _ = _counting_transport()
+    return transport_workload.diverge(transport, other)
+
+
+@pytest.mark.slow
+def test_allgather_is_one_collective_in_steady_state_and_every_byte_arrives():
+    counts = distributed.run(_exchange, 3)
+    assert counts[0] == counts[1] == counts[2]  # every rank took the same path
+    by_step = {(step, name): n for step, name, n in counts[0]}
+    # The first steps learn the sequence: sizes first, then the payloads.
+    assert all(by_step[0, name] == 2 for name in transport_workload.NAMES)
+    # From step 3 on the steady weight goes in one collective; conv.bias, which grows
+    # past the guess every step, spills into a second; fc.weight drifts within the slack,
+    # except right after its empty step 5, whose size was the guess.
+    for step in range(3, transport_workload.STEPS):
+        assert by_step[step, "conv.weight"] == 1
+        assert by_step[step, "conv.bias"] == 2
+        assert by_step[step, "fc.weight"] == (2 if step == 6 else 1)
+        assert by_step[step, "fc.bias"] == 1
+    single = sum(n == 1 for n in by_step.values())
+    assert single >= 3 * (transport_workload.STEPS - 3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("other", ["head.weight", "fc.weight"], ids=["new tensor", "tensor out of turn"])
+def test_ranks_that_diverge_after_steady_steps_raise_on_every_rank(other):
+    messages = distributed.run(_diverge, 2, other, timeout=60)  # an engine abort shows as a timeout
+    for rank, message in enumerate(messages):
+        assert "ranks disagree on the tensor sequence" in message, message
+        assert f"rank {rank} sent tensor" in message
+
+
+@pytest.mark.slow
+@pytest.mark.mpi
+def test_the_same_workload_under_mpirun():
+    rows = distributed.run_mpi("transport_mpi_run.py", 3)
+    assert len(rows) == 3 and all(row["ok"] for row in rows)
+    assert all("ranks disagree on the tensor sequence" in row["diverged"] for row in rows[:2])

@@ -1,0 +1,27 @@
+"""The allgather workload of transport_workload.py under mpirun (MPI transport): rank 0
+prints one JSON line per rank with its engine-independent result: "ok" and the
+divergence's message."""
+import json
+import os
+import sys
+
+from mpi4py import MPI
+
+sys.path.insert(0, os.path.dirname(__file__))
+from transport_workload import diverge, exchange  # noqa: E402
+
+from deepreduce.transports.mpi import MPITransport  # noqa: E402
+
+
+def main():
+    comm = MPI.COMM_WORLD
+    exchange(MPITransport(), lambda: 0)
+    message = diverge(MPITransport(), "head.weight")
+    rows = comm.gather({"rank": comm.Get_rank(), "ok": True, "diverged": message}, root=0)
+    if comm.Get_rank() == 0:
+        for row in rows:
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
