@@ -11,7 +11,7 @@ rank instead of exchanging garbage or hanging on mismatched sizes.
 An allgather is one collective in steady state: the header (tag, size) and the payload
 travel together, the payload padded to a capacity that every rank guesses alike from
 earlier allgathers (see ``CapacityGuess``); a payload longer than the guess sends its rest
-in a second collective. Two collectives (sizes, then payloads) took 2.2-2.7x as long on
+in a second collective. Two collectives (sizes, then payloads) took 2.0-2.7x as long on
 gloo as one, each being a round of messages whatever its size.
 """
 import contextlib
@@ -38,10 +38,11 @@ class CapacityGuess:
     """How many payload bytes the next allgather should carry with its header.
 
     Training calls allgather for the same tensors in the same order every step, so the
-    guess is the largest payload of the tensor that followed the previous one, the last
-    two times that tensor came around (a tensor whose successor changes, or a new one,
-    gets 0: the sizes go first, in a collective of their own, as before). Plus 1/32 and
-    rounded up to 64 bytes, so that codecs whose sizes drift from step to step still fit.
+    guess is the largest payload, at its last allgather, of the tensor that followed the
+    previous tensor both of the last two times (where the successor changed, or the
+    previous tensor is new, the guess is 0: the sizes go first, in a collective of their
+    own, as before). Plus 1/32 and rounded up to 64 bytes, so that codecs whose sizes
+    drift from step to step still fit.
 
     Every input is what an allgather returned, the same bytes on every rank, so every rank
     makes the same guess without exchanging it, even where the ranks have gone on to
