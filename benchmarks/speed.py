@@ -366,9 +366,10 @@ def index_table(repeat, d):
 
 def threads_table(repeat, n):
     """qsgd encode + decode and top-k 1% with DEEPREDUCE_THREADS = 1 and 2, in wall time
-    (CPU time would add the threads up), beside one streaming read (torch.sum with 1 and 2
-    torch threads): the read's speed-up is what the memory bus gives a second core in the
-    same minutes, the ceiling for a kernel bound by it. Each repeat times 1 then 2 threads
+    (CPU time would add the threads up), encode and decode also apart, beside one streaming
+    read (torch.sum with 1 and 2 torch threads) and one write (fill_): their speed-ups are
+    what the memory bus gives a second core in the same minutes, the ceiling for a kernel
+    bound by it (qsgd's decode writes 4 bytes per element, its encode reads 4 and writes 1). Each repeat times 1 then 2 threads
     back to back, and the speed-up is the median of those pairs' ratios, so that the
     host's load, which drifts over seconds on a shared VM, hits both sides of a pair.
     The table is taken twice: each call right after the one before, and each call after
@@ -377,15 +378,22 @@ def threads_table(repeat, n):
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     xt = torch.from_numpy(x)
     out = np.empty(n, dtype=np.float32)
+    filled = torch.empty(n)
     frame = np.empty(lib.dr_qsgd_size(n, 127, 128), dtype=np.uint8)
     written = ffi.new("size_t *")
     k = n // 100
     idx = np.empty(k, dtype=np.uint32)
     work = np.empty(lib.dr_topk_workspace_size(n, k), dtype=np.uint8)
 
-    def qsgd():
+    def qsgd_encode():
         lib.dr_qsgd_encode(f32(x), n, 127, 128, 1, 0, u8(frame), frame.nbytes, written)
+
+    def qsgd_decode():
         lib.dr_qsgd_decode(u8(frame), written[0], f32(out), n)
+
+    def qsgd():
+        qsgd_encode()
+        qsgd_decode()
 
     def topk():
         lib.dr_topk_select(f32(x), n, k, u32(idx), ffi.from_buffer(work))
@@ -399,6 +407,8 @@ def threads_table(repeat, n):
         for pause, when in ((0.0, "each call right after the one before"), (0.005, "each call after 5 ms asleep")):
             print(f"### {when}")
             for name, step, use in (("one pass (torch.sum)", lambda: xt.sum(), torch.set_num_threads),
+                                    ("one write (fill_)", lambda: filled.fill_(1.0), torch.set_num_threads),
+                                    ("qsgd encode", qsgd_encode, ours), ("qsgd decode", qsgd_decode, ours),
                                     ("qsgd encode + decode", qsgd, ours), ("top-k 1%", topk, ours)):
                 results = {1: [], 2: []}
                 for _ in range(repeat):
