@@ -1,8 +1,8 @@
 /* CRC-32 by the ARMv8 CRC32 instructions, which compute zlib's CRC (polynomial
- * 0x04C11DB7, reflected; not CRC-32C) eight bytes per instruction. zlib's own crc32 has
- * no ARM path and works a byte table at a time, so on 64-bit ARM the frames' CRC (one
- * read of every payload on each side) was the slowest part of most codecs. The extension
- * is optional in ARMv8.0 and required from ARMv8.1; the CPU is asked at run time. */
+ * 0x04C11DB7, reflected; not CRC-32C) eight bytes per instruction. zlib uses them only
+ * when it was itself compiled for a CPU that has them, which distributions' generic arm64
+ * builds are not (Debian's computes from tables). The extension is optional in ARMv8.0
+ * and required from ARMv8.1; the CPU is asked at run time. */
 #include "deepreduce.h"
 #include "crc32_simd.h"
 
