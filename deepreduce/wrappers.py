@@ -76,6 +76,19 @@ _VALUE_CODECS = _enum_names("DR_VALUE_")
 _RAW = RawValues()
 
 
+class WrapperCtx(SparseCtx):
+    """A sparsifier's ctx, plus this rank's frame (``frame``) and, once the memory's
+    update has decoded it, the decoded tensor (``own_decoded``) until a decompress of the
+    same bytes takes it."""
+
+    __slots__ = ("frame", "own_decoded")
+
+    def __init__(self, numel, indices, restore, source, flat, finite, frame):
+        super().__init__(numel, indices, restore, source, flat, finite)
+        self.frame = frame
+        self.own_decoded = None
+
+
 class _Wrapper(Compressor):
     """The shared machinery; ``codes_index`` / ``codes_values`` say which sides this
     mode codes (the other stays raw)."""
@@ -127,12 +140,13 @@ class _Wrapper(Compressor):
     def compress(self, tensor, name):
         start = time.perf_counter()
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        if not all_finite(flat):  # the fact travels, not the garbage: NaN on every rank
+        finite = all_finite(flat)
+        if not finite:  # the fact travels, not the garbage: NaN on every rank
             frame, indices = nonfinite_frame(self.kind, flat.size), np.empty(0, dtype=np.uint32)
         else:  # a tensor of at most min_numel entries is still sparsified, its codecs skipped
             source, support = self._support(tensor, flat, name)
             frame, indices = self._encode(source, support, name, *self._codecs(flat.size))
-        ctx = SparseCtx(flat.size, indices, restore)
+        ctx = WrapperCtx(flat.size, indices, restore, tensor, flat, finite, frame)
         if self.micro_benchmark:
             self._report(name, frame, ctx, time.perf_counter() - start)
         return [restore.wrap(frame)], ctx
@@ -192,13 +206,32 @@ class _Wrapper(Compressor):
         return frame[:total[0]], plan.sources
 
     # -- decompress -----------------------------------------------------------------
+    def lost(self, flat, tensors, ctx, out):
+        """flat − decompress(own payload), as for any compressor; the decoded tensor stays
+        in the ctx for the communicator, which decodes every rank's payload, this one's
+        included: the same bytes are decoded once (a Bloom filter's rebuild scans all d
+        positions)."""
+        decoded = self._decode(as_frame_bytes(tensors[0], f"{self!r} payload"), ctx)
+        check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(decoded), f32(out), flat.size), "residual")
+        ctx.own_decoded = decoded
+
     def decompress(self, tensors, ctx):
         payload, = tensors
+        buf = as_frame_bytes(payload, f"{self!r} payload")
+        decoded = getattr(ctx, "own_decoded", None)
+        if decoded is not None and buf.nbytes == ctx.frame.nbytes and np.array_equal(buf, ctx.frame):
+            # Decoding is a function of the bytes: these are this rank's own, decoded in
+            # lost(). Handed out once, as a fresh decode would be (a caller may sum into it).
+            ctx.own_decoded = None
+            return ctx.restore(decoded)
+        return ctx.restore(self._decode(buf, ctx))
+
+    def _decode(self, buf, ctx):
+        """One payload's frame bytes decoded into a new flat float32 array."""
         what = f"{self!r} payload"
-        buf = as_frame_bytes(payload, what)
         marker = decoded_marker(buf, self.kind, ctx.numel, what)
         if marker is not None:
-            return ctx.restore(marker)
+            return marker
         f = parse_frame(buf, what)
         index_codec, value_codec, sends_perm = self._codecs(ctx.numel)
         expected = (self.kind, index_codec.codec_id, value_codec.codec_id, 3 if sends_perm else 2)
@@ -226,7 +259,7 @@ class _Wrapper(Compressor):
         if signed:
             np.negative(values, out=values, where=signs)
         check_frame(lib.dr_scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
-        return ctx.restore(out)
+        return out
 
     def aggregate(self, tensors):
         return self.sparsifier.aggregate(tensors)

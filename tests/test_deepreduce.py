@@ -293,6 +293,26 @@ CONFIGS = [("both", "bloom", "polyfit", "leftmost"), ("both", "bloom", "qsgd", "
            ("both", "rle", "fp16", "leftmost"), ("both", "varint", "bf16", "leftmost")]
 
 
+@pytest.mark.parametrize("mode,index,value,policy", CONFIGS[:5])
+def test_the_memorys_decode_of_the_own_frame_serves_one_decompress_of_the_same_bytes(mode, index, value, policy):
+    """Residual memory decodes this rank's frame (lost) and the allgather decodes it again
+    among every rank's: the second is the first's result, bit for bit, handed out once;
+    other bytes are decoded as they are."""
+    w = wrap(mode, index=index, value=value, policy=policy)
+    g, h = gradient(10), gradient(11)
+    tensors, ctx = w.compress(g, "w")
+    fresh = w.decompress(tensors, ctx)  # no lost() yet: a decode
+    residual = np.empty_like(g)
+    w.lost(g, tensors, ctx, residual)
+    assert residual.tobytes() == (g - fresh).tobytes()
+    others, other_ctx = w.compress(h, "w")
+    assert w.decompress(others, ctx).tobytes() == w.decompress(others, other_ctx).tobytes() != fresh.tobytes()
+    first = w.decompress([tensors[0].copy()], ctx)  # the same bytes in another buffer, as a transport gives them
+    assert first.tobytes() == fresh.tobytes()
+    first[:] = 7.0  # what a caller got is its own: the next decompress is a decode again
+    assert w.decompress(tensors, ctx).tobytes() == fresh.tobytes()
+
+
 @pytest.mark.parametrize("mode,index,value,policy", CONFIGS)
 def test_every_single_byte_change_is_refused(mode, index, value, policy):
     w = wrap(mode, index=index, value=value, policy=policy, compress_ratio=0.005)
