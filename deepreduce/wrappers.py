@@ -219,7 +219,7 @@ class _Wrapper(Compressor):
         payload, = tensors
         buf = as_frame_bytes(payload, f"{self!r} payload")
         decoded = getattr(ctx, "own_decoded", None)
-        if decoded is not None and buf.nbytes == ctx.frame.nbytes and np.array_equal(buf, ctx.frame):
+        if decoded is not None and np.array_equal(buf, ctx.frame):  # sizes first, then bytes
             # Decoding is a function of the bytes: these are this rank's own, decoded in
             # lost(). Handed out once, as a fresh decode would be (a caller may sum into it).
             ctx.own_decoded = None
