@@ -6,16 +6,15 @@ traceback; every run is bounded by ``timeout`` seconds so a hang fails instead o
 
 The worker processes are real and separate, but they are kept for the whole test session:
 each job initialises a fresh gloo process group on a new port and destroys it afterwards.
-Starting Python and importing torch costs seconds per process on a small machine, far more
-than most jobs. A worker that dies or hangs takes the pool down; the next job starts a new
-one. ``spawn_fresh`` runs a job in new processes, for tests that kill a rank on purpose.
+A worker that dies or hangs takes the pool down; the next job starts a new one. Workers
+are forked from the fork server of ``deepreduce.train.launch.context()``, which has
+imported torch once: a fresh Python importing torch costs seconds per process here.
 
 ``run_mpi(script, world_size, *args)`` runs a script of this folder under mpirun instead
 and returns the JSON lines it printed.
 """
 import atexit
 import json
-import multiprocessing as mp
 import os
 import queue as queue_module
 import shutil
@@ -24,6 +23,8 @@ import subprocess
 import sys
 import traceback
 from datetime import timedelta
+
+from deepreduce.train.launch import context
 
 
 def free_port():
@@ -72,7 +73,7 @@ def _pool_worker(jobs, results):
 
 class _Pool:
     def __init__(self):
-        self.ctx = mp.get_context("spawn")
+        self.ctx = context()
         self.workers = []  # (process, job queue)
         self.results = self.ctx.Queue()
 

@@ -239,8 +239,8 @@ def _dead_peer(rank, world):
 
 @pytest.mark.slow
 def test_dead_peer_raises_within_the_timeout():
-    import multiprocessing as mp
-    ctx = mp.get_context("spawn")
+    from deepreduce.train.launch import context
+    ctx = context()
     queue = ctx.Queue()
     port = distributed.free_port()
     procs = [ctx.Process(target=distributed._worker, args=(_dead_peer, r, 2, port, 5, (), queue)) for r in range(2)]

@@ -125,12 +125,11 @@ def run(runs, *, dataset="digits", workers=2, baseline=True, progress=True, out=
     out = out or tempfile.mkdtemp(prefix="deepreduce-run-")
     cfg = make_config(dataset, pairs, out=out, progress=progress, prints=False, **settings)
 
-    from .launch import spawn
+    from .launch import context, spawn
     from .loop import make_communicator, run_worker
     for _, params in cfg.runs:  # a bad params dict fails here, before any worker starts
         make_communicator(params)
-    import torch.multiprocessing as mp
-    channel = mp.get_context("spawn").Queue() if progress else None
+    channel = context().Queue() if progress else None
     if channel is not None:
         from .progress import BarBoard
         board = BarBoard(channel)

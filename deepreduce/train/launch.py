@@ -67,7 +67,28 @@ def _run(fn, rank, world_size, init_method, args):
         dist.destroy_process_group()
 
 
-def _spawned(rank, world_size, port, fn, args):
+class _ParentStreams:
+    """The parent's stdout and stderr as they are when a worker starts. A worker forked
+    from the fork server would otherwise write to the server's, which are the parent's from
+    when the server started (say, a test's capture file of long ago)."""
+
+    def __reduce__(self):
+        from multiprocessing import reduction
+        return _adopt_streams, (reduction.DupFd(1), reduction.DupFd(2))
+
+
+def _adopt_streams(stdout, stderr):
+    for target, dup in ((1, stdout), (2, stderr)):
+        fd = dup.detach()
+        os.dup2(fd, target)
+        os.close(fd)
+
+
+def _spawned(rank, world_size, port, fn, args, environ, _streams):
+    # Likewise the environment: the worker takes the parent's of now, as a spawned process
+    # would (the C core reads DEEPREDUCE_SIMD and DEEPREDUCE_THREADS at each call).
+    os.environ.clear()
+    os.environ.update(environ)
     _run(fn, rank, world_size, f"tcp://127.0.0.1:{port}", args)
     leave()
 
@@ -108,13 +129,37 @@ def launch(fn, workers, *args):
     return mode
 
 
+# What the fork server imports once, so that a worker forked from it starts with them:
+# torch alone is ~2.5 s of CPU per fresh process, torch._dynamo (which an optimizer's
+# first param group imports) ~1 s more, and the training loop's modules the rest.
+PRELOAD = ["torch", "torch._dynamo", "deepreduce.train.loop", "deepreduce.fl.procs"]
+
+
+def context():
+    """The multiprocessing context the embedded launcher starts workers in: "forkserver"
+    with PRELOAD, where the platform has it (Linux, macOS), else "spawn". A fork server
+    starts once per process, so the second and later runs of a notebook or a test session
+    start their workers in milliseconds; the first saves the import in all but one.
+    Queues handed to workers (progress) must come from this context."""
+    import torch.multiprocessing as mp
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)  # no effect once a fork server runs
+    return ctx
+
+
 def spawn(fn, workers, args, while_waiting=None):
     """Run fn(rank, workers, *args) in ``workers`` new processes on gloo over loopback;
     call ``while_waiting()`` every 0.1 s until they finish (e.g. to draw their progress).
     A worker's exception is raised here."""
     import torch.multiprocessing as mp
-    context = mp.spawn(_spawned, args=(workers, _free_port(), fn, args), nprocs=workers, join=False)
-    while not context.join(timeout=0.1):
+    method = context().get_start_method()
+    # the streams' unpickling in the worker puts them in place (spawn's are the parent's anyway)
+    streams = _ParentStreams() if method == "forkserver" else None
+    processes = mp.start_processes(_spawned, args=(workers, _free_port(), fn, args, dict(os.environ), streams),
+                                   nprocs=workers, join=False, start_method=method)
+    while not processes.join(timeout=0.1):
         if while_waiting is not None:
             while_waiting()
     if while_waiting is not None:
