@@ -13,6 +13,7 @@ from deepreduce import DeepReduce, FrameError, IndexCompressor, ValueCompressor,
 from deepreduce.codecs import Workspace, index_codec, value_codec
 from deepreduce.codecs.index import encode_section, floor_bits
 from deepreduce.wrappers import deepreduce_from_params, section_bytes
+from own_frame import check_own_decode_served_once
 
 D = 36_864  # one ResNet-20 layer, 3x3x64x64
 INDEX_CODECS = ["bloom", "rle", "huffman", "ef", "rice", "varint", "raw"]
@@ -295,22 +296,9 @@ CONFIGS = [("both", "bloom", "polyfit", "leftmost"), ("both", "bloom", "qsgd", "
 
 @pytest.mark.parametrize("mode,index,value,policy", CONFIGS[:5])
 def test_the_memorys_decode_of_the_own_frame_serves_one_decompress_of_the_same_bytes(mode, index, value, policy):
-    """Residual memory decodes this rank's frame (lost) and the allgather decodes it again
-    among every rank's: the second is the first's result, bit for bit, handed out once;
-    other bytes are decoded as they are."""
-    w = wrap(mode, index=index, value=value, policy=policy)
-    g, h = gradient(10), gradient(11)
-    tensors, ctx = w.compress(g, "w")
-    fresh = w.decompress(tensors, ctx)  # no lost() yet: a decode
-    residual = np.empty_like(g)
-    w.lost(g, tensors, ctx, residual)
-    assert residual.tobytes() == (g - fresh).tobytes()
-    others, other_ctx = w.compress(h, "w")
-    assert w.decompress(others, ctx).tobytes() == w.decompress(others, other_ctx).tobytes() != fresh.tobytes()
-    first = w.decompress([tensors[0].copy()], ctx)  # the same bytes in another buffer, as a transport gives them
-    assert first.tobytes() == fresh.tobytes()
-    first[:] = 7.0  # what a caller got is its own: the next decompress is a decode again
-    assert w.decompress(tensors, ctx).tobytes() == fresh.tobytes()
+    """As for the quantisers (own_frame.py): the memory's decode of the own frame serves
+    the allgather's decompress of the same bytes, once."""
+    check_own_decode_served_once(wrap(mode, index=index, value=value, policy=policy), gradient(10), gradient(11))
 
 
 @pytest.mark.parametrize("mode,index,value,policy", CONFIGS)

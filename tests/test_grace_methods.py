@@ -12,8 +12,10 @@ import pytest
 
 import deepreduce
 from deepreduce import grace_from_params
+from deepreduce.compressors._framed import FramedCompressor
 from deepreduce.pairings import PAIRINGS, natural_params
 from deepreduce.registry import COMMUNICATORS, COMPRESSORS, MEMORIES
+from own_frame import check_own_decode_served_once
 
 # SPEC §3 and §5, written out here rather than read from the registry, so a name the
 # registry loses makes these tests fail.
@@ -164,6 +166,37 @@ def test_threshold_sends_exactly_the_entries_at_or_above_it(threshold):
     chosen = np.abs(g) >= t
     assert np.array_equal(out, np.where(chosen, g, 0))
     assert comp.wire_bytes(tensors, ctx) == frame(2) + 8 * int(chosen.sum())  # zeros at t=0 count too
+
+
+# ---------------------------------------------------------------------------- the own frame
+FRAMED = [name for name in SPEC_COMPRESSORS + sorted(COMPARISON)
+          if isinstance(grace_from_params(natural_params(name)).compressor, FramedCompressor)]
+
+
+@pytest.mark.parametrize("name", FRAMED)
+def test_the_memorys_decode_of_the_own_frame_serves_one_decompress_of_the_same_bytes(name):
+    """own_frame.py's check; and a non-finite marker of the own frame decodes to NaN."""
+    comp = grace_from_params(natural_params(name)).compressor
+    g = laplace(3000, 20)
+    check_own_decode_served_once(comp, g, laplace(3000, 21))
+    bad = g.copy()
+    bad[5] = np.nan
+    tensors, ctx = comp.compress(bad, "w")
+    comp.lost(bad, tensors, ctx, np.empty_like(bad))
+    assert np.isnan(comp.decompress(tensors, ctx)).all()
+
+
+def test_a_subclass_that_decompresses_its_own_way_gets_its_decompress_in_lost():
+    class Halving(type(grace_from_params(natural_params("onebit")).compressor)):
+        def decompress(self, tensors, ctx):
+            return super().decompress(tensors, ctx) / 2
+
+    comp = Halving()
+    g = laplace(1000, 22)
+    tensors, ctx = comp.compress(g, "w")
+    residual = np.empty_like(g)
+    comp.lost(g, tensors, ctx, residual)
+    assert residual.tobytes() == (g - comp.decompress(tensors, ctx)).tobytes()
 
 
 # ---------------------------------------------------------------------------- SPEC §11 fixes

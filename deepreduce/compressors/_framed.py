@@ -25,14 +25,16 @@ def framed(capacity, encoder, what, nonfinite_none=False):
 
 class FrameCtx:
     """What decompress needs: the element count, the way back to the caller's type, and
-    the tensor name (its output buffers are reused per name: ``state.Outputs``)."""
+    the tensor name (its output buffers are reused per name: ``state.Outputs``). ``own``:
+    (frame, decoded) once the residual memory's ``lost`` has decoded this rank's frame."""
 
-    __slots__ = ("numel", "restore", "name")
+    __slots__ = ("numel", "restore", "name", "own")
 
     def __init__(self, numel, restore, name=None):
         self.numel = numel
         self.restore = restore
         self.name = name
+        self.own = None
 
 
 class StepKeys:
@@ -102,20 +104,43 @@ class FramedCompressor(Compressor):
         """The marker frame sent instead of a tensor holding an Inf or a NaN."""
         return nonfinite_frame(getattr(lib, self.frame_kind), numel)
 
+    def lost(self, flat, tensors, ctx, out):
+        """flat − decompress(own payload), as for any compressor; the decoded tensor stays
+        in the ctx for the communicator, which decodes every rank's payload, this one's
+        included, so the same bytes are decoded once. A subclass that decompresses its own
+        way keeps the default."""
+        if type(self).decompress is not FramedCompressor.decompress:
+            return super().lost(flat, tensors, ctx, out)
+        frame = as_frame_bytes(tensors[0], f"{type(self).__name__} payload")
+        decoded = self._decode(frame, ctx)
+        check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(decoded), f32(out), flat.size), "residual")
+        ctx.own = (frame, decoded)
+
     def decompress(self, tensors, ctx):
         payload, = tensors
+        frame = as_frame_bytes(payload, f"{type(self).__name__} payload")
+        own = getattr(ctx, "own", None)  # a ctx made elsewhere may lack the slot
+        if own is not None and np.array_equal(frame, own[0]):  # sizes first, then bytes
+            # Decoding is a function of the bytes: these are this rank's own, decoded in
+            # lost(). Handed out once, as a fresh decode would be (a caller may sum into it).
+            decoded, ctx.own = own[1], None
+            return ctx.restore(decoded)
+        return ctx.restore(self._decode(frame, ctx))
+
+    def _decode(self, frame, ctx):
+        """The frame decoded into a flat float32 array: a fresh one, or this name's output
+        buffer once nothing holds it."""
         what = f"{type(self).__name__} payload"
-        frame = as_frame_bytes(payload, what)
         marker = decoded_marker(frame, getattr(lib, self.frame_kind), ctx.numel, what)
         if marker is not None:
-            return ctx.restore(marker)
+            return marker
         if self.decoder_add is not None:
             out = np.zeros(ctx.numel, dtype=np.float32)
             check(getattr(lib, self.decoder_add)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         else:
             out = self.outputs.take(ctx.name, ctx.numel) if ctx.name is not None else np.empty(ctx.numel, np.float32)
             check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
-        return ctx.restore(out)
+        return out
 
 
 def sign_vote(tensors):
