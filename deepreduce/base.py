@@ -14,9 +14,11 @@ is turned back into the caller's tensor type, dtype, device and shape.
 import time
 from abc import ABC, abstractmethod
 
+import numpy as np
+
 from . import edge
 from . import stats as _stats
-from ._native import all_finite, check, f32, lib, result_finite
+from ._native import all_finite, as_frame_bytes, check, f32, lib, result_finite
 
 
 class Compressor(ABC):
@@ -65,6 +67,42 @@ class Compressor(ABC):
     def from_params(cls, params):
         """Build from a params dict (keys and defaults of ``grace_from_params``)."""
         return cls()
+
+
+class OneFrameCompressor(Compressor):
+    """Base of compressors whose payload is one frame, decoded by ``_decode(frame, ctx)``
+    into a flat float32 array. With residual memory, this rank's frame is decoded twice
+    per step: by the memory (``lost``) and by the communicator, which decodes every rank's
+    payload, this one's included. ``lost`` keeps its decode in ``ctx.own`` and the first
+    decompress of the same bytes takes it: decoding is a function of the bytes. The ctx
+    needs an ``own`` slot, None until ``lost`` runs."""
+
+    def _payload_name(self):
+        """Names the payload in error messages."""
+        return f"{type(self).__name__} payload"
+
+    @abstractmethod
+    def _decode(self, frame, ctx):
+        """The frame (uint8 array) decoded into a flat float32 array the caller owns."""
+
+    def lost(self, flat, tensors, ctx, out):
+        # A subclass that decompresses its own way keeps the default.
+        if type(self).decompress is not OneFrameCompressor.decompress:
+            return super().lost(flat, tensors, ctx, out)
+        frame = as_frame_bytes(tensors[0], self._payload_name())
+        decoded = self._decode(frame, ctx)
+        check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(decoded), f32(out), flat.size), "residual")
+        ctx.own = (frame, decoded)
+
+    def decompress(self, tensors, ctx):
+        payload, = tensors
+        frame = as_frame_bytes(payload, self._payload_name())
+        own = getattr(ctx, "own", None)  # a ctx made elsewhere may lack the slot
+        if own is not None and np.array_equal(frame, own[0]):  # sizes first, then bytes
+            # Handed out once, as a fresh decode would be (a caller may sum into it).
+            decoded, ctx.own = own[1], None
+            return ctx.restore(decoded)
+        return ctx.restore(self._decode(frame, ctx))
 
 
 class Memory(ABC):

@@ -54,7 +54,7 @@ import numpy as np
 from . import edge
 from ._native import (all_finite, as_frame_bytes, check, check_frame, decoded_marker, f32, ffi, lib,
                       nonfinite_frame, parse_frame, u8, u32)
-from .base import Compressor
+from .base import OneFrameCompressor
 from .codecs import Workspace, index_codec, permutation, value_codec
 from .codecs.index import SIGNED_D_LIMIT
 from .codecs.value import RawValues
@@ -77,19 +77,16 @@ _RAW = RawValues()
 
 
 class WrapperCtx(SparseCtx):
-    """A sparsifier's ctx, plus this rank's frame (``frame``) and, once the memory's
-    update has decoded it, the decoded tensor (``own_decoded``) until a decompress of the
-    same bytes takes it."""
+    """A sparsifier's ctx, plus ``own`` (``base.OneFrameCompressor``)."""
 
-    __slots__ = ("frame", "own_decoded")
+    __slots__ = ("own",)
 
-    def __init__(self, numel, indices, restore, source, flat, finite, frame):
+    def __init__(self, numel, indices, restore, source, flat, finite):
         super().__init__(numel, indices, restore, source, flat, finite)
-        self.frame = frame
-        self.own_decoded = None
+        self.own = None
 
 
-class _Wrapper(Compressor):
+class _Wrapper(OneFrameCompressor):
     """The shared machinery; ``codes_index`` / ``codes_values`` say which sides this
     mode codes (the other stays raw)."""
 
@@ -146,7 +143,7 @@ class _Wrapper(Compressor):
         else:  # a tensor of at most min_numel entries is still sparsified, its codecs skipped
             source, support = self._support(tensor, flat, name)
             frame, indices = self._encode(source, support, name, *self._codecs(flat.size))
-        ctx = WrapperCtx(flat.size, indices, restore, tensor, flat, finite, frame)
+        ctx = WrapperCtx(flat.size, indices, restore, tensor, flat, finite)
         if self.micro_benchmark:
             self._report(name, frame, ctx, time.perf_counter() - start)
         return [restore.wrap(frame)], ctx
@@ -206,29 +203,13 @@ class _Wrapper(Compressor):
         return frame[:total[0]], plan.sources
 
     # -- decompress -----------------------------------------------------------------
-    def lost(self, flat, tensors, ctx, out):
-        """flat − decompress(own payload), as for any compressor; the decoded tensor stays
-        in the ctx for the communicator, which decodes every rank's payload, this one's
-        included: the same bytes are decoded once (a Bloom filter's rebuild scans all d
-        positions)."""
-        decoded = self._decode(as_frame_bytes(tensors[0], f"{self!r} payload"), ctx)
-        check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(decoded), f32(out), flat.size), "residual")
-        ctx.own_decoded = decoded
-
-    def decompress(self, tensors, ctx):
-        payload, = tensors
-        buf = as_frame_bytes(payload, f"{self!r} payload")
-        decoded = getattr(ctx, "own_decoded", None)
-        if decoded is not None and np.array_equal(buf, ctx.frame):  # sizes first, then bytes
-            # Decoding is a function of the bytes: these are this rank's own, decoded in
-            # lost(). Handed out once, as a fresh decode would be (a caller may sum into it).
-            ctx.own_decoded = None
-            return ctx.restore(decoded)
-        return ctx.restore(self._decode(buf, ctx))
+    def _payload_name(self):
+        return f"{self!r} payload"
 
     def _decode(self, buf, ctx):
-        """One payload's frame bytes decoded into a new flat float32 array."""
-        what = f"{self!r} payload"
+        """A new array. (A Bloom filter's rebuild scans all d positions: decoding the own
+        frame once, as the base class does, saves a third of a step.)"""
+        what = self._payload_name()
         marker = decoded_marker(buf, self.kind, ctx.numel, what)
         if marker is not None:
             return marker

@@ -24,8 +24,6 @@ import sys
 import traceback
 from datetime import timedelta
 
-from deepreduce.train.launch import context
-
 
 def free_port():
     with socket.socket() as s:
@@ -73,6 +71,7 @@ def _pool_worker(jobs, results):
 
 class _Pool:
     def __init__(self):
+        from deepreduce.train.launch import context  # imports torch
         self.ctx = context()
         self.workers = []  # (process, job queue)
         self.results = self.ctx.Queue()

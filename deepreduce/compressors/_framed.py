@@ -5,9 +5,9 @@ the encoder's parameters; one whose encoding does not fit that shape overrides
 import numpy as np
 
 from .. import edge
-from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, ffi, lib, name_key,
+from .._native import (all_finite, check, decoded_marker, f32, ffi, lib, name_key,
                        nonfinite_frame, u8, workspace)
-from ..base import Compressor
+from ..base import OneFrameCompressor
 from ..state import Outputs
 
 
@@ -25,8 +25,8 @@ def framed(capacity, encoder, what, nonfinite_none=False):
 
 class FrameCtx:
     """What decompress needs: the element count, the way back to the caller's type, and
-    the tensor name (its output buffers are reused per name: ``state.Outputs``). ``own``:
-    (frame, decoded) once the residual memory's ``lost`` has decoded this rank's frame."""
+    the tensor name (its output buffers are reused per name: ``state.Outputs``), and
+    ``own`` (``base.OneFrameCompressor``)."""
 
     __slots__ = ("numel", "restore", "name", "own")
 
@@ -51,7 +51,7 @@ class StepKeys:
         return name_key(f"{name}@rank{detect_rank()}", step)
 
 
-class FramedCompressor(Compressor):
+class FramedCompressor(OneFrameCompressor):
     """A tensor holding a NaN or an infinity is not encoded: the non-finite marker frame
     of ``frame_kind`` travels instead, and decodes to NaN on every rank. So the aggregate
     is non-finite (a loss scaler skips the step) and no encoder ever sees the garbage."""
@@ -104,33 +104,9 @@ class FramedCompressor(Compressor):
         """The marker frame sent instead of a tensor holding an Inf or a NaN."""
         return nonfinite_frame(getattr(lib, self.frame_kind), numel)
 
-    def lost(self, flat, tensors, ctx, out):
-        """flat − decompress(own payload), as for any compressor; the decoded tensor stays
-        in the ctx for the communicator, which decodes every rank's payload, this one's
-        included, so the same bytes are decoded once. A subclass that decompresses its own
-        way keeps the default."""
-        if type(self).decompress is not FramedCompressor.decompress:
-            return super().lost(flat, tensors, ctx, out)
-        frame = as_frame_bytes(tensors[0], f"{type(self).__name__} payload")
-        decoded = self._decode(frame, ctx)
-        check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(decoded), f32(out), flat.size), "residual")
-        ctx.own = (frame, decoded)
-
-    def decompress(self, tensors, ctx):
-        payload, = tensors
-        frame = as_frame_bytes(payload, f"{type(self).__name__} payload")
-        own = getattr(ctx, "own", None)  # a ctx made elsewhere may lack the slot
-        if own is not None and np.array_equal(frame, own[0]):  # sizes first, then bytes
-            # Decoding is a function of the bytes: these are this rank's own, decoded in
-            # lost(). Handed out once, as a fresh decode would be (a caller may sum into it).
-            decoded, ctx.own = own[1], None
-            return ctx.restore(decoded)
-        return ctx.restore(self._decode(frame, ctx))
-
     def _decode(self, frame, ctx):
-        """The frame decoded into a flat float32 array: a fresh one, or this name's output
-        buffer once nothing holds it."""
-        what = f"{type(self).__name__} payload"
+        """A fresh array, or this name's output buffer once nothing holds it."""
+        what = self._payload_name()
         marker = decoded_marker(frame, getattr(lib, self.frame_kind), ctx.numel, what)
         if marker is not None:
             return marker
