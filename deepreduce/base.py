@@ -13,6 +13,7 @@ is turned back into the caller's tensor type, dtype, device and shape.
 """
 import time
 from abc import ABC, abstractmethod
+from functools import partial
 
 import numpy as np
 
@@ -50,6 +51,21 @@ class Compressor(ABC):
     def aggregate(self, tensors):
         """Combine the decompressed tensors of all ranks (default: their sum)."""
         return tensors[0] if len(tensors) == 1 else sum(tensors)
+
+    def decompress_aggregate(self, payloads, ctx, divisor=1):
+        """Every rank's payload (one payload list per rank, in rank order) decompressed
+        with this rank's ctx, aggregated, and divided by ``divisor`` (the communicator's
+        average; 1: none). The default is exactly that; a compressor whose payloads can be
+        summed straight into one tensor overrides it (``Sparsifier``), with the same
+        result."""
+        aggregated = self.aggregate([self.decompress(payload, ctx) for payload in payloads])
+        return aggregated / divisor if divisor != 1 else aggregated
+
+    def _sums_as(self, cls):
+        """Whether this compressor decompresses and aggregates as ``cls`` does: ``cls``'s
+        own ``decompress_aggregate``, which sums the payloads straight into one tensor,
+        holds for it then (a subclass that changed either gets the default)."""
+        return type(self).decompress is cls.decompress and type(self).aggregate is cls.aggregate
 
     def lost(self, flat, tensors, ctx, out):
         """Write into ``out`` (flat float32) what compressing ``flat`` lost:
@@ -94,15 +110,20 @@ class OneFrameCompressor(Compressor):
         check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(decoded), f32(out), flat.size), "residual")
         ctx.own = (frame, decoded)
 
+    def _take_own(self, frame, ctx):
+        """``lost``'s decode if ``frame`` holds the bytes of this rank's own frame, else
+        None. Handed out once, as a fresh decode would be (a caller may sum into it)."""
+        own = getattr(ctx, "own", None)  # a ctx made elsewhere may lack the slot
+        if own is not None and np.array_equal(frame, own[0]):  # sizes first, then bytes
+            ctx.own = None
+            return own[1]
+        return None
+
     def decompress(self, tensors, ctx):
         payload, = tensors
         frame = as_frame_bytes(payload, self._payload_name())
-        own = getattr(ctx, "own", None)  # a ctx made elsewhere may lack the slot
-        if own is not None and np.array_equal(frame, own[0]):  # sizes first, then bytes
-            # Handed out once, as a fresh decode would be (a caller may sum into it).
-            decoded, ctx.own = own[1], None
-            return ctx.restore(decoded)
-        return ctx.restore(self._decode(frame, ctx))
+        decoded = self._take_own(frame, ctx)
+        return ctx.restore(decoded if decoded is not None else self._decode(frame, ctx))
 
 
 class Memory(ABC):
@@ -251,6 +272,19 @@ class Communicator(ABC):
         """The codec's decompress, timed into this step's decode seconds."""
         start = time.perf_counter()
         out = self.codec().decompress(tensors, ctx)
+        self._decode_seconds = getattr(self, "_decode_seconds", 0.0) + time.perf_counter() - start
+        return out
+
+    def decompress_aggregate(self, payloads, ctx):
+        """Every rank's payload (one list per rank) decompressed, aggregated and averaged
+        by the compressor's ``decompress_aggregate``, timed into this step's decode
+        seconds. A compressor that is not one of our classes (duck-typed) gets the
+        default: its decompress per rank, then its aggregate."""
+        compressor = self.compressor
+        combine = compressor.decompress_aggregate if isinstance(compressor, Compressor) else \
+            partial(Compressor.decompress_aggregate, compressor)
+        start = time.perf_counter()
+        out = combine(payloads, ctx, self.world_size if compressor.average else 1)
         self._decode_seconds = getattr(self, "_decode_seconds", 0.0) + time.perf_counter() - start
         return out
 

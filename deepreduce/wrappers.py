@@ -54,13 +54,14 @@ import numpy as np
 from . import edge
 from ._native import (all_finite, as_frame_bytes, check, check_frame, decoded_marker, f32, ffi, lib,
                       nonfinite_frame, parse_frame, u8, u32)
-from .base import OneFrameCompressor
+from .base import Compressor, OneFrameCompressor
 from .codecs import Workspace, index_codec, permutation, value_codec
 from .codecs.index import SIGNED_D_LIMIT
 from .codecs.value import RawValues
-from .compressors._sparse import SparseCtx, selected_values
+from .compressors._sparse import SparseCtx, result_buffer, selected_values
 from .errors import FrameError, UnknownNameError
 from .params import grace_from_params
+from .state import Outputs
 from .checks import integer
 
 __all__ = ["ValueCompressor", "IndexCompressor", "DeepReduce", "deepreduce_from_params", "WRAPPERS", "section_bytes"]
@@ -81,8 +82,8 @@ class WrapperCtx(SparseCtx):
 
     __slots__ = ("own",)
 
-    def __init__(self, numel, indices, restore, source, flat, finite):
-        super().__init__(numel, indices, restore, source, flat, finite)
+    def __init__(self, numel, indices, restore, source, flat, finite, name):
+        super().__init__(numel, indices, restore, source, flat, finite, name)
         self.own = None
 
 
@@ -128,6 +129,7 @@ class _Wrapper(OneFrameCompressor):
             tensors_size_are_same=bool(self.selects and sparsifier.tensors_size_are_same
                                        and self.index_codec.fixed_size and self.value_codec.fixed_size))
         self.work = Workspace()
+        self.outputs = Outputs()  # decoded results, reused per name once released
 
     def __repr__(self):
         return (f"{type(self).__name__}({type(self.sparsifier).__name__}, index={self.index_codec.name}, "
@@ -143,7 +145,7 @@ class _Wrapper(OneFrameCompressor):
         else:  # a tensor of at most min_numel entries is still sparsified, its codecs skipped
             source, support = self._support(tensor, flat, name)
             frame, indices = self._encode(source, support, name, *self._codecs(flat.size))
-        ctx = WrapperCtx(flat.size, indices, restore, tensor, flat, finite)
+        ctx = WrapperCtx(flat.size, indices, restore, tensor, flat, finite, name)
         if self.micro_benchmark:
             self._report(name, frame, ctx, time.perf_counter() - start)
         return [restore.wrap(frame)], ctx
@@ -207,12 +209,50 @@ class _Wrapper(OneFrameCompressor):
         return f"{self!r} payload"
 
     def _decode(self, buf, ctx):
-        """A new array. (A Bloom filter's rebuild scans all d positions: decoding the own
-        frame once, as the base class does, saves a third of a step.)"""
-        what = self._payload_name()
-        marker = decoded_marker(buf, self.kind, ctx.numel, what)
+        """The name's pooled buffer once nothing holds it, or a new array. (A Bloom
+        filter's rebuild scans all d positions: decoding the own frame once, as the base
+        class does, saves a third of a step.)"""
+        marker = decoded_marker(buf, self.kind, ctx.numel, self._payload_name())
         if marker is not None:
             return marker
+        out = result_buffer(self.outputs, ctx)
+        out.fill(0.0)
+        self._scatter(buf, ctx, out, lib.dr_scatter)
+        return out
+
+    def decompress_aggregate(self, payloads, ctx, divisor=1):
+        """Several ranks' frames: each one's entries scatter-added into one zeroed tensor
+        (this rank's own decode, from ``lost``, added whole), then divided in place:
+        the same bits as decompressing each, summing and dividing, without a dense
+        tensor per rank. A subclass, or a sparsifier, that decompresses or aggregates
+        its own way gets the default."""
+        if len(payloads) == 1 or not self._sums_as(_Wrapper) or \
+                type(self.sparsifier).aggregate is not Compressor.aggregate:
+            return super().decompress_aggregate(payloads, ctx, divisor)
+        what = self._payload_name()
+        total = result_buffer(self.outputs, ctx)
+        total.fill(0.0)
+        nonfinite = False
+        for payload in payloads:
+            frame, = payload
+            frame = as_frame_bytes(frame, what)
+            own = self._take_own(frame, ctx)
+            if own is not None:
+                np.add(total, own, out=total)
+            elif decoded_marker(frame, self.kind, ctx.numel, what) is not None:
+                nonfinite = True  # every frame is still checked
+            else:
+                self._scatter(frame, ctx, total, lib.dr_scatter_add)
+        if nonfinite:
+            total.fill(np.nan)
+        elif divisor != 1:
+            np.divide(total, np.float32(divisor), out=total)
+        return ctx.restore(total)
+
+    def _scatter(self, buf, ctx, out, scatter):
+        """Parse frame ``buf`` (not the non-finite marker), decode its sections and write
+        (``lib.dr_scatter``) or add (``lib.dr_scatter_add``) its entries into ``out``."""
+        what = self._payload_name()
         f = parse_frame(buf, what)
         index_codec, value_codec, sends_perm = self._codecs(ctx.numel)
         expected = (self.kind, index_codec.codec_id, value_codec.codec_id, 3 if sends_perm else 2)
@@ -222,7 +262,6 @@ class _Wrapper(OneFrameCompressor):
                              "(a payload of another compressor or configuration)")
         if f.numel != ctx.numel:
             raise FrameError(f"{what}: the frame is for a tensor of {f.numel} elements, this one has {ctx.numel}")
-        out = edge.zeros(ctx.numel)
         count = f.count
         signed = value_codec.signs_in_index
         index_args = (buf, f.section_off[0], f.section_len[0], ctx.numel, count, tuple(f.params[0:2]), self.work)
@@ -239,8 +278,7 @@ class _Wrapper(OneFrameCompressor):
             indices = np.take(indices, perm)
         if signed:
             np.negative(values, out=values, where=signs)
-        check_frame(lib.dr_scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
-        return out
+        check_frame(scatter(u32(indices), f32(values), count, f32(out), ctx.numel), what)
 
     def aggregate(self, tensors):
         return self.sparsifier.aggregate(tensors)

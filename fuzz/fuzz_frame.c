@@ -109,7 +109,9 @@ static void decode_frame(const uint8_t *buf, size_t len)
     } else if (decoder != NULL) {
         (void)decoder(buf, len, dense, n);
     } else if (f.index_codec == DR_INDEX_RAW && f.value_codec == DR_VALUE_RAW) {
-        (void)dr_sparse_raw_decode(buf, len, f.kind, dense, n);
+        /* The adding decoder reads only the entries the plain one just wrote. */
+        if (dr_sparse_raw_decode(buf, len, f.kind, dense, n) == DR_OK)
+            (void)dr_sparse_raw_decode_add(buf, len, f.kind, dense, n);
     } else if (f.nsections >= 2) {
         fuzz_index_section(f.index_codec, buf + f.section_off[0], (size_t)f.section_len[0], n, r,
                            f.params[0], f.params[1], idx, scratch);

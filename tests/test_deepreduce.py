@@ -301,6 +301,29 @@ def test_the_memorys_decode_of_the_own_frame_serves_one_decompress_of_the_same_b
     check_own_decode_served_once(wrap(mode, index=index, value=value, policy=policy), gradient(10), gradient(11))
 
 
+@pytest.mark.parametrize("world, me", [(2, 0), (3, 2)])
+@pytest.mark.parametrize("mode,index,value,policy", CONFIGS)
+def test_every_ranks_frame_scatter_added_into_one_tensor_is_the_bits_of_the_decoded_sum(
+        mode, index, value, policy, world, me):
+    """The allgather's aggregate of wrapped frames: each rank's entries scatter-added into
+    one tensor (this rank's own decode, from lost, added whole), then averaged in place:
+    the bits of decompressing every frame, summing (Python's sum) and dividing."""
+    ranks = [wrap(mode, index=index, value=value, policy=policy) for _ in range(world)]
+    grads = [gradient(40 + r) for r in range(world)]
+    compressed = [rank.compress(g, "w") for rank, g in zip(ranks, grads)]
+    frames = [tensors for tensors, _ in compressed]
+    comp, ctx = ranks[me], compressed[me][1]
+    expected = sum(np.array(comp.decompress(f, ctx)) for f in frames) / np.float32(world)
+    comp.lost(grads[me], frames[me], ctx, np.empty_like(grads[me]))
+    got = comp.decompress_aggregate(frames, ctx, world)
+    assert ctx.own is None  # the own decode was used
+    assert np.asarray(got).tobytes() == expected.tobytes()
+    bad = grads[1].copy()
+    bad[3] = np.nan
+    poisoned = [frames[0], ranks[1].compress(bad, "w")[0]] + frames[2:]
+    assert np.isnan(comp.decompress_aggregate(poisoned, ctx, world)).all()
+
+
 @pytest.mark.parametrize("mode,index,value,policy", CONFIGS)
 def test_every_single_byte_change_is_refused(mode, index, value, policy):
     w = wrap(mode, index=index, value=value, policy=policy, compress_ratio=0.005)

@@ -186,6 +186,41 @@ def test_the_memorys_decode_of_the_own_frame_serves_one_decompress_of_the_same_b
     assert np.isnan(comp.decompress(tensors, ctx)).all()
 
 
+@pytest.mark.parametrize("world, me", [(1, 0), (2, 0), (3, 1)])
+@pytest.mark.parametrize("name", FRAMED)
+def test_every_ranks_frame_added_into_one_tensor_is_the_bits_of_graces_aggregate(name, world, me):
+    """The allgather's aggregate of framed payloads: decoded one by one and added into
+    one tensor (this rank's own decode taken from lost, wherever its frame sits), then
+    finished (vote, 1/lr) and averaged in place: the bits of GRACE's way, every payload
+    decompressed, summed by Python's sum and aggregated."""
+    ranks = [grace_from_params(natural_params(name)).compressor for _ in range(world)]
+    grads = [laplace(3000, 30 + r, scale=1e-3) for r in range(world)]
+    for g in grads:
+        g[::5] = -0.0  # the sum of two -0.0 is -0.0, but 0 + -0.0 + -0.0 (Python's sum) is +0.0
+    compressed = [rank.compress(g, "w") for rank, g in zip(ranks, grads)]
+    frames = [tensors for tensors, _ in compressed]
+    comp, ctx = ranks[me], compressed[me][1]
+    decoded = [np.array(comp.decompress(f, ctx)) for f in frames]
+    finished = name in ("signsgd", "signum", "efsignsgd")
+    # Compressor.aggregate hands one rank's tensor back as it is; else Python's sum.
+    expected = decoded[0] if world == 1 and not finished else sum(decoded)
+    if name in ("signsgd", "signum"):
+        expected = np.where(expected >= 0, 1.0, -1.0).astype(np.float32)
+    elif name == "efsignsgd":
+        expected = expected / np.float32(comp.learning_rate)
+    if comp.average:
+        expected = expected / np.float32(world)
+    comp.lost(grads[me], frames[me], ctx, np.empty_like(grads[me]))
+    assert ctx.own is not None
+    got = comp.decompress_aggregate(frames, ctx, world if comp.average else 1)
+    assert ctx.own is None  # the own decode was used
+    assert np.asarray(got).tobytes() == expected.astype(np.float32).tobytes()
+    bad = grads[-1].copy()
+    bad[7] = np.inf
+    poisoned = frames[:-1] + [ranks[-1].compress(bad, "w")[0]]
+    assert np.isnan(comp.decompress_aggregate(poisoned, ctx, 1)).all()
+
+
 def test_a_subclass_that_decompresses_its_own_way_gets_its_decompress_in_lost():
     class Halving(type(grace_from_params(natural_params("onebit")).compressor)):
         def decompress(self, tensors, ctx):

@@ -9,7 +9,13 @@ import pytest
 
 from deepreduce import grace_from_params
 from deepreduce.compressors.qsgd import QSGDCompressor
+from deepreduce.base import Compressor
+from deepreduce.compressors.dgc import DgcCompressor
+from deepreduce.compressors.randomk import RandomKCompressor
 from deepreduce.compressors.signum import SignumCompressor
+from deepreduce.compressors.threshold import ThresholdCompressor
+from deepreduce.compressors.topk import TopKCompressor
+from deepreduce.errors import FrameError
 
 torch = pytest.importorskip("torch")
 
@@ -29,8 +35,10 @@ def gradient(kind, seed, n=1000):
 
 # ------------------------------------------------------------- decoders' outputs
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
-@pytest.mark.parametrize("make", [lambda: SignumCompressor(0.9), lambda: QSGDCompressor(127, 128)],
-                         ids=["signum", "qsgd"])
+@pytest.mark.parametrize("make", [lambda: SignumCompressor(0.9), lambda: QSGDCompressor(127, 128),
+                                  lambda: TopKCompressor(0.1), lambda: ThresholdCompressor(0.5),
+                                  lambda: DgcCompressor(0.1), lambda: RandomKCompressor(0.1)],
+                         ids=["signum", "qsgd", "topk", "threshold", "dgc", "randomk"])
 def test_a_held_result_is_never_written_and_a_released_one_is_reused(kind, make):
     compressor = make()
 
@@ -121,3 +129,66 @@ def test_the_compensated_tensor_is_reused_only_once_released():
     del later
     gc.collect()
     assert address(grc.memory.compensate(g, "w")) == released != address(held)
+
+
+# ------------------------------------------------------------- every rank's frames summed
+SPARSIFIERS = {"topk": lambda: TopKCompressor(0.3), "threshold": lambda: ThresholdCompressor(0.0),
+               "dgc": lambda: DgcCompressor(0.3), "randomk": lambda: RandomKCompressor(0.3)}
+
+
+def rank_gradient(seed, n=1000):
+    """N(0,1) with signed zeros among the entries (threshold 0 selects them too)."""
+    values = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    values[seed::7] = -0.0
+    values[seed + 3::11] = 0.0
+    return torch.from_numpy(values)
+
+
+def bits(x):
+    return np.asarray(x).view(np.uint32)
+
+
+@pytest.mark.parametrize("world", [2, 3, 5])
+@pytest.mark.parametrize("method", sorted(SPARSIFIERS))
+def test_sparse_frames_summed_into_one_tensor_are_the_bits_of_the_decoded_sum(method, world):
+    """Allgather's aggregate scatter-adds every rank's frame into one tensor (random-k
+    sums the ranks' values first): the same bits as GRACE's way, each decompressed,
+    summed and averaged in torch."""
+    ranks = [SPARSIFIERS[method]() for _ in range(world)]  # random-k's draws line up across ranks
+    compressor = ranks[0]
+    frames, contexts = zip(*(rank.compress(rank_gradient(i), "w") for i, rank in enumerate(ranks)))
+    ctx = contexts[0]
+    grace_way = sum(compressor.decompress(list(f), ctx) for f in frames) / world
+    summed = compressor.decompress_aggregate(frames, ctx, world)
+    assert torch.is_tensor(summed) and summed.dtype == torch.float32
+    np.testing.assert_array_equal(bits(summed), bits(grace_way))
+    unaveraged = compressor.decompress_aggregate(frames, ctx, 1)
+    np.testing.assert_array_equal(bits(unaveraged), bits(sum(compressor.decompress(list(f), ctx) for f in frames)))
+    one = compressor.decompress_aggregate(frames[:1], ctx, 1)  # a single rank keeps its -0.0
+    np.testing.assert_array_equal(bits(one), bits(compressor.decompress(list(frames[0]), ctx)))
+
+
+def test_a_ranks_nonfinite_marker_makes_the_summed_tensor_nan_and_a_corrupt_frame_is_refused():
+    compressor = TopKCompressor(0.3)
+    poisoned = rank_gradient(1)
+    poisoned[5] = float("nan")
+    frames = [compressor.compress(g, "w")[0] for g in (rank_gradient(0), poisoned, rank_gradient(2))]
+    _, ctx = compressor.compress(rank_gradient(0), "w")
+    assert torch.isnan(compressor.decompress_aggregate(frames, ctx, 3)).all()
+    corrupt = frames[2][0].clone()
+    corrupt[-1] ^= 1  # the CRC no longer matches
+    with pytest.raises(FrameError, match="payload"):
+        compressor.decompress_aggregate([frames[0], frames[1], [corrupt]], ctx, 3)
+
+
+def test_a_sparsifier_subclass_with_its_own_aggregate_gets_it():
+    class Loudest(TopKCompressor):
+        def aggregate(self, tensors):
+            return torch.stack(tensors).abs().amax(dim=0)
+
+    compressor = Loudest(0.3)
+    frames = [compressor.compress(rank_gradient(rank), "w")[0] for rank in range(3)]
+    _, ctx = compressor.compress(rank_gradient(0), "w")
+    expected = torch.stack([compressor.decompress(list(f), ctx) for f in frames]).abs().amax(dim=0) / 3
+    assert torch.equal(compressor.decompress_aggregate(frames, ctx, 3), expected)
+    assert torch.equal(Compressor.decompress_aggregate(compressor, frames, ctx, 3), expected)

@@ -8,5 +8,4 @@ class Allgather(Communicator):
     def send_receive(self, tensors, name, ctx):
         gathered = [self.transport.allgather(payload, name if i == 0 else f"{name}#{i}")
                     for i, payload in enumerate(tensors)]
-        decompressed = [self.decompress(list(per_rank), ctx) for per_rank in zip(*gathered)]
-        return self.average(self.compressor.aggregate(decompressed))
+        return self.decompress_aggregate([list(per_rank) for per_rank in zip(*gathered)], ctx)

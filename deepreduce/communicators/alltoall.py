@@ -63,8 +63,7 @@ class AllToAll(Communicator):
         for i in range(len(tensors[0])):
             per_rank = self.transport.alltoall([chunk[i] for chunk in tensors], f"{name}#{i}")
             received.append(per_rank)
-        start_chunk = [self.compressor.decompress(list(parts), contexts[me]) for parts in zip(*received)]
-        reduced = self.average(self.compressor.aggregate(start_chunk))
+        reduced = self.decompress_aggregate([list(parts) for parts in zip(*received)], contexts[me])
         # 2. the reduced chunk is compressed again and gathered by everyone.
         again, again_ctx = self.compressor.compress(reduced, f"{name}/chunk{me}/reduced")
         gathered = [self.transport.allgather(t, f"{name}/reduced#{i}") for i, t in enumerate(again)]

@@ -14,9 +14,7 @@ class Broadcast(Communicator):
         return self.transport.rank if self._rank is None else self._rank
 
     def send_receive(self, tensors, name, ctx):
-        decompressed = []
-        for root in range(self.transport.size):
-            received = [self.transport.broadcast(payload, root, name if i == 0 else f"{name}#{i}")
-                        for i, payload in enumerate(tensors)]
-            decompressed.append(self.decompress(received, ctx))
-        return self.average(self.compressor.aggregate(decompressed))
+        received = [[self.transport.broadcast(payload, root, name if i == 0 else f"{name}#{i}")
+                     for i, payload in enumerate(tensors)]
+                    for root in range(self.transport.size)]
+        return self.decompress_aggregate(received, ctx)

@@ -5,7 +5,7 @@ the encoder's parameters; one whose encoding does not fit that shape overrides
 import numpy as np
 
 from .. import edge
-from .._native import (all_finite, check, decoded_marker, f32, ffi, lib, name_key,
+from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, ffi, lib, name_key,
                        nonfinite_frame, u8, workspace)
 from ..base import OneFrameCompressor
 from ..state import Outputs
@@ -104,23 +104,80 @@ class FramedCompressor(OneFrameCompressor):
         """The marker frame sent instead of a tensor holding an Inf or a NaN."""
         return nonfinite_frame(getattr(lib, self.frame_kind), numel)
 
-    def _decode(self, frame, ctx):
-        """A fresh array, or this name's output buffer once nothing holds it."""
+    def _decode(self, frame, ctx, into=None):
+        """The frame decoded into ``into`` (flat float32, any contents) if given, else into
+        a fresh array or this name's output buffer once nothing holds it."""
         what = self._payload_name()
         marker = decoded_marker(frame, getattr(lib, self.frame_kind), ctx.numel, what)
         if marker is not None:
             return marker
         if self.decoder_add is not None:
-            out = np.zeros(ctx.numel, dtype=np.float32)
+            if into is None:
+                out = np.zeros(ctx.numel, dtype=np.float32)
+            else:
+                out = into
+                out.fill(0.0)
             check(getattr(lib, self.decoder_add)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         else:
-            out = self.outputs.take(ctx.name, ctx.numel) if ctx.name is not None else np.empty(ctx.numel, np.float32)
+            out = into if into is not None else self._buffer(ctx, ctx.name)
             check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         return out
 
+    def _buffer(self, ctx, key):
+        """A flat float32 array for ctx's tensor: the pool's for ``key`` once nothing
+        holds it, or a fresh one for a ctx without a name."""
+        return self.outputs.take(key, ctx.numel) if ctx.name is not None else np.empty(ctx.numel, np.float32)
 
-def sign_vote(tensors):
-    """Majority vote: +1 where the sum of the ranks' signs is >= 0, else -1."""
-    total, restore = edge.to_core(sum(tensors))
+    def aggregate(self, tensors):
+        """The sum of the ranks' tensors, finished by ``_finish`` (signSGD's vote,
+        EF-signSGD's division by the learning rate; nothing for the others)."""
+        if type(self)._finish is FramedCompressor._finish:
+            return super().aggregate(tensors)
+        total, restore = edge.to_core(sum(tensors))  # a new tensor, even of one rank's
+        return restore(self._finish(total))
+
+    def _finish(self, total):
+        """What the aggregate does to the sum of the ranks' tensors (flat float32, a
+        new array: changed in place and returned)."""
+        return total
+
+    def decompress_aggregate(self, payloads, ctx, divisor=1):
+        """The ranks' frames decoded one by one (the own frame's decode taken from
+        ``lost``, the others' into one scratch buffer) and added into the first's:
+        0 + t0 + t1 + ..., as Python's sum adds them, so the same bits as decompressing
+        each and aggregating, without a dense tensor per rank; then finished and
+        divided in place. A subclass that decompresses or aggregates its own way gets
+        the default."""
+        if not self._sums_as(FramedCompressor):
+            return super().decompress_aggregate(payloads, ctx, divisor)
+        what = self._payload_name()
+        frames = []
+        for payload in payloads:
+            frame, = payload
+            frames.append(as_frame_bytes(frame, what))
+        total = self._take_own(frames[0], ctx)
+        if total is None:
+            total = self._decode(frames[0], ctx)
+        # aggregate's sum starts at 0 (-0.0 becomes +0.0), except one rank's unfinished
+        # aggregate, which is its decode as it is.
+        if len(frames) > 1 or type(self)._finish is not FramedCompressor._finish:
+            np.add(total, np.float32(0.0), out=total)
+        scratch = None
+        for frame in frames[1:]:
+            part = self._take_own(frame, ctx)
+            if part is None:
+                if scratch is None:
+                    scratch = self._buffer(ctx, (ctx.name, "part"))
+                part = self._decode(frame, ctx, scratch)
+            np.add(total, part, out=total)
+        total = self._finish(total)
+        if divisor != 1:
+            np.divide(total, np.float32(divisor), out=total)
+        return ctx.restore(total)
+
+
+def majority_vote(total):
+    """signSGD's aggregate, in place on the sum of the ranks' signs (flat float32): +1
+    where it is >= 0, else -1; NaN stays NaN."""
     check(lib.dr_sign_vote(f32(total), total.size), "sign vote")
-    return restore(total)
+    return total

@@ -4,6 +4,7 @@ import numpy as np
 
 from .. import edge
 from ..base import Compressor
+from ..state import Outputs
 from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, ffi, lib,
                        nonfinite_frame, u8, u32)
 
@@ -31,33 +32,62 @@ def encode(kind, flat, indices, what):
     return frame
 
 
-def decode(kind, payload, numel, what):
+def decode(kind, payload, numel, what, dense):
     """The dense float32 tensor a raw sparse payload describes (zeros elsewhere; NaN
-    everywhere for the non-finite marker)."""
+    everywhere for the non-finite marker), written into ``dense`` (flat float32 of
+    numel entries, any contents) unless it is the marker."""
     frame = as_frame_bytes(payload, what)
     marker = decoded_marker(frame, kind, numel, what)
     if marker is not None:
         return marker
-    dense = edge.zeros(numel)
+    dense.fill(0.0)
     check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, kind, f32(dense), numel), what)
     return dense
+
+
+def decode_sum(kind, payloads, numel, what, dense):
+    """The sum of several ranks' raw sparse payloads, each scatter-added into ``dense``
+    (zeroed first): the bits of decoding each and adding them in order, without a dense
+    tensor per rank. NaN everywhere if any is the non-finite marker (every frame is
+    still checked)."""
+    dense.fill(0.0)
+    nonfinite = False
+    for payload in payloads:
+        frame = as_frame_bytes(payload, what)
+        if decoded_marker(frame, kind, numel, what) is not None:
+            nonfinite = True
+            continue
+        check(lib.dr_sparse_raw_decode_add(u8(frame), frame.nbytes, kind, f32(dense), numel), what)
+    if nonfinite:
+        dense.fill(np.nan)
+    return dense
+
+
+def result_buffer(outputs, ctx):
+    """Where a decode of ctx's tensor goes: the name's pooled buffer, reused once nothing
+    holds it (``state.Outputs``), or a fresh one for a ctx without a name."""
+    if ctx.name is None:
+        return np.empty(ctx.numel, dtype=np.float32)
+    return outputs.take(ctx.name, ctx.numel)
 
 
 class SparseCtx:
     """What a sparsifier keeps locally: the dense size, the indices it sent (memories such
     as dgc's zero their state there), the way back to the caller's type, and the tensor
     it compressed with its flat view and whether that was finite (``base.crossed``: the
-    memory's update reads them instead of crossing the edge and sweeping again)."""
+    memory's update reads them instead of crossing the edge and sweeping again), and the
+    tensor's name (its decoded results come from a pool per name; None: fresh ones)."""
 
-    __slots__ = ("numel", "indices", "restore", "source", "flat", "finite")
+    __slots__ = ("numel", "indices", "restore", "source", "flat", "finite", "name")
 
-    def __init__(self, numel, indices, restore, source=None, flat=None, finite=None):
+    def __init__(self, numel, indices, restore, source=None, flat=None, finite=None, name=None):
         self.numel = numel
         self.indices = indices
         self.restore = restore
         self.source = source
         self.flat = flat
         self.finite = finite
+        self.name = name
 
 
 class Sparsifier(Compressor):
@@ -68,6 +98,10 @@ class Sparsifier(Compressor):
     (NaN on every rank), instead of a selection that would silently drop the NaN."""
 
     frame_kind = None
+
+    def __init__(self, average=True, tensors_size_are_same=True):
+        super().__init__(average, tensors_size_are_same)
+        self.outputs = Outputs()  # decompressed results, reused per name once released
 
     def select(self, flat, name):
         raise NotImplementedError
@@ -81,7 +115,7 @@ class Sparsifier(Compressor):
             frame = encode(kind, flat, indices, f"{type(self).__name__} of {name!r}")
         else:
             indices, frame = np.empty(0, dtype=np.uint32), nonfinite_frame(kind, flat.size)
-        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, tensor, flat, finite)
+        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, tensor, flat, finite, name)
 
     def lost(self, flat, tensors, ctx, out):
         """The entries sent travel exactly: what is lost is flat with them zeroed."""
@@ -90,4 +124,22 @@ class Sparsifier(Compressor):
 
     def decompress(self, tensors, ctx):
         frame, = tensors
-        return ctx.restore(decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload"))
+        return ctx.restore(decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload",
+                                  result_buffer(self.outputs, ctx)))
+
+    def decompress_aggregate(self, payloads, ctx, divisor=1):
+        """Several ranks' frames are scatter-added into one tensor (one rank's is simply
+        decoded), then divided in place: the same bits as decompressing each, summing
+        and dividing, without a dense tensor per rank. A subclass that decompresses or
+        aggregates its own way gets the default."""
+        if len(payloads) == 1 or not self._sums_as(Sparsifier):
+            return super().decompress_aggregate(payloads, ctx, divisor)
+        frames = []
+        for payload in payloads:
+            frame, = payload
+            frames.append(frame)
+        summed = decode_sum(getattr(lib, self.frame_kind), frames, ctx.numel, f"{type(self).__name__} payload",
+                            result_buffer(self.outputs, ctx))
+        if divisor != 1:
+            np.divide(summed, np.float32(divisor), out=summed)
+        return ctx.restore(summed)

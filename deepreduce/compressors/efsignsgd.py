@@ -1,3 +1,5 @@
+import numpy as np
+
 from ._framed import FramedCompressor
 from ..checks import number
 
@@ -20,5 +22,5 @@ class EFSignSGDCompressor(FramedCompressor):
     def from_params(cls, params):
         return cls(params["lr"])
 
-    def aggregate(self, tensors):
-        return sum(tensors) / self.learning_rate
+    def _finish(self, total):
+        return np.divide(total, np.float32(self.learning_rate), out=total)

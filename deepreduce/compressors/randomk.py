@@ -4,7 +4,8 @@ from .. import edge
 from .._native import all_finite, check, f32, lib, name_key, u32, workspace
 from ..base import Compressor
 from ..errors import FrameError
-from ._sparse import SparseCtx
+from ..state import Outputs
+from ._sparse import SparseCtx, result_buffer
 from .topk import topk_count
 from ..checks import fraction
 
@@ -50,6 +51,7 @@ class RandomKCompressor(Compressor):
         super().__init__()
         self.compress_ratio = fraction(compress_ratio, "compress_ratio")
         self.global_step = 0
+        self.outputs = Outputs()  # decompressed results, reused per name once released
 
     @classmethod
     def from_params(cls, params):
@@ -66,10 +68,30 @@ class RandomKCompressor(Compressor):
             check(lib.dr_gather(f32(flat), flat.size, u32(indices), k, f32(values)), f"random-k of {name!r}")
         else:
             values = edge.nan_filled(k)
-        return [restore.wrap(values)], SparseCtx(flat.size, indices, restore)
+        return [restore.wrap(values)], SparseCtx(flat.size, indices, restore, name=name)
 
     def decompress(self, tensors, ctx):
         values, = tensors
+        return ctx.restore(self._scattered(self._values(values, ctx), ctx))
+
+    def decompress_aggregate(self, payloads, ctx, divisor=1):
+        """Every rank drew the same indices, so the ranks' values are summed (and
+        divided) as k-vectors and scattered once: the same bits as decompressing each,
+        summing and dividing the dense tensors. A subclass that decompresses or
+        aggregates its own way gets the default."""
+        if len(payloads) == 1 or not self._sums_as(RandomKCompressor):
+            return super().decompress_aggregate(payloads, ctx, divisor)
+        total = np.zeros(ctx.indices.size, dtype=np.float32)
+        for payload in payloads:
+            values, = payload
+            np.add(total, self._values(values, ctx), out=total)
+        if divisor != 1:
+            np.divide(total, np.float32(divisor), out=total)
+        return ctx.restore(self._scattered(total, ctx))
+
+    @staticmethod
+    def _values(values, ctx):
+        """One rank's payload as contiguous float32 values, checked against ctx."""
         values = edge.as_numpy(values)
         # The indices are this rank's own (ctx): the payload must carry exactly one value
         # for each, or the scatter would read past them.
@@ -77,8 +99,12 @@ class RandomKCompressor(Compressor):
             raise FrameError(f"random-k payload: {values.size} values of dtype {values.dtype}, expected "
                              f"{ctx.indices.size} float values (one per index this rank drew); a payload of "
                              "another tensor, ratio or compressor")
-        values = np.ascontiguousarray(values, dtype=np.float32)
-        dense = edge.zeros(ctx.numel)
+        return np.ascontiguousarray(values, dtype=np.float32)
+
+    def _scattered(self, values, ctx):
+        """The dense flat tensor with values at this rank's indices, zeros elsewhere."""
+        dense = result_buffer(self.outputs, ctx)
+        dense.fill(0.0)
         check(lib.dr_scatter(u32(ctx.indices), f32(values), values.size, f32(dense), ctx.numel),
               "random-k decompress")
-        return ctx.restore(dense)
+        return dense

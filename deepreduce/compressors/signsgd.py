@@ -1,4 +1,4 @@
-from ._framed import FramedCompressor, sign_vote
+from ._framed import FramedCompressor, majority_vote
 
 
 class SignSGDCompressor(FramedCompressor):
@@ -13,5 +13,5 @@ class SignSGDCompressor(FramedCompressor):
     def __init__(self):
         super().__init__(average=False)
 
-    def aggregate(self, tensors):
-        return sign_vote(tensors)
+    def _finish(self, total):
+        return majority_vote(total)

@@ -1,7 +1,7 @@
 from .. import edge
 from .._native import f32, ffi, lib
 from ..state import TensorState
-from ._framed import FrameCtx, FramedCompressor, framed, sign_vote
+from ._framed import FrameCtx, FramedCompressor, framed, majority_vote
 from ..checks import number
 
 
@@ -48,5 +48,5 @@ class SignumCompressor(FramedCompressor):
     def rollback(self, name):
         self.momentums.undo(name)
 
-    def aggregate(self, tensors):
-        return sign_vote(tensors)
+    def _finish(self, total):
+        return majority_vote(total)

@@ -58,6 +58,30 @@ static void test_frame_roundtrip_and_corruption(void)
         CHECK_OK(dr_frame_seal(&f, buf, sizeof buf, &total));
     }
     CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100), DR_E_CORRUPT);
+    /* The adding decoder refuses the same frame before adding anything. */
+    dense[4] = 1.0f;
+    CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_TOPK, dense, 100), DR_E_CORRUPT);
+    CHECK(dense[4] == 1.0f && dense[1] == 0.5f);
+}
+
+static void test_sparse_frames_added(void)
+{
+    const uint32_t idx_a[3] = {0, 2, 3}, idx_b[2] = {2, 5};
+    const float val_a[3] = {1.5f, -2.0f, -0.0f}, val_b[2] = {0.25f, 4.0f};
+    uint8_t a[128], b[128];
+    size_t len_a = 0, len_b = 0;
+    float dense[6] = {0};
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_DGC, 0, 6, idx_a, val_a, 3, a, sizeof a, &len_a));
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_DGC, 0, 6, idx_b, val_b, 2, b, sizeof b, &len_b));
+    CHECK_OK(dr_sparse_raw_decode_add(a, len_a, DR_KIND_DGC, dense, 6));
+    CHECK_OK(dr_sparse_raw_decode_add(b, len_b, DR_KIND_DGC, dense, 6));
+    CHECK(dense[0] == 1.5f && dense[1] == 0.0f && dense[2] == -1.75f && dense[5] == 4.0f);
+    CHECK(dense[3] == 0.0f && !signbit(dense[3])); /* 0 + -0 is +0, as in a sum of tensors */
+    /* Another kind, another size, a truncation: refused, nothing added. */
+    CHECK_STATUS(dr_sparse_raw_decode_add(a, len_a, DR_KIND_TOPK, dense, 6), DR_E_FRAME_CODEC);
+    CHECK_STATUS(dr_sparse_raw_decode_add(a, len_a, DR_KIND_DGC, dense, 7), DR_E_FRAME_FIELD);
+    CHECK(dr_sparse_raw_decode_add(a, len_a - 1, DR_KIND_DGC, dense, 6) < 0);
+    CHECK(dense[0] == 1.5f && dense[2] == -1.75f);
 }
 
 static void test_empty_frame(void)
@@ -460,6 +484,7 @@ static void test_half_paths_agree(void)
 int main(void)
 {
     test_frame_roundtrip_and_corruption();
+    test_sparse_frames_added();
     test_empty_frame();
     test_nonfinite_marker();
     test_dr_all_finite();

@@ -343,6 +343,25 @@ static void test_efsignsgd_and_vote(void)
     CHECK(out[0] == 2.4f && out[1] == -2.4f && out[3] == -2.4f && out[4] == 2.4f);
     CHECK_OK(dr_sign_vote(sum, 4));
     CHECK(sum[0] == 1.0f && sum[1] == -1.0f && sum[2] == 1.0f && isnan(sum[3]));
+    {
+        /* Every length up to 19 (the vector loop and its tail): -0.0 votes +1 (it is
+         * >= 0), infinities vote their sign, NaN keeps its bits. */
+        const float pattern[6] = {-0.0f, 2.0f, -INFINITY, INFINITY, -3.5f, NAN};
+        float votes[19];
+        size_t len_votes, i;
+        for (len_votes = 0; len_votes <= 19; len_votes++) {
+            for (i = 0; i < len_votes; i++)
+                votes[i] = pattern[(i + len_votes) % 6];
+            CHECK_OK(dr_sign_vote(votes, len_votes));
+            for (i = 0; i < len_votes; i++) {
+                const float was = pattern[(i + len_votes) % 6];
+                if (isnan(was))
+                    CHECK(memcmp(&votes[i], &was, 4) == 0);
+                else
+                    CHECK(votes[i] == (was >= 0.0f ? 1.0f : -1.0f));
+            }
+        }
+    }
     CHECK_OK(dr_signum_momentum(m, g, 3, 0.9f, 1));
     CHECK(m[0] == 1.0f && m[1] == -1.0f && m[2] == 2.0f);
     g[0] = -9.0f;

@@ -47,7 +47,9 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
     return dr_frame_seal(&f, buf, cap, written);
 }
 
-int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n)
+/* The decoders' one body: parse and check the frame, then dense[idx] = val, or += val. */
+static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
+                            int add)
 {
     dr_frame f;
     size_t r, j;
@@ -82,7 +84,20 @@ int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *de
         float v;
         memcpy(&i, ip + 4u * j, 4);
         memcpy(&v, vp + 4u * j, 4);
-        dense[i] = v;
+        if (add)
+            dense[i] += v;
+        else
+            dense[i] = v;
     }
     return DR_OK;
+}
+
+int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n)
+{
+    return sparse_raw_apply(buf, len, kind, dense, n, 0);
+}
+
+int dr_sparse_raw_decode_add(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n)
+{
+    return sparse_raw_apply(buf, len, kind, dense, n, 1);
 }

@@ -76,4 +76,10 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
  * or not ascending; dense is untouched then. Time O(len), no memory. */
 int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n);
 
+/* As dr_sparse_raw_decode, but adds: dense[idx] += val. A communicator sums every
+ * rank's frame into one zeroed tensor this way (rank by rank, so the sum's rounding is
+ * that of adding the decoded tensors in rank order), instead of a dense tensor per rank.
+ * The same refusals, checked before anything is added. Time O(len), no memory. */
+int dr_sparse_raw_decode_add(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n);
+
 #endif /* DEEPREDUCE_SELECT_H */
