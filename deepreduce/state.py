@@ -129,7 +129,10 @@ class Outputs:
 
     def take(self, name, size):
         """A flat float32 array of ``size`` elements that nothing else refers to (its
-        contents undefined)."""
+        contents undefined). ``name`` None (a ctx made without one): a fresh array the
+        pool does not keep."""
+        if name is None:
+            return np.empty(size, dtype=edge.CORE_DTYPE)
         buffers = self._buffers.get(name)
         if buffers is None or (buffers and buffers[0].size != size):  # first use, or the name changed size
             buffers = self._buffers[name] = []
@@ -140,3 +143,11 @@ class Outputs:
         if len(buffers) < self.keep:
             buffers.append(fresh)
         return fresh
+
+    def zeros(self, name, size):
+        """``take``, zeroed (for ``name`` None, fresh zero pages)."""
+        if name is None:
+            return np.zeros(size, dtype=edge.CORE_DTYPE)
+        out = self.take(name, size)
+        out.fill(0.0)
+        return out

@@ -58,7 +58,7 @@ from .base import Compressor, OneFrameCompressor
 from .codecs import Workspace, index_codec, permutation, value_codec
 from .codecs.index import SIGNED_D_LIMIT
 from .codecs.value import RawValues
-from .compressors._sparse import SparseCtx, result_buffer, selected_values
+from .compressors._sparse import SparseCtx, selected_values, sum_frames
 from .errors import FrameError, UnknownNameError
 from .params import grace_from_params
 from .state import Outputs
@@ -215,8 +215,7 @@ class _Wrapper(OneFrameCompressor):
         marker = decoded_marker(buf, self.kind, ctx.numel, self._payload_name())
         if marker is not None:
             return marker
-        out = result_buffer(self.outputs, ctx)
-        out.fill(0.0)
+        out = self.outputs.zeros(ctx.name, ctx.numel)
         self._scatter(buf, ctx, out, lib.dr_scatter)
         return out
 
@@ -229,23 +228,17 @@ class _Wrapper(OneFrameCompressor):
         if len(payloads) == 1 or not self._sums_as(_Wrapper) or \
                 type(self.sparsifier).aggregate is not Compressor.aggregate:
             return super().decompress_aggregate(payloads, ctx, divisor)
-        what = self._payload_name()
-        total = result_buffer(self.outputs, ctx)
-        total.fill(0.0)
-        nonfinite = False
-        for payload in payloads:
-            frame, = payload
-            frame = as_frame_bytes(frame, what)
+        total = self.outputs.zeros(ctx.name, ctx.numel)
+
+        def add(frame):
             own = self._take_own(frame, ctx)
             if own is not None:
                 np.add(total, own, out=total)
-            elif decoded_marker(frame, self.kind, ctx.numel, what) is not None:
-                nonfinite = True  # every frame is still checked
             else:
                 self._scatter(frame, ctx, total, lib.dr_scatter_add)
-        if nonfinite:
-            total.fill(np.nan)
-        elif divisor != 1:
+
+        sum_frames([frame for frame, in payloads], self.kind, ctx.numel, self._payload_name(), total, add)
+        if divisor != 1:
             np.divide(total, np.float32(divisor), out=total)
         return ctx.restore(total)
 

@@ -119,14 +119,9 @@ class FramedCompressor(OneFrameCompressor):
                 out.fill(0.0)
             check(getattr(lib, self.decoder_add)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         else:
-            out = into if into is not None else self._buffer(ctx, ctx.name)
+            out = into if into is not None else self.outputs.take(ctx.name, ctx.numel)
             check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         return out
-
-    def _buffer(self, ctx, key):
-        """A flat float32 array for ctx's tensor: the pool's for ``key`` once nothing
-        holds it, or a fresh one for a ctx without a name."""
-        return self.outputs.take(key, ctx.numel) if ctx.name is not None else np.empty(ctx.numel, np.float32)
 
     def aggregate(self, tensors):
         """The sum of the ranks' tensors, finished by ``_finish`` (signSGD's vote,
@@ -167,7 +162,7 @@ class FramedCompressor(OneFrameCompressor):
             part = self._take_own(frame, ctx)
             if part is None:
                 if scratch is None:
-                    scratch = self._buffer(ctx, (ctx.name, "part"))
+                    scratch = self.outputs.take(None if ctx.name is None else (ctx.name, "part"), ctx.numel)
                 part = self._decode(frame, ctx, scratch)
             np.add(total, part, out=total)
         total = self._finish(total)

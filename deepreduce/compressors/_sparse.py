@@ -35,40 +35,30 @@ def encode(kind, flat, indices, what):
 def decode(kind, payload, numel, what, dense):
     """The dense float32 tensor a raw sparse payload describes (zeros elsewhere; NaN
     everywhere for the non-finite marker), written into ``dense`` (flat float32 of
-    numel entries, any contents) unless it is the marker."""
+    numel zeros) unless it is the marker."""
     frame = as_frame_bytes(payload, what)
     marker = decoded_marker(frame, kind, numel, what)
     if marker is not None:
         return marker
-    dense.fill(0.0)
     check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, kind, f32(dense), numel), what)
     return dense
 
 
-def decode_sum(kind, payloads, numel, what, dense):
-    """The sum of several ranks' raw sparse payloads, each scatter-added into ``dense``
-    (zeroed first): the bits of decoding each and adding them in order, without a dense
-    tensor per rank. NaN everywhere if any is the non-finite marker (every frame is
-    still checked)."""
-    dense.fill(0.0)
+def sum_frames(payloads, kind, numel, what, total, add):
+    """Several ranks' sparse payloads summed into ``total`` (flat float32 zeros):
+    ``add(frame)`` adds each frame that is not the non-finite marker, in rank order, so
+    the bits are those of decoding each and adding them, without a dense tensor per
+    rank. NaN everywhere if any is the marker (every other frame is still checked)."""
     nonfinite = False
     for payload in payloads:
         frame = as_frame_bytes(payload, what)
         if decoded_marker(frame, kind, numel, what) is not None:
             nonfinite = True
-            continue
-        check(lib.dr_sparse_raw_decode_add(u8(frame), frame.nbytes, kind, f32(dense), numel), what)
+        else:
+            add(frame)
     if nonfinite:
-        dense.fill(np.nan)
-    return dense
-
-
-def result_buffer(outputs, ctx):
-    """Where a decode of ctx's tensor goes: the name's pooled buffer, reused once nothing
-    holds it (``state.Outputs``), or a fresh one for a ctx without a name."""
-    if ctx.name is None:
-        return np.empty(ctx.numel, dtype=np.float32)
-    return outputs.take(ctx.name, ctx.numel)
+        total.fill(np.nan)
+    return total
 
 
 class SparseCtx:
@@ -125,7 +115,7 @@ class Sparsifier(Compressor):
     def decompress(self, tensors, ctx):
         frame, = tensors
         return ctx.restore(decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload",
-                                  result_buffer(self.outputs, ctx)))
+                                  self.outputs.zeros(ctx.name, ctx.numel)))
 
     def decompress_aggregate(self, payloads, ctx, divisor=1):
         """Several ranks' frames are scatter-added into one tensor (one rank's is simply
@@ -134,12 +124,13 @@ class Sparsifier(Compressor):
         aggregates its own way gets the default."""
         if len(payloads) == 1 or not self._sums_as(Sparsifier):
             return super().decompress_aggregate(payloads, ctx, divisor)
-        frames = []
-        for payload in payloads:
-            frame, = payload
-            frames.append(frame)
-        summed = decode_sum(getattr(lib, self.frame_kind), frames, ctx.numel, f"{type(self).__name__} payload",
-                            result_buffer(self.outputs, ctx))
+        kind, what = getattr(lib, self.frame_kind), f"{type(self).__name__} payload"
+        summed = self.outputs.zeros(ctx.name, ctx.numel)
+
+        def add(frame):
+            check(lib.dr_sparse_raw_decode_add(u8(frame), frame.nbytes, kind, f32(summed), ctx.numel), what)
+
+        sum_frames([frame for frame, in payloads], kind, ctx.numel, what, summed, add)
         if divisor != 1:
             np.divide(summed, np.float32(divisor), out=summed)
         return ctx.restore(summed)

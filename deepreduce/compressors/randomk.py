@@ -5,7 +5,7 @@ from .._native import all_finite, check, f32, lib, name_key, u32, workspace
 from ..base import Compressor
 from ..errors import FrameError
 from ..state import Outputs
-from ._sparse import SparseCtx, result_buffer
+from ._sparse import SparseCtx
 from .topk import topk_count
 from ..checks import fraction
 
@@ -103,8 +103,7 @@ class RandomKCompressor(Compressor):
 
     def _scattered(self, values, ctx):
         """The dense flat tensor with values at this rank's indices, zeros elsewhere."""
-        dense = result_buffer(self.outputs, ctx)
-        dense.fill(0.0)
+        dense = self.outputs.zeros(ctx.name, ctx.numel)
         check(lib.dr_scatter(u32(ctx.indices), f32(values), values.size, f32(dense), ctx.numel),
               "random-k decompress")
         return dense
