@@ -15,11 +15,9 @@ import time
 from abc import ABC, abstractmethod
 from functools import partial
 
-import numpy as np
-
 from . import edge
 from . import stats as _stats
-from ._native import all_finite, as_frame_bytes, check, f32, lib, result_finite
+from ._native import all_finite, as_frame_bytes, check, f32, lib, result_finite, u8
 
 
 class Compressor(ABC):
@@ -114,7 +112,7 @@ class OneFrameCompressor(Compressor):
         """``lost``'s decode if ``frame`` holds the bytes of this rank's own frame, else
         None. Handed out once, as a fresh decode would be (a caller may sum into it)."""
         own = getattr(ctx, "own", None)  # a ctx made elsewhere may lack the slot
-        if own is not None and np.array_equal(frame, own[0]):  # sizes first, then bytes
+        if own is not None and lib.dr_bytes_same(u8(frame), frame.nbytes, u8(own[0]), own[0].nbytes):
             ctx.own = None
             return own[1]
         return None

@@ -15,8 +15,9 @@ def check_own_decode_served_once(comp, g, h, name="w"):
     assert residual.tobytes() == (g - fresh).tobytes()
     others, other_ctx = comp.compress(h, name)
     assert comp.decompress(others, ctx).tobytes() == comp.decompress(others, other_ctx).tobytes() != fresh.tobytes()
+    served = ctx.own[1]  # lost's decode, still unclaimed: the other rank's frame did not take it
     first = comp.decompress([tensors[0].copy()], ctx)  # the same bytes in another buffer, as a transport gives them
-    assert first.tobytes() == fresh.tobytes()
+    assert first.tobytes() == fresh.tobytes() and np.shares_memory(np.asarray(first), served)
     first[:] = 7.0  # what a caller got is its own: the next decompress is a decode again
     assert comp.decompress(tensors, ctx).tobytes() == fresh.tobytes()
     return fresh

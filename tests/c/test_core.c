@@ -124,6 +124,23 @@ static void test_nonfinite_marker(void)
                  DR_E_DST_TOO_SMALL);
 }
 
+static void test_bytes_same(void)
+{
+    uint8_t a[300], b[300];
+    size_t i;
+    for (i = 0; i < sizeof a; i++)
+        a[i] = b[i] = (uint8_t)(i * 7u + 3u);
+    CHECK(dr_bytes_same(a, sizeof a, b, sizeof b) == 1);
+    CHECK(dr_bytes_same(a, sizeof a, a, sizeof a) == 1);       /* the same memory */
+    CHECK(dr_bytes_same(a, sizeof a, b, sizeof b - 1) == 0);   /* a prefix is not the same */
+    CHECK(dr_bytes_same(NULL, 0, b, 0) == 1);
+    b[0] ^= 1u;
+    CHECK(dr_bytes_same(a, sizeof a, b, sizeof b) == 0);
+    b[0] ^= 1u;
+    b[sizeof b - 1] ^= 0x80u;                                   /* the last byte differs */
+    CHECK(dr_bytes_same(a, sizeof a, b, sizeof b) == 0);
+}
+
 static void test_dr_all_finite(void)
 {
     float x[37];
@@ -487,6 +504,7 @@ int main(void)
     test_sparse_frames_added();
     test_empty_frame();
     test_nonfinite_marker();
+    test_bytes_same();
     test_dr_all_finite();
     test_topk_matches_sort();
     test_topk_ties_take_lowest();

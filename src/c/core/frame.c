@@ -306,3 +306,12 @@ int dr_frame_is_nonfinite(const uint8_t *buf, size_t len, uint8_t kind, uint64_t
     *is_marker = 1;
     return DR_OK;
 }
+
+int dr_bytes_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    if (alen != blen)
+        return 0;
+    if (a == b || alen == 0)
+        return 1;
+    return memcmp(a, b, alen) == 0;
+}

@@ -202,6 +202,12 @@ int dr_frame_nonfinite(uint8_t kind, uint64_t numel, uint8_t *buf, size_t cap, s
 int dr_frame_is_nonfinite(const uint8_t *buf, size_t len, uint8_t kind, uint64_t numel,
                           int *is_marker);
 
+/* 1 if a[0..alen) and b[0..blen) are the same bytes (the same length and contents), else
+ * 0; pointers may be NULL only for a length of 0. For a sender that decoded its own frame
+ * and meets it again among the received ones: one read of each that stops at the first
+ * difference, and none at all when both are the same memory. */
+int dr_bytes_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
 /* CRC32 (zlib's) of buf[0..len), continuing from `crc` (pass 0 to start). A buffer of
  * 8 MiB or more is split over up to dr_thread_count() threads (one per 4 MiB), whose
  * parts' CRCs are combined in order: the value is the same for every thread count. */
