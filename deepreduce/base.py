@@ -29,6 +29,12 @@ class Compressor(ABC):
     with data-dependent sizes say False).
     """
 
+    # Whether ``lost`` may be handed the compressed tensor's own memory as ``out`` (it
+    # then rewrites it in place): true where neither the payload nor the ctx reads that
+    # tensor once ``lost`` has run. The residual memory then keeps the compensated tensor
+    # as the residual instead of copying it (``ResidualMemory.update``).
+    lost_in_place = False
+
     def __init__(self, average=True, tensors_size_are_same=True):
         self.average = average
         self.tensors_size_are_same = tensors_size_are_same

@@ -10,8 +10,8 @@ nothing of it may remain in any memory), on every rank, including the ranks whos
 gradient was finite. Steady state allocates nothing.
 
 Protocol: ``settle(name)`` at the start of a step for that name (forget what could be
-undone from the step before), then any number of ``write(name, ...)``, then ``undo(name)``
-if the step is rejected. A tensor the dict hands out may be written again two steps
+undone from the step before), then any number of ``write(name, ...)`` (or ``adopt``, which
+takes a buffer the caller filled instead), then ``undo(name)`` if the step is rejected. A tensor the dict hands out may be written again two steps
 later: callers that keep one longer should copy it.
 """
 import sys
@@ -75,6 +75,27 @@ class TensorState(dict):
             self._spare[name] = previous
         self[name] = spare
         return new, old
+
+    def adopt(self, name, entry, flat):
+        """``write`` with a buffer the caller made: ``entry`` (a tensor of the caller's
+        kind and shape, backed by ``flat``, a flat float32 array nobody else writes)
+        becomes ``self[name]``, its contents the caller's. What it replaces is kept for
+        ``undo`` as after a write. Returns the flat array of the buffer the state no
+        longer keeps (the spare a write would have reused, or this step's own write), for
+        the caller to reuse, or None."""
+        if name in self._undo:  # a second write in the step: this step's buffer goes
+            released = self.get(name)
+        else:
+            previous = self.get(name)
+            self._undo[name] = previous
+            released = self._spare.pop(name, None)
+            if previous is not None:
+                self._spare[name] = previous
+        self[name] = entry
+        made = self._made.get(name, ())
+        address = entry.data_ptr() if edge.is_torch(entry) else None
+        self._made[name] = ((entry, flat, address),) + tuple(r for r in made if r[0] is not released)[:1]
+        return next((r[1] for r in made if r[0] is released and released is not None), None)
 
     def undo(self, name):
         """Put back what ``self[name]`` was before this step's write (no-op if this
@@ -143,6 +164,25 @@ class Outputs:
         if len(buffers) < self.keep:
             buffers.append(fresh)
         return fresh
+
+    def release(self, name, view):
+        """Stop keeping the buffer of ``name`` whose memory ``view`` is (a flat view of
+        it, same start and size): whoever holds it keeps it for good. Returns that
+        buffer, or None when ``view`` is none of the name's buffers."""
+        buffers = self._buffers.get(name, ())
+        address = view.__array_interface__["data"][0]
+        for i, buffer in enumerate(buffers):
+            if buffer.size == view.size and buffer.__array_interface__["data"][0] == address:
+                return buffers.pop(i)
+        return None
+
+    def take_back(self, name, buffer):
+        """Keep ``buffer`` (a flat float32 array of the name's size that nothing else will
+        write, or None) among the name's buffers, if the pool has room for it."""
+        buffers = self._buffers.get(name)
+        if buffer is not None and buffers is not None and len(buffers) < self.keep and \
+                (not buffers or buffers[0].size == buffer.size):
+            buffers.append(buffer)
 
     def zeros(self, name, size):
         """``take``, zeroed (for ``name`` None, fresh zero pages)."""

@@ -3,6 +3,7 @@ decoders' outputs are reused per tensor name only once nothing refers to them, s
 buffers are found again by identity but never behind a caller's back, and a one-rank
 result is never the caller's own gradient."""
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -96,6 +97,64 @@ def test_a_residual_replaced_by_hand_is_the_one_compensated():
     torch.testing.assert_close(grc.memory.compensate(g, "w"), g - 1.0)
     residuals["w"] = torch.full((1000,), 2.0)  # a new entry
     torch.testing.assert_close(grc.memory.compensate(g, "w"), g + 2.0)
+
+
+def adoption_runs(monkeypatch, method, kind, steps, between=None):
+    """Two one-rank runs of ``method`` + residual over the same large gradients: with the
+    compensated tensor adopted as the residual, and with it copied (adoption off). Yields
+    (step, adopting grc, copying grc) after each step; ``between(grc, step)`` runs on both
+    before each step."""
+    from deepreduce.memories import residual
+    least = residual.ADOPT_MIN_NUMEL
+    n = least + 7
+    params = {"compressor": method, "compress_ratio": 0.05, "threshold": 1.5, "memory": "residual",
+              "communicator": "allgather", "world_size": 1, "transport": "local"}
+    adopting, copying = grace_from_params(dict(params)), grace_from_params(dict(params))
+    for step in range(steps):
+        g = gradient(kind, step, n)
+        for grc, adopt_from in ((adopting, least), (copying, n + 1)):
+            monkeypatch.setattr(residual, "ADOPT_MIN_NUMEL", adopt_from)
+            if between is not None:
+                between(grc, step)
+            grc.step(g, "w")
+        yield step, adopting, copying
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+@pytest.mark.parametrize("method", ["topk", "threshold", "dgc"])
+def test_a_sparsifiers_compensated_tensor_becomes_its_residual_with_the_same_bits(monkeypatch, method, kind):
+    """A sparsifier's residual is its compensated tensor with the sent entries zeroed:
+    the memory keeps that tensor instead of copying it, with the bits of the copy, and
+    from the fourth step on the same three buffers take turns (no new one per step)."""
+    seen = []  # weak references to the residuals' buffers: a buffer made per step would die
+    for step, adopting, copying in adoption_runs(monkeypatch, method, kind, 10):
+        kept, copied = adopting.memory.residuals["w"], copying.memory.residuals["w"]
+        assert type(kept) is type(copied) and bits(kept).tobytes() == bits(copied).tobytes()
+        if step >= 3:
+            seen.append(weakref.ref(adopting.memory.residuals.view("w", np.asarray(kept).size)))
+        del kept, copied  # held here, a residual could not take its turn again
+    buffers = [ref() for ref in seen]
+    assert all(b is not None for b in buffers) and len({id(b) for b in buffers}) == 3
+
+
+def test_a_rolled_back_step_leaves_the_adopted_residual_as_it_was(monkeypatch):
+    """A step rejected after the memory's update (another rank's aggregate was non-finite)
+    takes the adopted residual back: the run goes on with the bits of one that skipped
+    the step."""
+    def reject_a_step(grc, step):
+        if step == 4:
+            before = snapshot(grc.memory.residuals["w"])
+            memory, compressor = grc.memory, grc.compressor
+            g = gradient("torch", 99, before.numel())
+            compensated = memory.compensate(g, "w")
+            tensors, ctx = compressor.compress(compensated, "w")
+            memory.update(compensated, "w", compressor, tensors, ctx)
+            assert not torch.equal(memory.residuals["w"], before)
+            memory.rollback("w")
+            assert bits(memory.residuals["w"]).tobytes() == bits(before).tobytes()
+
+    for _, adopting, copying in adoption_runs(monkeypatch, "topk", "torch", 9, reject_a_step):
+        assert bits(adopting.memory.residuals["w"]).tobytes() == bits(copying.memory.residuals["w"]).tobytes()
 
 
 # ------------------------------------------------------------ one-rank results

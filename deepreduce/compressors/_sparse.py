@@ -88,6 +88,7 @@ class Sparsifier(Compressor):
     (NaN on every rank), instead of a selection that would silently drop the NaN."""
 
     frame_kind = None
+    lost_in_place = True  # the frame is a copy of the sent entries; lost only zeroes them
 
     def __init__(self, average=True, tensors_size_are_same=True):
         super().__init__(average, tensors_size_are_same)
@@ -108,8 +109,10 @@ class Sparsifier(Compressor):
         return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, tensor, flat, finite, name)
 
     def lost(self, flat, tensors, ctx, out):
-        """The entries sent travel exactly: what is lost is flat with them zeroed."""
-        out[:] = flat
+        """The entries sent travel exactly: what is lost is flat with them zeroed (in
+        place when ``out`` is ``flat``)."""
+        if out is not flat:
+            out[:] = flat
         check(lib.dr_zero_at(u32(ctx.indices), ctx.indices.size, f32(out), out.size), "residual")
 
     def decompress(self, tensors, ctx):

@@ -6,10 +6,17 @@ from ..base import Compressor, Memory, crossed
 from ..state import Outputs, TensorState
 
 
+# Below this size the copy the adoption saves costs less than its bookkeeping.
+ADOPT_MIN_NUMEL = 1 << 16
+
+
 class ResidualMemory(Memory):
     """Error feedback: e = x − D(C(x)) is kept per tensor and the next gradient becomes
     x = β·e + γ·g. ``residuals[name]`` is in the caller's kind and shape (a torch tensor
-    for torch callers, as GRACE's); two buffers per name are allocated once and reused.
+    for torch callers, as GRACE's); its buffers are allocated once and reused (for a
+    sparsifier's large tensor the compensated tensor itself becomes the residual: three
+    buffers per name take turns as compensated tensor, residual and the one kept for a
+    rollback).
 
     A step whose aggregate is non-finite (on any rank) leaves the residual as it was:
     a loss scaler skips that step, so nothing of it may linger in the memory. The rank
@@ -43,6 +50,16 @@ class ResidualMemory(Memory):
         flat, restore, finite = crossed(tensor, ctx, f"tensor {name!r}")
         if not finite:
             return
+        if flat.size >= ADOPT_MIN_NUMEL and getattr(compressor, "lost_in_place", False) is True:
+            compensated = self.compensated.release(name, flat)
+            if compensated is not None:
+                # The compensated tensor becomes the residual: what was lost is written
+                # over it in place (a sparsifier zeroes the entries it sent), with no copy
+                # of it into a buffer of the state's. The spare that copy would have gone
+                # into serves the next compensate instead.
+                self.compensated.take_back(name, self.residuals.adopt(name, tensor, compensated))
+                compressor.lost(flat, tensors, ctx, flat)
+                return
         residual, _ = self.residuals.write(name, restore, flat.size)
         # A compressor that is not one of our classes (duck-typed) gets the default: decompress.
         lost = compressor.lost if isinstance(compressor, Compressor) else partial(Compressor.lost, compressor)
