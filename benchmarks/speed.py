@@ -288,8 +288,8 @@ def grace_table(repeat, n, methods=None):
 # ----------------------------------------------------------------------------- kernels
 
 def kernel_calls(x, n):
-    """(name, encode(frame), decoder name, frame size) for each quantiser kernel, on the
-    caller's buffers as the compressors use them."""
+    """(name, encode(frame), frame size) for each quantiser kernel, on the caller's
+    buffers as the compressors use them; the name's first word names the decoder."""
     written = ffi.new("size_t *")
     work = np.empty(max(lib.dr_sketch_workspace_size(n, 127), lib.dr_adaq_workspace_size(n)), dtype=np.uint8)
     w = ffi.from_buffer(work)
@@ -301,6 +301,8 @@ def kernel_calls(x, n):
         ("sketch", lambda b: lib.dr_sketch_encode(f32(x), n, 127, 1, 0, w, u8(b), b.nbytes, written), lib.dr_sketch_size(n, 127)),
         ("inceptionn", lambda b: lib.dr_inceptionn_encode(f32(x), n, 10, 0, u8(b), b.nbytes, written), lib.dr_inceptionn_bound(n)),
         ("adaq", lambda b: lib.dr_adaq_encode(f32(x), n, 0.01, 1, 0, w, u8(b), b.nbytes, written), lib.dr_adaq_bound(n)),
+        # GRACE's default ratio: past a few percent the selection is swept from x itself.
+        ("adaq 30%", lambda b: lib.dr_adaq_encode(f32(x), n, 0.3, 1, 0, w, u8(b), b.nbytes, written), lib.dr_adaq_bound(n)),
         ("onebit", lambda b: lib.dr_onebit_encode(f32(x), n, 0, u8(b), b.nbytes, written), lib.dr_onebit_size(n)),
         ("efsignsgd", lambda b: lib.dr_efsignsgd_encode(f32(x), n, 0, u8(b), b.nbytes, written), lib.dr_efsignsgd_size(n)),
         ("signsgd", lambda b: lib.dr_signsgd_encode(f32(x), n, 0, u8(b), b.nbytes, written), lib.dr_signsgd_size(n)),
@@ -320,7 +322,7 @@ def kernels_table(repeat, n):
         frame = np.empty(size, dtype=np.uint8)
         assert encode(frame) == 0, name
         length = written[0]
-        decode = getattr(lib, f"dr_{name}_decode")
+        decode = getattr(lib, f"dr_{name.split()[0]}_decode")
         t_pass, te, td = best_of_rounds(repeat, read, lambda: encode(frame),
                                         lambda: decode(u8(frame), length, f32(out), n))
         print(f"{name:<11} {te * 1e3:7.1f} {td * 1e3:7.1f} {t_pass * 1e3:8.2f} {(te + td) / t_pass:7.1f}")

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from . import edge
+from ._native import zero
 
 
 class TensorState(dict):
@@ -188,6 +189,4 @@ class Outputs:
         """``take``, zeroed (for ``name`` None, fresh zero pages)."""
         if name is None:
             return np.zeros(size, dtype=edge.CORE_DTYPE)
-        out = self.take(name, size)
-        out.fill(0.0)
-        return out
+        return zero(self.take(name, size))

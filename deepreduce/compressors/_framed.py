@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import edge
 from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, ffi, lib, name_key,
-                       nonfinite_frame, u8, workspace)
+                       nonfinite_frame, u8, workspace, zero)
 from ..base import OneFrameCompressor
 from ..state import Outputs
 
@@ -112,11 +112,7 @@ class FramedCompressor(OneFrameCompressor):
         if marker is not None:
             return marker
         if self.decoder_add is not None:
-            if into is None:
-                out = np.zeros(ctx.numel, dtype=np.float32)
-            else:
-                out = into
-                out.fill(0.0)
+            out = np.zeros(ctx.numel, dtype=np.float32) if into is None else zero(into)
             check(getattr(lib, self.decoder_add)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         else:
             out = into if into is not None else self.outputs.take(ctx.name, ctx.numel)

@@ -447,6 +447,11 @@ static void test_vec(void)
     CHECK_OK(dr_zero_at(idx, 2, x, 4));
     CHECK(x[3] == 0.0f && x[1] == 2.0f);
     CHECK_STATUS(dr_scatter(bad, g, 1, x, 4), DR_E_CORRUPT);
+    out[0] = -0.0f;
+    CHECK_OK(dr_zero(out, 3));
+    CHECK(!signbit(out[0]) && out[0] == 0.0f && out[2] == 0.0f && out[3] == -32.0f);
+    CHECK_OK(dr_zero(NULL, 0));
+    CHECK_STATUS(dr_zero(NULL, 1), DR_E_ARG);
 }
 
 static void test_half_against_reference(void)

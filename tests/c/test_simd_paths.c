@@ -492,13 +492,14 @@ static void test_eightbit_paths(void)
 }
 
 /* adaq's one sweep (its counts, maxima and candidates) on every path: tensors large
- * enough for the candidates (with a ragged tail), ratios that take them and one that
- * sweeps x per count instead, signs out of balance, and a tensor whose sample sets the
- * cut at a value most entries share, so the candidates overflow their room. */
+ * enough for the candidates (with a ragged tail), ratios that take them and ones that
+ * sweep x per count instead (their selection staged a block at a time, up to every
+ * entry), signs out of balance, and a tensor whose sample sets the cut at a value most
+ * entries share, so the candidates overflow their room. */
 static void test_adaq_paths(void)
 {
     const size_t n = 100003;
-    static const float ratios[] = {0.001f, 0.01f, 0.02f, 0.2f};
+    static const float ratios[] = {0.001f, 0.01f, 0.02f, 0.2f, 0.6f, 1.0f};
     float *x = malloc(n * sizeof *x);
     size_t i, r;
     g_adaq_work = malloc(dr_adaq_workspace_size(n));

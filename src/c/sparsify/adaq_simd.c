@@ -127,4 +127,65 @@ DR_TARGET_AVX512 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t 
     *count = c;
     return i;
 }
+
+/* 8 lanes of v (as int32) packed left by mask m, in lane order (the left_pack order). */
+DR_TARGET_AVX2 static __m256i pack_left(__m256i v, unsigned m)
+{
+    const __m256i nibble = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), low4 = _mm256_set1_epi32(15);
+    __m256i order = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int32_t)left_pack[m]), nibble), low4);
+    return _mm256_permutevar8x32_epi32(v, order);
+}
+
+DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, float thr_pos,
+                                         float thr_neg, uint32_t *pidx, float *pval, size_t *kp,
+                                         uint32_t *nidx, float *nval, size_t *kn)
+{
+    const __m256 zero = _mm256_setzero_ps(), tp = _mm256_set1_ps(thr_pos), tn = _mm256_set1_ps(-thr_neg);
+    const __m256i step = _mm256_set1_epi32(8);
+    __m256i lanes = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)start));
+    size_t i = 0, p = *kp, q = *kn;
+    for (; i + 8 <= len; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        unsigned mp = (unsigned)_mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ),
+                                                                 _mm256_cmp_ps(v, tp, _CMP_GE_OQ)));
+        /* -v >= thr_neg is v <= -thr_neg: negation is exact. */
+        unsigned mn = (unsigned)_mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ),
+                                                                 _mm256_cmp_ps(v, tn, _CMP_LE_OQ)));
+        __m256i u = _mm256_castps_si256(v);
+        _mm256_storeu_si256((__m256i *)(void *)(pidx + p), pack_left(lanes, mp));
+        _mm256_storeu_si256((__m256i *)(void *)(pval + p), pack_left(u, mp));
+        _mm256_storeu_si256((__m256i *)(void *)(nidx + q), pack_left(lanes, mn));
+        _mm256_storeu_si256((__m256i *)(void *)(nval + q), pack_left(u, mn));
+        p += (size_t)__builtin_popcount(mp);
+        q += (size_t)__builtin_popcount(mn);
+        lanes = _mm256_add_epi32(lanes, step);
+    }
+    *kp = p;
+    *kn = q;
+    return i;
+}
+
+DR_TARGET_AVX512 size_t dr_adaq_stage_avx512(const float *x, size_t start, size_t len, float thr_pos,
+                                             float thr_neg, uint32_t *pidx, float *pval, size_t *kp,
+                                             uint32_t *nidx, float *nval, size_t *kn)
+{
+    const __m512 zero = _mm512_setzero_ps(), tp = _mm512_set1_ps(thr_pos), tn = _mm512_set1_ps(-thr_neg);
+    const __m512i step = _mm512_set1_epi32(16);
+    __m512i lanes = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                     _mm512_set1_epi32((int32_t)start));
+    size_t i = 0, p = *kp, q = *kn;
+    for (; i + 16 <= len; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __mmask16 mp = _mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ) & _mm512_cmp_ps_mask(v, tp, _CMP_GE_OQ);
+        /* -v >= thr_neg is v <= -thr_neg: negation is exact. */
+        __mmask16 mn = _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ) & _mm512_cmp_ps_mask(v, tn, _CMP_LE_OQ);
+        __m512i u = _mm512_castps_si512(v);
+        p += dr_append_avx512(mp, lanes, u, pidx + p, pval + p);
+        q += dr_append_avx512(mn, lanes, u, nidx + q, nval + q);
+        lanes = _mm512_add_epi32(lanes, step);
+    }
+    *kp = p;
+    *kn = q;
+    return i;
+}
 #endif

@@ -32,6 +32,18 @@ size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey
                           float *val, size_t cap, size_t *count, dr_adaq_tally *t);
 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint32_t *idx,
                             float *val, size_t cap, size_t *count, dr_adaq_tally *t);
+
+/* take_all's staging (adaq.c) over whole vectors of x[0..len), whose first entry has
+ * index `start`: the positives v >= thr_pos (v > 0) appended in index order to
+ * pidx[*kp..] and pval[*kp..], the negatives -v >= thr_neg (v < 0) to nidx[*kn..] and
+ * nval[*kn..], by the scalar loop's float compares. Returns the prefix length taken;
+ * stores 16 (AVX2: 8) lanes past each count. */
+size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, float thr_pos, float thr_neg,
+                          uint32_t *pidx, float *pval, size_t *kp, uint32_t *nidx, float *nval,
+                          size_t *kn);
+size_t dr_adaq_stage_avx512(const float *x, size_t start, size_t len, float thr_pos, float thr_neg,
+                            uint32_t *pidx, float *pval, size_t *kp, uint32_t *nidx, float *nval,
+                            size_t *kn);
 #endif
 
 #endif

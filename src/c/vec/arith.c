@@ -16,6 +16,15 @@ int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_
     return DR_OK;
 }
 
+int dr_zero(float *x, size_t n)
+{
+    if (n > 0 && x == NULL)
+        return DR_E_ARG;
+    if (n > 0)
+        memset(x, 0, n * sizeof *x); /* all-zero bits are +0.0 */
+    return DR_OK;
+}
+
 float dr_abs_max(const float *x, size_t n)
 {
     float m = 0.0f;

@@ -8,6 +8,12 @@
 /* out[i] = a*x[i] + b*y[i] for i < n. `out` may alias x or y. */
 int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_t n);
 
+/* x[i] = +0.0 for i < n: a result a decoder then adds entries into. One write pass
+ * through the C library's memset, which streams large buffers past the caches (a store
+ * loop first reads every line it writes: about 2x slower on 100 MB). DR_E_ARG if x is
+ * NULL with n > 0. */
+int dr_zero(float *x, size_t n);
+
 /* Largest |x[i]| (0 for n == 0). NaN entries are ignored. */
 float dr_abs_max(const float *x, size_t n);
 
