@@ -46,6 +46,14 @@ static const uint32_t left_pack[256] = {
 0x00076543, 0x00765430, 0x00765431, 0x07654310, 0x00765432, 0x07654320, 0x07654321, 0x76543210
 };
 
+/* The permutation that packs the lanes set in the 8-bit mask m to the left, in lane
+ * order (left_pack[m], a lane index per nibble). */
+DR_TARGET_AVX2 static __m256i left_pack_order(unsigned m)
+{
+    const __m256i nibble = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), low4 = _mm256_set1_epi32(15);
+    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int32_t)left_pack[m]), nibble), low4);
+}
+
 DR_TARGET_AVX2 size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey,
                                          uint32_t *idx, float *val, size_t cap, size_t *count,
                                          dr_adaq_tally *t)
@@ -56,7 +64,6 @@ DR_TARGET_AVX2 size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey
     const __m256i flip = _mm256_set1_epi32(INT32_MIN), zero = _mm256_setzero_si256();
     const __m256i pbelow = _mm256_set1_epi32((int32_t)pkey - 1);
     const __m256i nbelow = _mm256_set1_epi32((int32_t)(nkey ^ 0x80000000u) - 1);
-    const __m256i nibble = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), low4 = _mm256_set1_epi32(15);
     __m256i smax = _mm256_set1_epi32(t->smax), umax = _mm256_set1_epi32((int32_t)t->umax);
     __m256i npos = zero, nneg = zero; /* per lane, minus the count (compares give -1) */
     __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -69,7 +76,7 @@ DR_TARGET_AVX2 size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey
         __m256i mag = _mm256_xor_si256(u, flip);
         __m256i cand = _mm256_or_si256(_mm256_cmpgt_epi32(u, pbelow), _mm256_cmpgt_epi32(mag, nbelow));
         unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(cand));
-        __m256i order = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int32_t)left_pack[m]), nibble), low4);
+        __m256i order = left_pack_order(m);
         npos = _mm256_add_epi32(npos, _mm256_cmpgt_epi32(u, zero));
         nneg = _mm256_add_epi32(nneg, _mm256_cmpgt_epi32(mag, zero));
         smax = _mm256_max_epi32(smax, u);
@@ -128,14 +135,6 @@ DR_TARGET_AVX512 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t 
     return i;
 }
 
-/* 8 lanes of v (as int32) packed left by mask m, in lane order (the left_pack order). */
-DR_TARGET_AVX2 static __m256i pack_left(__m256i v, unsigned m)
-{
-    const __m256i nibble = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), low4 = _mm256_set1_epi32(15);
-    __m256i order = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int32_t)left_pack[m]), nibble), low4);
-    return _mm256_permutevar8x32_epi32(v, order);
-}
-
 DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, float thr_pos,
                                          float thr_neg, uint32_t *pidx, float *pval, size_t *kp,
                                          uint32_t *nidx, float *nval, size_t *kn)
@@ -151,11 +150,11 @@ DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t le
         /* -v >= thr_neg is v <= -thr_neg: negation is exact. */
         unsigned mn = (unsigned)_mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ),
                                                                  _mm256_cmp_ps(v, tn, _CMP_LE_OQ)));
-        __m256i u = _mm256_castps_si256(v);
-        _mm256_storeu_si256((__m256i *)(void *)(pidx + p), pack_left(lanes, mp));
-        _mm256_storeu_si256((__m256i *)(void *)(pval + p), pack_left(u, mp));
-        _mm256_storeu_si256((__m256i *)(void *)(nidx + q), pack_left(lanes, mn));
-        _mm256_storeu_si256((__m256i *)(void *)(nval + q), pack_left(u, mn));
+        __m256i u = _mm256_castps_si256(v), op = left_pack_order(mp), on = left_pack_order(mn);
+        _mm256_storeu_si256((__m256i *)(void *)(pidx + p), _mm256_permutevar8x32_epi32(lanes, op));
+        _mm256_storeu_si256((__m256i *)(void *)(pval + p), _mm256_permutevar8x32_epi32(u, op));
+        _mm256_storeu_si256((__m256i *)(void *)(nidx + q), _mm256_permutevar8x32_epi32(lanes, on));
+        _mm256_storeu_si256((__m256i *)(void *)(nval + q), _mm256_permutevar8x32_epi32(u, on));
         p += (size_t)__builtin_popcount(mp);
         q += (size_t)__builtin_popcount(mn);
         lanes = _mm256_add_epi32(lanes, step);
