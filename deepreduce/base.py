@@ -228,7 +228,7 @@ class Communicator(ABC):
         encode_seconds = time.perf_counter() - start
         self._decode_seconds = 0.0
         result = self.send_receive(tensors, name, ctx)
-        if not result_finite(result, f"result {name!r}"):
+        if not vouched_finite(result, ctx) and not result_finite(result, f"result {name!r}"):
             # A NaN/Inf on some rank: every rank's result is non-finite and the step is
             # skipped, so every rank takes back what it wrote for this tensor.
             self.memory.rollback(name)
@@ -297,6 +297,18 @@ class Communicator(ABC):
         a world of one skips the division)."""
         size = self.world_size
         return aggregated / size if self.compressor.average and size != 1 else aggregated
+
+
+def vouched_finite(result, ctx):
+    """Whether the compressor's ``decompress_aggregate`` vouched for ``result`` (this very
+    object) being finite, in ``ctx.finite_result``: its decoders said so from the entries
+    they wrote (``Sparsifier``), so the step need not sweep the tensor for Inf/NaN. Read
+    once and cleared, so that the ctx holds no result past the step."""
+    vouched = getattr(ctx, "finite_result", None)
+    if vouched is None:
+        return False
+    ctx.finite_result = None
+    return vouched is result
 
 
 def crossed(tensor, ctx, what):

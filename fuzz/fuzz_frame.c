@@ -90,7 +90,7 @@ static void decode_frame(const uint8_t *buf, size_t len)
     float *dense;
     uint32_t *idx, *scratch;
     frame_decoder decoder;
-    int marker = 0;
+    int marker = 0, finite = 0;
     if (dr_frame_parse(buf, len, &f) != DR_OK)
         return;
     /* Receivers ask first whether the frame is the non-finite marker of their kind. */
@@ -110,8 +110,8 @@ static void decode_frame(const uint8_t *buf, size_t len)
         (void)decoder(buf, len, dense, n);
     } else if (f.index_codec == DR_INDEX_RAW && f.value_codec == DR_VALUE_RAW) {
         /* The adding decoder reads only the entries the plain one just wrote. */
-        if (dr_sparse_raw_decode(buf, len, f.kind, dense, n) == DR_OK)
-            (void)dr_sparse_raw_decode_add(buf, len, f.kind, dense, n);
+        if (dr_sparse_raw_decode(buf, len, f.kind, dense, n, NULL) == DR_OK)
+            (void)dr_sparse_raw_decode_add(buf, len, f.kind, dense, n, &finite);
     } else if (f.nsections >= 2) {
         fuzz_index_section(f.index_codec, buf + f.section_off[0], (size_t)f.section_len[0], n, r,
                            f.params[0], f.params[1], idx, scratch);

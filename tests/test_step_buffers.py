@@ -240,6 +240,73 @@ def test_a_ranks_nonfinite_marker_makes_the_summed_tensor_nan_and_a_corrupt_fram
         compressor.decompress_aggregate([frames[0], frames[1], [corrupt]], ctx, 3)
 
 
+# Top-k's C select finds an Inf or a NaN in the sweep it makes anyway (no pass of its
+# own) and collects the values as it goes; the decoders say whether the sums they wrote
+# are finite, so the step sweeps neither the compensated tensor nor the result.
+@pytest.mark.parametrize("n", [1000, 200_003], ids=["full-select", "sampled"])
+def test_top_k_sends_the_marker_for_an_inf_or_a_nan_anywhere(n):
+    compressor = TopKCompressor(0.01)
+    clean = rank_gradient(4, n)
+    (frame,), ctx = compressor.compress(clean, "w")
+    assert ctx.finite
+    k = ctx.indices.size
+    expected = torch.zeros(n)
+    largest = torch.topk(clean.abs(), k).indices  # N(0,1): no ties at the k-th magnitude
+    expected[largest] = clean[largest]
+    np.testing.assert_array_equal(bits(compressor.decompress([frame], ctx)), bits(expected))
+    for at in (0, n // 2 + 3, n - 1):
+        for bad in (float("nan"), float("inf"), -float("inf")):
+            poisoned = clean.clone()
+            poisoned[at] = bad
+            payload, ctx = compressor.compress(poisoned, "w")
+            assert not ctx.finite and ctx.indices.size == 0, (at, bad)
+            assert torch.isnan(compressor.decompress(payload, ctx)).all()
+
+
+def test_a_summed_result_is_vouched_finite_only_when_every_sum_written_is():
+    compressor = TopKCompressor(0.3)
+    gradients = [rank_gradient(rank) for rank in range(3)]
+    frames = [compressor.compress(g, "w")[0] for g in gradients]
+    _, ctx = compressor.compress(gradients[0], "w")
+    summed = compressor.decompress_aggregate(frames, ctx, 3)
+    assert ctx.finite_result is summed
+    one = compressor.decompress_aggregate(frames[:1], ctx, 1)
+    assert ctx.finite_result is one and torch.isfinite(one).all()
+    # Two ranks' largest entries at the same index, each finite, overflow when added.
+    for g in gradients[:2]:
+        g[7] = 3e38
+    frames = [compressor.compress(g, "w")[0] for g in gradients]
+    _, ctx = compressor.compress(gradients[2], "w")
+    summed = compressor.decompress_aggregate(frames, ctx, 3)
+    assert ctx.finite_result is None and torch.isinf(summed[7])
+    poisoned = gradients[2].clone()
+    poisoned[0] = float("nan")
+    _, ctx = compressor.compress(poisoned, "w")
+    assert ctx.finite_result is None
+    marker = compressor.decompress_aggregate([compressor.compress(poisoned, "w")[0]], ctx, 1)
+    assert ctx.finite_result is None and torch.isnan(marker).all()
+
+
+@pytest.mark.parametrize("method", ["topk", "dgc", "threshold"])
+def test_a_sparsifier_step_does_not_sweep_its_result_and_still_skips_a_nonfinite_one(method, monkeypatch):
+    import deepreduce.base
+    swept = []
+    real = deepreduce.base.result_finite
+    monkeypatch.setattr(deepreduce.base, "result_finite", lambda *a: swept.append(1) or real(*a))
+    grc = grace_from_params({"compressor": method, "memory": "residual", "communicator": "allgather",
+                             "compress_ratio": 0.01, "threshold": 1.5})
+    n = 200_003
+    for seed in range(3):
+        result = grc.step(rank_gradient(seed, n), "w")
+        assert torch.isfinite(result).all()
+    assert swept == []
+    residual = grc.memory.residuals["w"].clone()
+    poisoned = rank_gradient(9, n)
+    poisoned[n // 2] = float("nan")  # never among the selected: NaN ranks as magnitude zero
+    assert torch.isnan(grc.step(poisoned, "w")).all()
+    assert torch.equal(grc.memory.residuals["w"], residual), "the skipped step left the residual as it was"
+
+
 def test_a_sparsifier_subclass_with_its_own_aggregate_gets_it():
     class Loudest(TopKCompressor):
         def aggregate(self, tensors):

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
     double rho = argc > 2 ? atof(argv[2]) : 0.01;
     int reps = argc > 3 ? atoi(argv[3]) : 101, r, p;
     float *x, *cand_val, *sample, t = 0.0f;
-    uint32_t *idx, *cand_idx, kth = 0, tkey;
+    uint32_t *idx, *cand_idx, kth = 0, tkey, top;
     k = (size_t)((double)n * rho);
     if (argc > 4 || reps < 1 || reps > MAX_REPS || k < 1 || k > n || n < FAST_MIN_N) {
         fprintf(stderr, "usage: topk_phases [N >= %u] [K/N] [REPS <= %d]\n", FAST_MIN_N, MAX_REPS);
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
         t = sampled_threshold(x, n, k, sample);
         memcpy(&tkey, &t, sizeof tkey);
         at[1] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
-        count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap);
+        count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap, &top);
         at[2] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         if (count < k || count > cap) {
             fprintf(stderr, "the estimate missed (%zu candidates): no phases to time\n", count);
@@ -59,7 +59,7 @@ int main(int argc, char **argv)
         }
         kth_largest(cand_val, count, k, tkey, &kth, &ties);
         at[3] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
-        write_answers(cand_idx, cand_val, count, k, kth, ties, idx);
+        write_answers(cand_idx, cand_val, count, k, kth, ties, idx, NULL);
         at[4] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         for (p = 0; p < PHASES; p++)
             took[p][r] = at[p + 1] - at[p];

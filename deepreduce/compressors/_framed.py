@@ -26,15 +26,21 @@ def framed(capacity, encoder, what, nonfinite_none=False):
 class FrameCtx:
     """What decompress needs: the element count, the way back to the caller's type, and
     the tensor name (its output buffers are reused per name: ``state.Outputs``), and
-    ``own`` (``base.OneFrameCompressor``)."""
+    ``own`` (``base.OneFrameCompressor``). A compressor that knows whether the tensor it
+    compressed was finite keeps that tensor, its flat view and the answer (``source``,
+    ``flat``, ``finite``), so the memory's update neither crosses the edge nor sweeps for
+    Inf/NaN again (``base.crossed``); None where it does not know."""
 
-    __slots__ = ("numel", "restore", "name", "own")
+    __slots__ = ("numel", "restore", "name", "own", "source", "flat", "finite")
 
-    def __init__(self, numel, restore, name=None):
+    def __init__(self, numel, restore, name=None, source=None, flat=None, finite=None):
         self.numel = numel
         self.restore = restore
         self.name = name
         self.own = None
+        self.source = source
+        self.flat = flat
+        self.finite = finite
 
 
 class StepKeys:
@@ -97,8 +103,10 @@ class FramedCompressor(OneFrameCompressor):
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         frame = self.encode(flat, name) if self.refuses_nonfinite or all_finite(flat) else None
-        return [restore.wrap(frame if frame is not None else self.nonfinite(flat.size))], \
-            FrameCtx(flat.size, restore, name)
+        # Either the encoder refused an Inf or a NaN (None) or the sweep above found one.
+        finite = frame is not None
+        return [restore.wrap(frame if finite else self.nonfinite(flat.size))], \
+            FrameCtx(flat.size, restore, name, tensor, flat, finite)
 
     def nonfinite(self, numel):
         """The marker frame sent instead of a tensor holding an Inf or a NaN."""

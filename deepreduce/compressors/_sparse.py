@@ -9,66 +9,66 @@ from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, f
                        nonfinite_frame, u8, u32)
 
 
-def _gather(flat, indices, index_pointer):
-    """flat[indices] as a new float32 array and a pointer to it."""
-    values = np.empty(indices.size, dtype=np.float32)
-    value_pointer = f32(values)
-    check(lib.dr_gather(f32(flat), flat.size, index_pointer, indices.size, value_pointer), "gather")
-    return values, value_pointer
-
-
 def selected_values(flat, indices):
-    return _gather(flat, indices, u32(indices))[0]
+    """flat[indices] (indices: uint32) as a new float32 array."""
+    values = np.empty(indices.size, dtype=np.float32)
+    check(lib.dr_gather(f32(flat), flat.size, u32(indices), indices.size, f32(values)), "gather")
+    return values
 
 
-def encode(kind, flat, indices, what):
-    """Frame flat[indices] (indices: uint32) as a raw sparse payload."""
-    index_pointer = u32(indices)  # made once for both calls
-    values, value_pointer = _gather(flat, indices, index_pointer)
+def encode(kind, numel, indices, values, what):
+    """Frame (indices, values) (uint32, float32) of a tensor of numel entries as a raw
+    sparse payload."""
     frame = np.empty(lib.dr_sparse_raw_size(indices.size), dtype=np.uint8)
     written = ffi.new("size_t *")
-    check(lib.dr_sparse_raw_encode(kind, lib.DR_DTYPE_FLOAT32, flat.size, index_pointer, value_pointer,
+    check(lib.dr_sparse_raw_encode(kind, lib.DR_DTYPE_FLOAT32, numel, u32(indices), f32(values),
                                    indices.size, u8(frame), frame.nbytes, written), what)
     return frame
 
 
 def decode(kind, payload, numel, what, dense):
-    """The dense float32 tensor a raw sparse payload describes (zeros elsewhere; NaN
-    everywhere for the non-finite marker), written into ``dense`` (flat float32 of
-    numel zeros) unless it is the marker."""
+    """``(tensor, finite)``: the dense float32 tensor a raw sparse payload describes (zeros
+    elsewhere; NaN everywhere for the non-finite marker), written into ``dense`` (flat
+    float32 of numel zeros) unless it is the marker, and whether it is finite (told by
+    the decoder from the entries it wrote: no sweep of the tensor)."""
     frame = as_frame_bytes(payload, what)
     marker = decoded_marker(frame, kind, numel, what)
     if marker is not None:
-        return marker
-    check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, kind, f32(dense), numel), what)
-    return dense
+        return marker, False
+    finite = ffi.new("int *")
+    check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, kind, f32(dense), numel, finite), what)
+    return dense, finite[0] == 1
 
 
 def sum_frames(payloads, kind, numel, what, total, add):
     """Several ranks' sparse payloads summed into ``total`` (flat float32 zeros):
     ``add(frame)`` adds each frame that is not the non-finite marker, in rank order, so
     the bits are those of decoding each and adding them, without a dense tensor per
-    rank. NaN everywhere if any is the marker (every other frame is still checked)."""
+    rank. NaN everywhere if any is the marker (every other frame is still checked).
+    Returns ``(total, finite)``: finite where no frame was the marker and every ``add``
+    returned True (the sums it wrote are finite), else False."""
     nonfinite = False
+    finite = True
     for payload in payloads:
         frame = as_frame_bytes(payload, what)
         if decoded_marker(frame, kind, numel, what) is not None:
             nonfinite = True
         else:
-            add(frame)
+            finite = add(frame) is True and finite
     if nonfinite:
         total.fill(np.nan)
-    return total
+    return total, finite and not nonfinite
 
 
 class SparseCtx:
     """What a sparsifier keeps locally: the dense size, the indices it sent (memories such
     as dgc's zero their state there), the way back to the caller's type, and the tensor
     it compressed with its flat view and whether that was finite (``base.crossed``: the
-    memory's update reads them instead of crossing the edge and sweeping again), and the
-    tensor's name (its decoded results come from a pool per name; None: fresh ones)."""
+    memory's update reads them instead of crossing the edge and sweeping again), the
+    tensor's name (its decoded results come from a pool per name; None: fresh ones), and
+    ``finite_result`` (``base.vouched_finite``)."""
 
-    __slots__ = ("numel", "indices", "restore", "source", "flat", "finite", "name")
+    __slots__ = ("numel", "indices", "restore", "source", "flat", "finite", "name", "finite_result")
 
     def __init__(self, numel, indices, restore, source=None, flat=None, finite=None, name=None):
         self.numel = numel
@@ -78,6 +78,7 @@ class SparseCtx:
         self.flat = flat
         self.finite = finite
         self.name = name
+        self.finite_result = None
 
 
 class Sparsifier(Compressor):
@@ -97,16 +98,27 @@ class Sparsifier(Compressor):
     def select(self, flat, name):
         raise NotImplementedError
 
+    def pick(self, flat, name):
+        """``(indices, values)``: the entries to send (ascending uint32 indices, their
+        float32 values), or None where flat holds an Inf or a NaN. By default a sweep for
+        those, then ``select`` and a gather; top-k's C select finds them in its own sweep
+        and collects the values as it goes."""
+        if not all_finite(flat):
+            return None
+        indices = self.select(flat, name)
+        return indices, selected_values(flat, indices)
+
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         kind = getattr(lib, self.frame_kind)
-        finite = all_finite(flat)
-        if finite:
-            indices = self.select(flat, name)
-            frame = encode(kind, flat, indices, f"{type(self).__name__} of {name!r}")
+        picked = self.pick(flat, name)
+        if picked is not None:
+            indices, values = picked
+            frame = encode(kind, flat.size, indices, values, f"{type(self).__name__} of {name!r}")
         else:
             indices, frame = np.empty(0, dtype=np.uint32), nonfinite_frame(kind, flat.size)
-        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, tensor, flat, finite, name)
+        return [restore.wrap(frame)], \
+            SparseCtx(flat.size, indices, restore, tensor, flat, picked is not None, name)
 
     def lost(self, flat, tensors, ctx, out):
         """The entries sent travel exactly: what is lost is flat with them zeroed (in
@@ -117,23 +129,39 @@ class Sparsifier(Compressor):
 
     def decompress(self, tensors, ctx):
         frame, = tensors
-        return ctx.restore(decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload",
-                                  self.outputs.zeros(ctx.name, ctx.numel)))
+        return ctx.restore(self._decode(frame, ctx)[0])
+
+    def _decode(self, frame, ctx):
+        """``(flat, finite)`` of one rank's frame (``decode``), into this name's buffer."""
+        return decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload",
+                      self.outputs.zeros(ctx.name, ctx.numel))
 
     def decompress_aggregate(self, payloads, ctx, divisor=1):
         """Several ranks' frames are scatter-added into one tensor (one rank's is simply
         decoded), then divided in place: the same bits as decompressing each, summing
-        and dividing, without a dense tensor per rank. A subclass that decompresses or
+        and dividing, without a dense tensor per rank. The decoders say whether what they
+        wrote is finite, so the result is vouched for in ``ctx.finite_result`` (dividing
+        by a world size keeps a finite sum finite). A subclass that decompresses or
         aggregates its own way gets the default."""
-        if len(payloads) == 1 or not self._sums_as(Sparsifier):
+        if not self._sums_as(Sparsifier):
             return super().decompress_aggregate(payloads, ctx, divisor)
-        kind, what = getattr(lib, self.frame_kind), f"{type(self).__name__} payload"
-        summed = self.outputs.zeros(ctx.name, ctx.numel)
+        if len(payloads) == 1:
+            (frame,), = payloads
+            total, finite = self._decode(frame, ctx)
+        else:
+            kind, what = getattr(lib, self.frame_kind), f"{type(self).__name__} payload"
+            total = self.outputs.zeros(ctx.name, ctx.numel)
+            written_finite = ffi.new("int *")
 
-        def add(frame):
-            check(lib.dr_sparse_raw_decode_add(u8(frame), frame.nbytes, kind, f32(summed), ctx.numel), what)
+            def add(frame):
+                check(lib.dr_sparse_raw_decode_add(u8(frame), frame.nbytes, kind, f32(total), ctx.numel,
+                                                   written_finite), what)
+                return written_finite[0] == 1
 
-        sum_frames([frame for frame, in payloads], kind, ctx.numel, what, summed, add)
+            total, finite = sum_frames([frame for frame, in payloads], kind, ctx.numel, what, total, add)
         if divisor != 1:
-            np.divide(summed, np.float32(divisor), out=summed)
-        return ctx.restore(summed)
+            np.divide(total, np.float32(divisor), out=total)
+        result = ctx.restore(total)
+        if finite:
+            ctx.finite_result = result
+        return result

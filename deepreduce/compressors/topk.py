@@ -11,15 +11,33 @@ def topk_count(numel, compress_ratio):
     return min(numel, max(1, int(numel * compress_ratio)))
 
 
+def _grown(work, flat, k):
+    """``work`` (a uint8 scratch array), or a larger one where the select needs more."""
+    needed = lib.dr_topk_workspace_size(flat.size, k)
+    return work if work.nbytes >= needed else np.empty(needed, dtype=np.uint8)
+
+
 def select_topk(flat, k, work):
     """Ascending uint32 indices of the k largest |flat| (exact radix select in C).
     ``work`` is a uint8 scratch array, grown and returned: ``(indices, work)``."""
     indices = np.empty(k, dtype=np.uint32)
-    needed = lib.dr_topk_workspace_size(flat.size, k)
-    if work.nbytes < needed:
-        work = np.empty(needed, dtype=np.uint8)
+    work = _grown(work, flat, k)
     check(lib.dr_topk_select(f32(flat), flat.size, k, u32(indices), ffi.from_buffer(work)), "top-k selection")
     return indices, work
+
+
+def sparsify_topk(flat, k, work, what):
+    """``((indices, values), work)``: select_topk's indices with their float32 values, or
+    None in their place where flat holds an Inf or a NaN (found by the select's own
+    sweep); ``work`` as select_topk's."""
+    indices = np.empty(k, dtype=np.uint32)
+    values = np.empty(k, dtype=np.float32)
+    work = _grown(work, flat, k)
+    status = lib.dr_topk_sparsify(f32(flat), flat.size, k, u32(indices), f32(values), ffi.from_buffer(work))
+    if status == lib.DR_E_NUMERIC:
+        return None, work
+    check(status, what)
+    return (indices, values), work
 
 
 def sparsify(tensor, compress_ratio, kernel="torch"):
@@ -68,3 +86,11 @@ class TopKCompressor(Sparsifier):
         """Ascending uint32 indices of the k largest magnitudes."""
         indices, self._work = select_topk(flat, topk_count(flat.size, self.compress_ratio), self._work)
         return indices
+
+    def pick(self, flat, name):
+        # A subclass with a selection of its own (dgc) picks by it.
+        if type(self).select is not TopKCompressor.select:
+            return super().pick(flat, name)
+        picked, self._work = sparsify_topk(flat, topk_count(flat.size, self.compress_ratio), self._work,
+                                           f"top-k selection of {name!r}")
+        return picked

@@ -18,23 +18,23 @@ static void test_frame_roundtrip_and_corruption(void)
     CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, DR_DTYPE_FLOAT32, 100, idx, val, 5, buf, sizeof buf, &len));
     CHECK(len == dr_sparse_raw_size(5));
     memset(dense, 0, sizeof dense);
-    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100));
+    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL));
     /* A frame of another sparsifier is refused. */
-    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, 100), DR_E_FRAME_CODEC);
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, 100, NULL), DR_E_FRAME_CODEC);
     CHECK(dense[4] == -1.0f && dense[99] == -0.25f && dense[0] == 0.0f);
 
     /* Every single-byte change is refused with a status, never a crash. */
     for (pos = 0; pos < len; pos++) {
         uint8_t saved = buf[pos];
         buf[pos] ^= 0x5a;
-        CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100) < 0);
+        CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL) < 0);
         buf[pos] = saved;
     }
     /* Truncations at every length are refused too. */
     for (pos = 0; pos < len; pos++)
-        CHECK(dr_sparse_raw_decode(buf, pos, DR_KIND_TOPK, dense, 100) < 0);
+        CHECK(dr_sparse_raw_decode(buf, pos, DR_KIND_TOPK, dense, 100, NULL) < 0);
     /* A frame for another tensor size is refused. */
-    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 50), DR_E_FRAME_FIELD);
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 50, NULL), DR_E_FRAME_FIELD);
     CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, 10, &len), DR_E_DST_TOO_SMALL);
     /* Repeated or unsorted indices: refused by the encoder, and by the decoder when a
      * well-sealed frame carries them. */
@@ -57,10 +57,10 @@ static void test_frame_roundtrip_and_corruption(void)
         f.section_len[0] = f.section_len[1] = 20;
         CHECK_OK(dr_frame_seal(&f, buf, sizeof buf, &total));
     }
-    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100), DR_E_CORRUPT);
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_CORRUPT);
     /* The adding decoder refuses the same frame before adding anything. */
     dense[4] = 1.0f;
-    CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_TOPK, dense, 100), DR_E_CORRUPT);
+    CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_CORRUPT);
     CHECK(dense[4] == 1.0f && dense[1] == 0.5f);
 }
 
@@ -73,15 +73,48 @@ static void test_sparse_frames_added(void)
     float dense[6] = {0};
     CHECK_OK(dr_sparse_raw_encode(DR_KIND_DGC, 0, 6, idx_a, val_a, 3, a, sizeof a, &len_a));
     CHECK_OK(dr_sparse_raw_encode(DR_KIND_DGC, 0, 6, idx_b, val_b, 2, b, sizeof b, &len_b));
-    CHECK_OK(dr_sparse_raw_decode_add(a, len_a, DR_KIND_DGC, dense, 6));
-    CHECK_OK(dr_sparse_raw_decode_add(b, len_b, DR_KIND_DGC, dense, 6));
+    int finite = -1;
+    CHECK_OK(dr_sparse_raw_decode_add(a, len_a, DR_KIND_DGC, dense, 6, &finite));
+    CHECK(finite == 1);
+    finite = -1;
+    CHECK_OK(dr_sparse_raw_decode_add(b, len_b, DR_KIND_DGC, dense, 6, &finite));
+    CHECK(finite == 1);
     CHECK(dense[0] == 1.5f && dense[1] == 0.0f && dense[2] == -1.75f && dense[5] == 4.0f);
     CHECK(dense[3] == 0.0f && !signbit(dense[3])); /* 0 + -0 is +0, as in a sum of tensors */
     /* Another kind, another size, a truncation: refused, nothing added. */
-    CHECK_STATUS(dr_sparse_raw_decode_add(a, len_a, DR_KIND_TOPK, dense, 6), DR_E_FRAME_CODEC);
-    CHECK_STATUS(dr_sparse_raw_decode_add(a, len_a, DR_KIND_DGC, dense, 7), DR_E_FRAME_FIELD);
-    CHECK(dr_sparse_raw_decode_add(a, len_a - 1, DR_KIND_DGC, dense, 6) < 0);
+    CHECK_STATUS(dr_sparse_raw_decode_add(a, len_a, DR_KIND_TOPK, dense, 6, NULL), DR_E_FRAME_CODEC);
+    CHECK_STATUS(dr_sparse_raw_decode_add(a, len_a, DR_KIND_DGC, dense, 7, NULL), DR_E_FRAME_FIELD);
+    CHECK(dr_sparse_raw_decode_add(a, len_a - 1, DR_KIND_DGC, dense, 6, NULL) < 0);
     CHECK(dense[0] == 1.5f && dense[2] == -1.75f);
+}
+
+/* The decoders' *finite: from what they wrote, so it catches a sum that overflows as well
+ * as an Inf or a NaN carried in a frame, and says nothing of entries they did not write. */
+static void test_sparse_frames_finite(void)
+{
+    const uint32_t idx[2] = {1, 3};
+    const float big[2] = {3e38f, 1.0f}, inf[2] = {1.0f, INFINITY}, nan_v[2] = {NAN, 1.0f};
+    uint8_t a[128], b[128], c[128];
+    size_t len_a = 0, len_b = 0, len_c = 0;
+    float dense[4] = {0.0f, 0.0f, NAN, 0.0f};
+    int finite = -1;
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 4, idx, big, 2, a, sizeof a, &len_a));
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 4, idx, inf, 2, b, sizeof b, &len_b));
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 4, idx, nan_v, 2, c, sizeof c, &len_c));
+    CHECK_OK(dr_sparse_raw_decode(a, len_a, DR_KIND_TOPK, dense, 4, &finite));
+    CHECK(finite == 1); /* dense[2] is NaN but not the frame's */
+    CHECK_OK(dr_sparse_raw_decode_add(a, len_a, DR_KIND_TOPK, dense, 4, &finite));
+    CHECK(finite == 0 && isinf(dense[1])); /* 3e38 + 3e38 overflows */
+    CHECK_OK(dr_sparse_raw_decode(b, len_b, DR_KIND_TOPK, dense, 4, &finite));
+    CHECK(finite == 0);
+    CHECK_OK(dr_sparse_raw_decode(c, len_c, DR_KIND_TOPK, dense, 4, &finite));
+    CHECK(finite == 0);
+    CHECK_OK(dr_sparse_raw_decode(a, len_a, DR_KIND_TOPK, dense, 4, &finite));
+    CHECK(finite == 1);
+    /* A refused frame leaves *finite alone. */
+    finite = 7;
+    CHECK(dr_sparse_raw_decode_add(c, len_c - 1, DR_KIND_TOPK, dense, 4, &finite) < 0);
+    CHECK(finite == 7);
 }
 
 static void test_empty_frame(void)
@@ -90,7 +123,7 @@ static void test_empty_frame(void)
     size_t len = 0;
     float dense[4] = {1, 2, 3, 4};
     CHECK_OK(dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, 4, NULL, NULL, 0, buf, sizeof buf, &len));
-    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, 4));
+    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, 4, NULL));
     CHECK(dense[0] == 1.0f);
 }
 
@@ -110,7 +143,7 @@ static void test_nonfinite_marker(void)
     CHECK_STATUS(dr_frame_is_nonfinite(buf, len, DR_KIND_THRESHOLD, 4, &marker), DR_E_FRAME_CODEC);
     CHECK_STATUS(dr_frame_is_nonfinite(buf, len, DR_KIND_TOPK, 5, &marker), DR_E_FRAME_FIELD);
     /* A codec's decoder refuses a marker: it carries no sections to decode. */
-    CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 4) != DR_OK);
+    CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 4, NULL) != DR_OK);
     /* Any other frame is not a marker, and a flipped flag breaks the CRC. */
     CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 4, NULL, NULL, 0, buf, sizeof buf, &len));
     CHECK_OK(dr_frame_is_nonfinite(buf, len, DR_KIND_TOPK, 4, &marker));
@@ -241,6 +274,57 @@ static void test_topk_select_equals_topk(void)
     free(x);
     free(a);
     free(b);
+}
+
+/* dr_topk_sparsify: dr_topk's indices with their values for a finite x, and an Inf or a
+ * NaN refused wherever it lies: first, in the middle, in the last partial vector, in the
+ * second thread's part, on the sampled path and on the full select's (a small tensor, a
+ * large k), for k = 0 too. With 1 and 2 threads (the split needs 2 * DR_THREADS_MIN_NUMEL
+ * entries); ctest runs this file under each SIMD cap. */
+static void test_topk_sparsify(void)
+{
+    const size_t n = 2 * DR_THREADS_MIN_NUMEL + 1003, small = 5000;
+    const size_t ks[] = {0, 1, 2009, 21000, n / 2};
+    const size_t spots[] = {0, n / 3, n / 2 + 17, n - 2, n - 1};
+    static const char *const counts[] = {"1", "2"};
+    float *x = malloc(n * sizeof *x), *val = malloc(n * sizeof *val);
+    uint32_t *want = malloc(n * sizeof *want), *idx = malloc(n * sizeof *idx);
+    void *work = malloc(dr_topk_workspace_size(n, n / 2));
+    size_t i, t, c, s;
+    for (i = 0; i < n; i++)
+        x[i] = (test_uniform(31, i) - 0.5f) * (float)(1 + i % 7);
+    for (c = 0; c < 2; c++) {
+        setenv("DEEPREDUCE_THREADS", counts[c], 1);
+        for (t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+            size_t sizes[2] = {n, small}, z;
+            for (z = 0; z < 2; z++) {
+                size_t m = sizes[z], k = ks[t] < m ? ks[t] : m / 2, j;
+                int same = 1;
+                CHECK_OK(dr_topk(x, m, k, want));
+                memset(val, 0x5a, k * sizeof *val);
+                CHECK_OK(dr_topk_sparsify(x, m, k, idx, val, work));
+                for (j = 0; j < k; j++)
+                    same &= idx[j] == want[j] && memcmp(&val[j], &x[want[j]], sizeof *val) == 0;
+                CHECK(same);
+                for (s = 0; s < sizeof spots / sizeof spots[0]; s++) {
+                    size_t at = spots[s] < m ? spots[s] : m - 1 - s;
+                    float saved = x[at];
+                    x[at] = s % 2 ? NAN : -INFINITY;
+                    CHECK_STATUS(dr_topk_sparsify(x, m, k, idx, val, work), DR_E_NUMERIC);
+                    x[at] = saved;
+                }
+            }
+        }
+    }
+    unsetenv("DEEPREDUCE_THREADS");
+    CHECK_STATUS(dr_topk_sparsify(x, n, 1, idx, NULL, work), DR_E_ARG);
+    CHECK_STATUS(dr_topk_sparsify(x, n, n + 1, idx, val, work), DR_E_ARG);
+    CHECK_STATUS(dr_topk_sparsify(NULL, n, 0, idx, val, work), DR_E_ARG);
+    free(x);
+    free(val);
+    free(want);
+    free(idx);
+    free(work);
 }
 
 /* A flattened model's gradient: layers of 2,000 to 62,000 entries whose scales span four
@@ -507,6 +591,7 @@ int main(void)
 {
     test_frame_roundtrip_and_corruption();
     test_sparse_frames_added();
+    test_sparse_frames_finite();
     test_empty_frame();
     test_nonfinite_marker();
     test_bytes_same();
@@ -514,6 +599,7 @@ int main(void)
     test_topk_matches_sort();
     test_topk_ties_take_lowest();
     test_topk_select_equals_topk();
+    test_topk_sparsify();
     test_topk_select_threads();
     test_topk_estimate_misses_rarely();
     test_threshold();

@@ -1,5 +1,6 @@
 /* The raw sparse frame: uint32 indices then float32 values, both little-endian. */
 #include "deepreduce.h"
+#include "finite_bytes.h"
 
 #include <string.h>
 
@@ -47,14 +48,16 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
     return dr_frame_seal(&f, buf, cap, written);
 }
 
-/* The decoders' one body: parse and check the frame, then dense[idx] = val, or += val. */
+/* The decoders' one body: parse and check the frame, then dense[idx] = val, or += val,
+ * and *finite (if asked): from the values for a plain decode, from each sum written
+ * for an adding one. */
 static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
-                            int add)
+                            int add, int *finite)
 {
     dr_frame f;
     size_t r, j;
     const uint8_t *ip, *vp;
-    uint32_t prev = 0;
+    uint32_t prev = 0, nonfinite = 0;
     int st = dr_frame_parse(buf, len, &f);
     if (st != DR_OK)
         return st;
@@ -84,20 +87,26 @@ static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float 
         float v;
         memcpy(&i, ip + 4u * j, 4);
         memcpy(&v, vp + 4u * j, 4);
-        if (add)
-            dense[i] += v;
-        else
-            dense[i] = v;
+        if (add) {
+            uint32_t bits;
+            v = dense[i] + v; /* the order of dense[i] += v (which NaN's payload stays) */
+            memcpy(&bits, &v, 4);
+            nonfinite |= (bits & 0x7f800000u) == 0x7f800000u;
+        }
+        dense[i] = v;
     }
+    if (finite != NULL)
+        *finite = add ? !nonfinite : dr_finite_bytes(vp, r);
     return DR_OK;
 }
 
-int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n)
+int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n, int *finite)
 {
-    return sparse_raw_apply(buf, len, kind, dense, n, 0);
+    return sparse_raw_apply(buf, len, kind, dense, n, 0, finite);
 }
 
-int dr_sparse_raw_decode_add(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n)
+int dr_sparse_raw_decode_add(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
+                             int *finite)
 {
-    return sparse_raw_apply(buf, len, kind, dense, n, 1);
+    return sparse_raw_apply(buf, len, kind, dense, n, 1, finite);
 }

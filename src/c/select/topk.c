@@ -11,7 +11,11 @@
  * radix select on the candidates alone. On large tensors the sample, the sweep, the
  * histograms and the last pass are split over threads (select_split). Every
  * entry at or above T is a candidate and candidates keep ascending index order, so the
- * ties are broken identically and the answers agree bit for bit. */
+ * ties are broken identically and the answers agree bit for bit.
+ *
+ * dr_topk_sparsify is the same selection with the values written beside the indices
+ * (the candidates carry them) and Inf/NaN refused: the sweep keeps the largest raw
+ * magnitude key it reads, so the refusal costs no pass of its own on the sampled path. */
 #include "deepreduce.h"
 #include "parallel.h"
 #include "rng_inline.h"
@@ -252,25 +256,28 @@ static uint32_t threshold_key(float t)
 
 /* The candidates among x[begin..end): the index and value of every entry of magnitude
  * key >= tkey (NaN never), in index order, into idx/val[0..cap). Returns their count,
- * or cap + 1 if they do not fit. */
+ * or cap + 1 if they do not fit (*top is then not complete). *top: the largest raw
+ * magnitude key of x[begin..end), NaN's included (>= 0x7f800000: an Inf or a NaN). */
 static size_t collect_candidates(const float *x, size_t begin, size_t end, uint32_t tkey,
-                                 uint32_t *idx, float *val, size_t cap)
+                                 uint32_t *idx, float *val, size_t cap, uint32_t *top)
 {
     size_t i = begin, c = 0;
+    *top = 0;
 #if DR_HAVE_X86_SIMD
     int simd = dr_simd_active();
     if (simd >= DR_SIMD_AVX512)
-        i = dr_topk_candidates_avx512(x, begin, end, tkey, idx, val, cap, &c);
+        i = dr_topk_candidates_avx512(x, begin, end, tkey, idx, val, cap, &c, top);
     else if (simd >= DR_SIMD_AVX2)
-        i = dr_topk_candidates_avx2(x, begin, end, tkey, idx, val, cap, &c);
+        i = dr_topk_candidates_avx2(x, begin, end, tkey, idx, val, cap, &c, top);
 #elif DR_HAVE_NEON
     if (dr_simd_active() == DR_SIMD_NEON)
-        i = dr_topk_candidates_neon(x, begin, end, tkey, idx, val, cap, &c);
+        i = dr_topk_candidates_neon(x, begin, end, tkey, idx, val, cap, &c, top);
 #endif
     for (; i < end; i++) {
         uint32_t key;
         memcpy(&key, x + i, sizeof key);
         key &= 0x7fffffffu;
+        *top = key > *top ? key : *top;
         if (key >= tkey && key <= 0x7f800000u) {
             if (c == cap)
                 return cap + 1u;
@@ -296,8 +303,12 @@ static size_t collect_candidates(const float *x, size_t begin, size_t end, uint3
 enum { STEP_SAMPLE, STEP_SWEEP, STEP_LEVEL1, STEP_LEVEL2, STEP_WRITE, SPLIT_STEPS };
 
 /* How the steps end, besides DR_OK: the threshold or the candidates are no use (the full
- * select answers), or a part's candidates overflowed its share of the room. */
-enum { SPLIT_FALLBACK = 1, SPLIT_OVERFLOW = 2 };
+ * select answers), a part's candidates overflowed its share of the room, or (for
+ * dr_topk_sparsify) the sweep met an Inf or a NaN. */
+enum { SPLIT_FALLBACK = 1, SPLIT_OVERFLOW = 2, SPLIT_NONFINITE = 3 };
+
+/* The least raw magnitude key that is not finite (an infinity's; NaN's are above). */
+#define NONFINITE_KEY 0x7f800000u
 
 typedef struct {
     const float *x;
@@ -310,7 +321,9 @@ typedef struct {
     size_t remaining; /* of the k, those not yet placed above the buckets picked so far */
     uint32_t prefix; /* the key bits picked so far */
     uint32_t *idx_out;
+    float *val_out;  /* the answers' values (dr_topk_sparsify), or NULL */
     size_t found[SPLIT_MAX_PARTS];  /* candidates of each part (more than its room: overflowed) */
+    uint32_t top[SPLIT_MAX_PARTS];  /* the largest raw magnitude key each part swept */
     size_t above[SPLIT_MAX_PARTS];  /* of them, above the k-th key */
     size_t ties[SPLIT_MAX_PARTS];   /* of them, equal to it and among the k largest */
     size_t out_at[SPLIT_MAX_PARTS]; /* where its answers start in idx_out */
@@ -336,7 +349,7 @@ static void sweep_part(split_select *s, size_t p)
 {
     size_t room = share(s->cap, s->parts, p);
     s->found[p] = collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1), s->tkey,
-                                     s->idx + room, s->val + room, part_room(s, p));
+                                     s->idx + room, s->val + room, part_room(s, p), &s->top[p]);
     if (s->found[p] <= part_room(s, p))
         top_histogram(s->val + room, s->found[p], s->tkey, part_histogram(s, p));
 }
@@ -344,19 +357,21 @@ static void sweep_part(split_select *s, size_t p)
 /* The k answers among `count` candidates, given the k-th key and how many ties at it are
  * taken: as dr_topk's last loop, without a branch per candidate (about one in five is not
  * taken, at random): every candidate is written at `out`, which only the taken ones
- * advance (out < k holds at each write). */
+ * advance (out < k holds at each write). Their values too where val_out is not NULL. */
 static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
-                          uint32_t kth, size_t ties, uint32_t *idx_out)
+                          uint32_t kth, size_t ties, uint32_t *idx_out, float *val_out)
 {
     size_t i = 0, out = 0, ties_taken = 0;
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512)
-        i = dr_topk_write_avx512(cand_idx, cand_val, count, k, kth, ties, idx_out, &out, &ties_taken);
+        i = dr_topk_write_avx512(cand_idx, cand_val, count, k, kth, ties, idx_out, val_out, &out, &ties_taken);
 #endif
     for (; i < count && out < k; i++) {
         uint32_t key = magnitude_key(cand_val[i]);
         size_t tie = key == kth;
         idx_out[out] = cand_idx[i];
+        if (val_out != NULL)
+            val_out[out] = cand_val[i];
         out += (size_t)(key > kth) | (tie & (size_t)(ties_taken < ties));
         ties_taken += tie;
     }
@@ -375,7 +390,8 @@ static int split_step(void *ctx, int step, size_t begin, size_t end)
         else if (step == STEP_WRITE)
             /* bounded by the part's own answers, so that it never writes into the next part's */
             write_answers(s->idx + room, s->val + room, s->found[p], s->above[p] + s->ties[p], s->prefix,
-                          s->ties[p], s->idx_out + s->out_at[p]);
+                          s->ties[p], s->idx_out + s->out_at[p],
+                          s->val_out != NULL ? s->val_out + s->out_at[p] : NULL);
         else
             radix_histogram(s->val + room, s->found[p], step - STEP_SWEEP, s->prefix, part_histogram(s, p));
     }
@@ -414,6 +430,9 @@ static int split_between(void *ctx, int step)
                 return SPLIT_OVERFLOW;
             total += s->found[p];
         }
+        for (p = 0; p < s->parts; p++)
+            if (s->val_out != NULL && s->top[p] >= NONFINITE_KEY)
+                return SPLIT_NONFINITE;
         if (total < s->k)
             return SPLIT_FALLBACK;
     }
@@ -432,9 +451,9 @@ static int split_between(void *ctx, int step)
     return DR_OK;
 }
 
-/* DR_OK with the answers in idx_out, SPLIT_FALLBACK, or SPLIT_OVERFLOW with the
- * threshold's key in *tkey. */
-static int select_split(const float *x, size_t n, size_t k, uint32_t *idx_out, uint32_t *cand_idx,
+/* DR_OK with the answers in idx_out (and val_out), SPLIT_FALLBACK, SPLIT_NONFINITE, or
+ * SPLIT_OVERFLOW with the threshold's key in *tkey. */
+static int select_split(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, uint32_t *cand_idx,
                         float *cand_val, size_t cap, float *sample, uint32_t *hist, int threads, uint32_t *tkey)
 {
     split_select s;
@@ -451,6 +470,7 @@ static int select_split(const float *x, size_t n, size_t k, uint32_t *idx_out, u
     s.hist = hist;
     s.remaining = k;
     s.idx_out = idx_out;
+    s.val_out = val_out;
     r = dr_parallel_steps(s.parts, threads, SPLIT_STEPS, split_step, split_between, &s);
     *tkey = s.tkey;
     return r;
@@ -481,21 +501,32 @@ int dr_topk_threshold_estimate(const float *x, size_t n, size_t k, void *work, f
     return DR_OK;
 }
 
-int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work)
+/* dr_topk's answer where the sampled path does not apply, for dr_topk_select (val_out
+ * NULL) or dr_topk_sparsify: then Inf/NaN are refused by a pass of their own (these are
+ * the small tensors, the large k and the sample's misses) and the values gathered. */
+static int full_select(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out)
+{
+    size_t j;
+    int st;
+    if (val_out != NULL && !dr_all_finite(x, n))
+        return DR_E_NUMERIC;
+    st = dr_topk(x, n, k, idx_out);
+    if (st == DR_OK && val_out != NULL)
+        for (j = 0; j < k; j++)
+            val_out[j] = x[idx_out[j]];
+    return st;
+}
+
+/* dr_topk_select (val_out NULL) and dr_topk_sparsify. */
+static int select_topk(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, void *work)
 {
     size_t cap, count = 0, ties;
-    uint32_t *cand_idx, kth, tkey;
+    uint32_t *cand_idx, kth, tkey, top;
     int threads;
     float *cand_val, *sample;
-    if (k > n || n > (size_t)UINT32_MAX)
-        return DR_E_ARG;
-    if (k == 0)
-        return DR_OK;
-    if (x == NULL || idx_out == NULL || work == NULL)
-        return DR_E_ARG;
     cap = candidate_capacity(n, k);
     if (n < FAST_MIN_N || cap >= n)
-        return dr_topk(x, n, k, idx_out);
+        return full_select(x, n, k, idx_out, val_out);
     cand_idx = (uint32_t *)work;
     cand_val = (float *)(cand_idx + cap);
     sample = sample_room(work, cap);
@@ -504,23 +535,61 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
     if (threads > (int)SPLIT_MAX_PARTS)
         threads = (int)SPLIT_MAX_PARTS;
     if (threads > 1) {
-        int r = select_split(x, n, k, idx_out, cand_idx, cand_val, cap, sample, (uint32_t *)(sample + SAMPLE_SIZE),
-                             threads, &tkey);
+        int r = select_split(x, n, k, idx_out, val_out, cand_idx, cand_val, cap, sample,
+                             (uint32_t *)(sample + SAMPLE_SIZE), threads, &tkey);
         if (r == DR_OK)
             return DR_OK;
+        if (r == SPLIT_NONFINITE)
+            return DR_E_NUMERIC;
         if (r == SPLIT_FALLBACK)
-            return dr_topk(x, n, k, idx_out);
+            return full_select(x, n, k, idx_out, val_out);
         /* A part overflowed its share of the room: the candidates bunch in one part of x,
          * and one sweep with the whole room may still hold them. */
     } else {
         tkey = threshold_key(sampled_threshold(x, n, k, sample));
         if (tkey == 0)
-            return dr_topk(x, n, k, idx_out);
+            return full_select(x, n, k, idx_out, val_out);
     }
-    count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap);
-    if (count < k || count > cap) /* the estimate missed: the full select answers */
-        return dr_topk(x, n, k, idx_out);
+    count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap, &top);
+    if (count > cap) /* the estimate missed: the full select answers */
+        return full_select(x, n, k, idx_out, val_out);
+    if (val_out != NULL && top >= NONFINITE_KEY)
+        return DR_E_NUMERIC;
+    if (count < k)
+        return full_select(x, n, k, idx_out, val_out);
     kth_largest(cand_val, count, k, tkey, &kth, &ties);
-    write_answers(cand_idx, cand_val, count, k, kth, ties, idx_out);
+    write_answers(cand_idx, cand_val, count, k, kth, ties, idx_out, val_out);
     return DR_OK;
+}
+
+/* The checks both entry points make. */
+static int select_args(const float *x, size_t n, size_t k, const uint32_t *idx_out, const void *work)
+{
+    if (k > n || n > (size_t)UINT32_MAX)
+        return DR_E_ARG;
+    if (k > 0 && (x == NULL || idx_out == NULL || work == NULL))
+        return DR_E_ARG;
+    return DR_OK;
+}
+
+int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work)
+{
+    int st = select_args(x, n, k, idx_out, work);
+    if (st != DR_OK || k == 0)
+        return st;
+    return select_topk(x, n, k, idx_out, NULL, work);
+}
+
+int dr_topk_sparsify(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, void *work)
+{
+    int st = select_args(x, n, k, idx_out, work);
+    if (st != DR_OK)
+        return st;
+    if (n > 0 && x == NULL)
+        return DR_E_ARG;
+    if (k == 0)
+        return dr_all_finite(x, n) ? DR_OK : DR_E_NUMERIC;
+    if (val_out == NULL)
+        return DR_E_ARG;
+    return select_topk(x, n, k, idx_out, val_out, work);
 }

@@ -17,16 +17,20 @@
 #include <immintrin.h>
 
 DR_TARGET_AVX2 size_t dr_topk_candidates_avx2(const float *x, size_t begin, size_t n, uint32_t tkey,
-                                              uint32_t *idx, float *val, size_t cap, size_t *count)
+                                              uint32_t *idx, float *val, size_t cap, size_t *count,
+                                              uint32_t *top)
 {
     /* key >= tkey <=> key > tkey - 1; not NaN <=> key < 0x7f800001. Keys are below 2^31,
      * so the signed compares are exact. */
     const __m256i below = _mm256_set1_epi32((int)tkey - 1), nan_floor = _mm256_set1_epi32(0x7f800001);
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+    __m256i most = _mm256_setzero_si256();
+    uint32_t lanes[8], j;
     size_t i = begin, c = *count;
     for (; i + 8 <= n && c + 8 <= cap; i += 8) {
         __m256i key = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(x + i)), abs_mask);
         __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(key, below), _mm256_cmpgt_epi32(nan_floor, key));
+        most = _mm256_max_epu32(most, key);
         unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ok));
         while (m) {
             unsigned lane = (unsigned)__builtin_ctz(m);
@@ -35,25 +39,34 @@ DR_TARGET_AVX2 size_t dr_topk_candidates_avx2(const float *x, size_t begin, size
             m &= m - 1u;
         }
     }
+    _mm256_storeu_si256((__m256i *)(void *)lanes, most);
+    for (j = 0; j < 8; j++)
+        *top = lanes[j] > *top ? lanes[j] : *top;
     *count = c;
     return i;
 }
 
 DR_TARGET_AVX512 size_t dr_topk_candidates_avx512(const float *x, size_t begin, size_t n, uint32_t tkey,
-                                                  uint32_t *idx, float *val, size_t cap, size_t *count)
+                                                  uint32_t *idx, float *val, size_t cap, size_t *count,
+                                                  uint32_t *top)
 {
     const __m512i below = _mm512_set1_epi32((int)tkey - 1), nan_floor = _mm512_set1_epi32(0x7f800001);
     const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), step = _mm512_set1_epi32(16);
     __m512i lanes = _mm512_add_epi32(_mm512_set1_epi32((int)begin),
                                      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    __m512i most = _mm512_setzero_si512();
+    uint32_t swept_top;
     size_t i = begin, c = *count;
     for (; i + 16 <= n && c + 16 <= cap; i += 16) {
         __m512i v = _mm512_loadu_si512(x + i);
         __m512i key = _mm512_and_si512(v, abs_mask);
         __mmask16 m = _mm512_cmpgt_epi32_mask(key, below) & _mm512_cmpgt_epi32_mask(nan_floor, key);
+        most = _mm512_max_epu32(most, key);
         c += dr_append_avx512(m, lanes, v, idx + c, val + c);
         lanes = _mm512_add_epi32(lanes, step);
     }
+    swept_top = (uint32_t)_mm512_reduce_max_epu32(most);
+    *top = swept_top > *top ? swept_top : *top;
     *count = c;
     return i;
 }
@@ -112,8 +125,8 @@ DR_TARGET_AVX512 size_t dr_topk_level_avx512(const float *x, size_t n, unsigned 
 }
 
 DR_TARGET_AVX512 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
-                                             uint32_t kth, size_t ties, uint32_t *idx_out, size_t *out,
-                                             size_t *ties_taken)
+                                             uint32_t kth, size_t ties, uint32_t *idx_out, float *val_out,
+                                             size_t *out, size_t *ties_taken)
 {
     const __m512i threshold = _mm512_set1_epi32((int)kth);
     size_t i, o = *out, tied = *ties_taken;
@@ -129,6 +142,8 @@ DR_TARGET_AVX512 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const flo
             tied += (size_t)_mm_popcnt_u32(equal);
         }
         _mm512_storeu_si512(idx_out + o, _mm512_maskz_compress_epi32(taken, _mm512_loadu_si512(cand_idx + i)));
+        if (val_out != NULL)
+            _mm512_storeu_ps(val_out + o, _mm512_maskz_compress_ps(taken, _mm512_loadu_ps(cand_val + i)));
         o += (size_t)_mm_popcnt_u32(taken);
     }
     *out = o;

@@ -5,7 +5,10 @@
  * magnitude key is at least tkey (NaN never) to idx[*count..] and val[*count..], in
  * ascending index order, and returns where it stopped: before n's last partial vector,
  * or earlier once *count passes cap - 16 (the AVX-512 one stores 16 lanes past
- * *count), which the caller then treats as an overflow. */
+ * *count), which the caller then treats as an overflow. Each also raises *top to the
+ * largest magnitude key it swept, NaN's included (one max per vector: a key of
+ * 0x7f800000 or more says x holds an Inf or a NaN, which dr_topk_sparsify refuses
+ * without a pass of its own). */
 #ifndef DR_TOPK_SIMD_H
 #define DR_TOPK_SIMD_H
 
@@ -16,9 +19,9 @@
 
 #if DR_HAVE_X86_SIMD
 size_t dr_topk_candidates_avx2(const float *x, size_t begin, size_t n, uint32_t tkey, uint32_t *idx,
-                               float *val, size_t cap, size_t *count);
+                               float *val, size_t cap, size_t *count, uint32_t *top);
 size_t dr_topk_candidates_avx512(const float *x, size_t begin, size_t n, uint32_t tkey, uint32_t *idx,
-                                 float *val, size_t cap, size_t *count);
+                                 float *val, size_t cap, size_t *count, uint32_t *top);
 
 /* The top radix level's histogram of candidates, whose keys are all at least the key of
  * bucket `base` (the threshold's): hist[key >> shift] += 1 for every magnitude key (NaN
@@ -40,15 +43,17 @@ size_t dr_topk_level_avx512(const float *x, size_t n, unsigned shift, uint32_t b
 /* The last pass of the select as write_answers in topk.c defines it, whole vectors at a
  * time while 16 more answers fit in idx_out[0..k): each vector's candidates above kth,
  * and of those equal to it the first while fewer than `ties` have been met, appended in
- * order. Returns where it stopped in the candidates; *out and *ties_taken (candidates
- * equal to kth met so far) carry the scalar loop's state on. */
+ * order, with their values into val_out where it is not NULL. Returns where it stopped
+ * in the candidates; *out and *ties_taken (candidates equal to kth met so far) carry the
+ * scalar loop's state on. */
 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
-                            uint32_t kth, size_t ties, uint32_t *idx_out, size_t *out, size_t *ties_taken);
+                            uint32_t kth, size_t ties, uint32_t *idx_out, float *val_out, size_t *out,
+                            size_t *ties_taken);
 #endif
 
 #if DR_HAVE_NEON
 size_t dr_topk_candidates_neon(const float *x, size_t begin, size_t n, uint32_t tkey, uint32_t *idx,
-                               float *val, size_t cap, size_t *count);
+                               float *val, size_t cap, size_t *count, uint32_t *top);
 #endif
 
 #endif

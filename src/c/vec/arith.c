@@ -2,6 +2,7 @@
  * them at -O2/-O3; every index is checked before anything is written. */
 #include "deepreduce.h"
 #include "simd_config.h"
+#include "finite_bytes.h"
 
 #include <math.h>
 #include <string.h>
@@ -36,46 +37,53 @@ float dr_abs_max(const float *x, size_t n)
     return m;
 }
 
-/* The largest of x[0..n)'s bits with the sign cleared: an all-ones exponent (an
- * infinity or a NaN) iff it is at least 0x7f800000. An integer max vectorises without
- * reassociating any float arithmetic; written once, compiled plain and for AVX2. */
-DR_ALWAYS_INLINE uint32_t max_abs_bits(const float *x, size_t n)
+/* The largest of the n float32 values' bits at p with the sign cleared: an all-ones
+ * exponent (an infinity or a NaN) iff it is at least 0x7f800000. An integer max
+ * vectorises without reassociating any float arithmetic; written once, compiled plain
+ * and for AVX2. Read through a byte pointer, so that a frame's section at any alignment
+ * may be passed. */
+DR_ALWAYS_INLINE uint32_t max_abs_bits(const uint8_t *p, size_t n)
 {
     uint32_t top = 0;
     size_t i;
     for (i = 0; i < n; i++) {
         uint32_t bits;
-        memcpy(&bits, x + i, sizeof bits);
+        memcpy(&bits, p + 4 * i, sizeof bits);
         bits &= 0x7fffffffu;
         top = bits > top ? bits : top;
     }
     return top;
 }
 
-static uint32_t max_abs_bits_plain(const float *x, size_t n)
+static uint32_t max_abs_bits_plain(const uint8_t *p, size_t n)
 {
-    return max_abs_bits(x, n);
+    return max_abs_bits(p, n);
 }
 
 #if DR_HAVE_X86_SIMD
-DR_TARGET_AVX2 static uint32_t max_abs_bits_avx2(const float *x, size_t n)
+DR_TARGET_AVX2 static uint32_t max_abs_bits_avx2(const uint8_t *p, size_t n)
 {
-    return max_abs_bits(x, n);
+    return max_abs_bits(p, n);
 }
 #endif
+
+int dr_finite_bytes(const uint8_t *p, size_t n)
+{
+    uint32_t top;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        top = max_abs_bits_avx2(p, n);
+    else
+#endif
+        top = max_abs_bits_plain(p, n);
+    return top >= 0x7f800000u ? 0 : 1;
+}
 
 int dr_all_finite(const float *x, size_t n)
 {
-    uint32_t top;
     if (n > 0 && x == NULL)
         return DR_E_ARG;
-#if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX2)
-        top = max_abs_bits_avx2(x, n);
-    else
-#endif
-        top = max_abs_bits_plain(x, n);
-    return top >= 0x7f800000u ? 0 : 1;
+    return dr_finite_bytes((const uint8_t *)(const void *)x, n);
 }
 
 static int indices_in_range(const uint32_t *idx, size_t r, size_t n)

@@ -26,6 +26,15 @@ size_t dr_topk_workspace_size(size_t n, size_t k);
  * as malloc aligns. */
 int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *work);
 
+/* A sparsifier's top-k: dr_topk_select's indices in idx_out[0..k) and their values,
+ * val_out[j] = x[idx_out[j]] (the sweep collects them with its candidates, so there is
+ * no gather afterwards), for a finite x: DR_E_NUMERIC (the outputs then undefined) if x
+ * holds an Inf or a NaN. The sweep keeps the largest magnitude it reads, so on the
+ * sampled path that refusal costs no pass of its own; the full select's paths (small
+ * tensors, large k, a missed estimate) check first with a pass. k == 0 writes nothing
+ * and still refuses Inf/NaN. Otherwise as dr_topk_select (same `work`, DR_E_ARG). */
+int dr_topk_sparsify(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, void *work);
+
 /* The magnitude dr_topk_select sweeps x with, into *t: from a sample of 1,024 runs of 16
  * consecutive entries (one run at a random offset in each 1,024th of x, the same offsets
  * for every call on n entries), the sample's magnitude that about k/n of it reaches, taken
@@ -73,13 +82,21 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
  * (DR_E_FRAME_CODEC) a frame of another kind or with non-raw codecs, (DR_E_FRAME_FIELD)
  * one whose numel is not n, whose section lengths are not 4 count or whose codec
  * parameters are not zero, and (DR_E_CORRUPT) indices that are out of range, repeated
- * or not ascending; dense is untouched then. Time O(len), no memory. */
-int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n);
+ * or not ascending; dense is untouched then. Where `finite` is not NULL, *finite is set
+ * on DR_OK: 1 if every entry the frame wrote is finite, 0 if one is Inf or NaN (so a
+ * caller learns whether its result is finite without a sweep of dense). Time O(len), no
+ * memory. */
+int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
+                         int *finite);
 
 /* As dr_sparse_raw_decode, but adds: dense[idx] += val. A communicator sums every
  * rank's frame into one zeroed tensor this way (rank by rank, so the sum's rounding is
  * that of adding the decoded tensors in rank order), instead of a dense tensor per rank.
- * The same refusals, checked before anything is added. Time O(len), no memory. */
-int dr_sparse_raw_decode_add(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n);
+ * The same refusals, checked before anything is added. *finite (if `finite` is not
+ * NULL) says whether every sum the frame wrote is finite: an Inf or a NaN stays one
+ * under later additions, so a sum of frames into zeros is finite exactly where every
+ * call said 1. Time O(len), no memory. */
+int dr_sparse_raw_decode_add(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
+                             int *finite);
 
 #endif /* DEEPREDUCE_SELECT_H */
