@@ -95,7 +95,9 @@ class OneFrameCompressor(Compressor):
     per step: by the memory (``lost``) and by the communicator, which decodes every rank's
     payload, this one's included. ``lost`` keeps its decode in ``ctx.own`` and the first
     decompress of the same bytes takes it: decoding is a function of the bytes. The ctx
-    needs an ``own`` slot, None until ``lost`` runs."""
+    needs an ``own`` slot, None until ``lost`` runs. ``lost`` also keeps whether that
+    decode is known finite: its residual came out finite (``dr_axpby_finite``), and a
+    finite tensor minus an Inf or a NaN is not."""
 
     def _payload_name(self):
         """Names the payload in error messages."""
@@ -111,23 +113,25 @@ class OneFrameCompressor(Compressor):
             return super().lost(flat, tensors, ctx, out)
         frame = as_frame_bytes(tensors[0], self._payload_name())
         decoded = self._decode(frame, ctx)
-        check(lib.dr_axpby(1.0, f32(flat), -1.0, f32(decoded), f32(out), flat.size), "residual")
-        ctx.own = (frame, decoded)
+        finite = lib.dr_axpby_finite(1.0, f32(flat), -1.0, f32(decoded), f32(out), flat.size)
+        check(min(finite, 0), "residual")
+        ctx.own = (frame, decoded, finite == 1)
 
     def _take_own(self, frame, ctx):
-        """``lost``'s decode if ``frame`` holds the bytes of this rank's own frame, else
-        None. Handed out once, as a fresh decode would be (a caller may sum into it)."""
+        """``(decoded, finite)``: ``lost``'s decode and whether it is known finite, if
+        ``frame`` holds the bytes of this rank's own frame, else None. Handed out once, as
+        a fresh decode would be (a caller may sum into it)."""
         own = getattr(ctx, "own", None)  # a ctx made elsewhere may lack the slot
         if own is not None and lib.dr_bytes_same(u8(frame), frame.nbytes, u8(own[0]), own[0].nbytes):
             ctx.own = None
-            return own[1]
+            return own[1], own[2]
         return None
 
     def decompress(self, tensors, ctx):
         payload, = tensors
         frame = as_frame_bytes(payload, self._payload_name())
-        decoded = self._take_own(frame, ctx)
-        return ctx.restore(decoded if decoded is not None else self._decode(frame, ctx))
+        own = self._take_own(frame, ctx)
+        return ctx.restore(own[0] if own is not None else self._decode(frame, ctx))
 
 
 class Memory(ABC):

@@ -233,7 +233,7 @@ class _Wrapper(OneFrameCompressor):
         def add(frame):
             own = self._take_own(frame, ctx)
             if own is not None:
-                np.add(total, own, out=total)
+                np.add(total, own[0], out=total)
             else:
                 self._scatter(frame, ctx, total, lib.dr_scatter_add)
 

@@ -307,6 +307,48 @@ def test_a_sparsifier_step_does_not_sweep_its_result_and_still_skips_a_nonfinite
     assert torch.equal(grc.memory.residuals["w"], residual), "the skipped step left the residual as it was"
 
 
+def test_a_quantisers_sum_is_vouched_finite_by_its_last_addition_and_its_own_decode_by_lost():
+    compressor = QSGDCompressor(127, 128)
+    gradients = [rank_gradient(rank) for rank in range(3)]
+    frames = [compressor.compress(g, "w")[0] for g in gradients]
+    _, ctx = compressor.compress(gradients[0], "w")
+    summed = compressor.decompress_aggregate(frames, ctx, 3)
+    assert ctx.finite_result is summed and torch.isfinite(summed).all()
+    # One rank: its own decode is known finite only once lost has made a finite residual.
+    (frame,), ctx = compressor.compress(gradients[1], "w")
+    compressor.decompress_aggregate([[frame]], ctx, 1)
+    assert ctx.finite_result is None
+    (frame,), ctx = compressor.compress(gradients[1], "w")
+    compressor.lost(ctx.flat, [frame], ctx, np.empty(1000, dtype=np.float32))
+    one = compressor.decompress_aggregate([[frame]], ctx, 1)
+    assert ctx.finite_result is one
+    # The entry that is its bucket's norm (sent as that norm: level s, with probability 1)
+    # of two ranks at one index: each decode is finite, their sum is not.
+    for g in gradients[:2]:
+        g[7] = 3e38
+    frames = [compressor.compress(g, "w")[0] for g in gradients]
+    summed = compressor.decompress_aggregate(frames, ctx, 3)
+    assert ctx.finite_result is None and torch.isinf(summed[7])
+
+
+@pytest.mark.parametrize("method", ["qsgd", "terngrad", "8bit"])
+def test_a_quantiser_step_with_residual_memory_does_not_sweep_its_result(method, monkeypatch):
+    import deepreduce.base
+    swept = []
+    real = deepreduce.base.result_finite
+    monkeypatch.setattr(deepreduce.base, "result_finite", lambda *a: swept.append(1) or real(*a))
+    grc = grace_from_params({"compressor": method, "memory": "residual", "communicator": "allgather"})
+    for seed in range(3):
+        assert torch.isfinite(grc.step(rank_gradient(seed, 5000), "w")).all()
+    assert swept == []
+    residual = grc.memory.residuals["w"].clone()
+    poisoned = rank_gradient(9, 5000)
+    poisoned[17] = float("inf")
+    assert torch.isnan(grc.step(poisoned, "w")).all()
+    assert swept == [1], "a marker is not vouched for: the step sweeps it"
+    assert torch.equal(grc.memory.residuals["w"], residual)
+
+
 def test_a_sparsifier_subclass_with_its_own_aggregate_gets_it():
     class Loudest(TopKCompressor):
         def aggregate(self, tensors):

@@ -29,9 +29,10 @@ class FrameCtx:
     ``own`` (``base.OneFrameCompressor``). A compressor that knows whether the tensor it
     compressed was finite keeps that tensor, its flat view and the answer (``source``,
     ``flat``, ``finite``), so the memory's update neither crosses the edge nor sweeps for
-    Inf/NaN again (``base.crossed``); None where it does not know."""
+    Inf/NaN again (``base.crossed``); None where it does not know. ``finite_result``:
+    ``base.vouched_finite``."""
 
-    __slots__ = ("numel", "restore", "name", "own", "source", "flat", "finite")
+    __slots__ = ("numel", "restore", "name", "own", "source", "flat", "finite", "finite_result")
 
     def __init__(self, numel, restore, name=None, source=None, flat=None, finite=None):
         self.numel = numel
@@ -41,6 +42,7 @@ class FrameCtx:
         self.source = source
         self.flat = flat
         self.finite = finite
+        self.finite_result = None
 
 
 class StepKeys:
@@ -145,8 +147,11 @@ class FramedCompressor(OneFrameCompressor):
         ``lost``, the others' into one scratch buffer) and added into the first's:
         0 + t0 + t1 + ..., as Python's sum adds them, so the same bits as decompressing
         each and aggregating, without a dense tensor per rank; then finished and
-        divided in place. A subclass that decompresses or aggregates its own way gets
-        the default."""
+        divided in place. The result is vouched finite (``ctx.finite_result``) where
+        that is known without a sweep: one rank's own decode that ``lost`` found finite,
+        or a sum whose last addition (``dr_axpby_finite``) wrote only finite values,
+        with the default finish (dividing by a world size keeps finite values finite).
+        A subclass that decompresses or aggregates its own way gets the default."""
         if not self._sums_as(FramedCompressor):
             return super().decompress_aggregate(payloads, ctx, divisor)
         what = self._payload_name()
@@ -154,25 +159,32 @@ class FramedCompressor(OneFrameCompressor):
         for payload in payloads:
             frame, = payload
             frames.append(as_frame_bytes(frame, what))
-        total = self._take_own(frames[0], ctx)
-        if total is None:
-            total = self._decode(frames[0], ctx)
+        total, finite = self._take_own(frames[0], ctx) or (self._decode(frames[0], ctx), False)
         # aggregate's sum starts at 0 (-0.0 becomes +0.0), except one rank's unfinished
         # aggregate, which is its decode as it is.
         if len(frames) > 1 or type(self)._finish is not FramedCompressor._finish:
             np.add(total, np.float32(0.0), out=total)
         scratch = None
         for frame in frames[1:]:
-            part = self._take_own(frame, ctx)
-            if part is None:
+            own = self._take_own(frame, ctx)
+            if own is not None:
+                part = own[0]
+            else:
                 if scratch is None:
                     scratch = self.outputs.take(None if ctx.name is None else (ctx.name, "part"), ctx.numel)
                 part = self._decode(frame, ctx, scratch)
-            np.add(total, part, out=total)
-        total = self._finish(total)
+            # total + part (1·a + 1·b: the same bits as np.add), saying whether it is finite
+            finite = lib.dr_axpby_finite(1.0, f32(total), 1.0, f32(part), f32(total), total.size)
+            check(min(finite, 0), what)
+            finite = finite == 1
+        if type(self)._finish is not FramedCompressor._finish:
+            finite = False
+            total = self._finish(total)
         if divisor != 1:
             np.divide(total, np.float32(divisor), out=total)
-        return ctx.restore(total)
+        result = ctx.restore(total)
+        ctx.finite_result = result if finite else None
+        return result
 
 
 def majority_vote(total):

@@ -162,6 +162,5 @@ class Sparsifier(Compressor):
         if divisor != 1:
             np.divide(total, np.float32(divisor), out=total)
         result = ctx.restore(total)
-        if finite:
-            ctx.finite_result = result
+        ctx.finite_result = result if finite else None
         return result

@@ -8,6 +8,13 @@
 /* out[i] = a*x[i] + b*y[i] for i < n. `out` may alias x or y. */
 int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_t n);
 
+/* dr_axpby, then whether what it wrote is finite: 1 if every out[i] is, 0 if one is Inf
+ * or NaN, DR_E_ARG as dr_axpby. The test rides on the same pass (the loop is bound by
+ * memory, not by its few extra operations), where dr_all_finite(out) would be a second.
+ * So a residual x - y that comes out finite also says y was finite (a finite x minus an
+ * Inf or a NaN is not), and a sum of decoded tensors says whether it is. */
+int dr_axpby_finite(float a, const float *x, float b, const float *y, float *out, size_t n);
+
 /* x[i] = +0.0 for i < n: a result a decoder then adds entries into. One write pass
  * through the C library's memset, which streams large buffers past the caches (a store
  * loop first reads every line it writes: about 2x slower on 100 MB). DR_E_ARG if x is
