@@ -490,6 +490,30 @@ static void test_threshold_long_matches_scalar_rule(void)
         if (fabsf(x[i]) >= 0.9f)
             ok &= j < c && idx[j++] == i;
     CHECK(ok && j == c);
+    /* Room for exactly the count, or less: one sweep writes the first `cap` indices, no
+     * more, and counts them all. */
+    {
+        uint32_t *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+        size_t caps[5], t, all = c;
+        caps[0] = all;
+        caps[1] = all - 1;
+        caps[2] = all / 2 + 3;
+        caps[3] = 5;
+        caps[4] = 0;
+        memcpy(want, idx, all * sizeof *want);
+        for (t = 0; t < 5; t++) {
+            memset(got, 0xab, n * sizeof *got);
+            c = 0;
+            if (t == 0)
+                CHECK_OK(dr_threshold_select(x, n, 0.9f, got, caps[t], &c));
+            else
+                CHECK_STATUS(dr_threshold_select(x, n, 0.9f, got, caps[t], &c), DR_E_DST_TOO_SMALL);
+            CHECK(c == all);
+            CHECK(memcmp(got, want, caps[t] * sizeof *got) == 0 && got[caps[t]] == 0xabababab);
+        }
+        free(want);
+        free(got);
+    }
     free(x);
     free(idx);
 }

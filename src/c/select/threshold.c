@@ -52,22 +52,20 @@ int dr_threshold_select(const float *x, size_t n, float t, uint32_t *idx_out, si
     if (st != DR_OK || count == NULL || (n > 0 && x == NULL) || n > (size_t)UINT32_MAX ||
         (cap > 0 && idx_out == NULL))
         return DR_E_ARG;
-    st = dr_threshold_count(x, n, t, &c);
-    if (st != DR_OK)
-        return st;
-    *count = c;
-    if (c > cap)
-        return DR_E_DST_TOO_SMALL;
-    c = 0;
+    /* One sweep: indices written while there is room, the count kept past it. */
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX2)
-        i = dr_threshold_select_avx2(x, n, tkey, idx_out, &c);
+        i = dr_threshold_select_avx2(x, n, tkey, idx_out, cap, &c);
 #elif DR_HAVE_NEON
     if (dr_simd_active() == DR_SIMD_NEON)
-        i = dr_threshold_select_neon(x, n, tkey, idx_out, &c);
+        i = dr_threshold_select_neon(x, n, tkey, idx_out, cap, &c);
 #endif
     for (; i < n; i++)
-        if (passes(x[i], tkey))
-            idx_out[c++] = (uint32_t)i;
-    return DR_OK;
+        if (passes(x[i], tkey)) {
+            if (c < cap)
+                idx_out[c] = (uint32_t)i;
+            c++;
+        }
+    *count = c;
+    return c > cap ? DR_E_DST_TOO_SMALL : DR_OK;
 }

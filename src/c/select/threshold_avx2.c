@@ -29,7 +29,7 @@ DR_TARGET_AVX2 size_t dr_threshold_count_avx2(const float *x, size_t n, uint32_t
 }
 
 DR_TARGET_AVX2 size_t dr_threshold_select_avx2(const float *x, size_t n, uint32_t tkey,
-                                               uint32_t *idx_out, size_t *count)
+                                               uint32_t *idx_out, size_t cap, size_t *count)
 {
     const __m256i below = _mm256_set1_epi32((int)tkey - 1);
     const __m256i nan_floor = _mm256_set1_epi32(0x7f800001);
@@ -38,7 +38,9 @@ DR_TARGET_AVX2 size_t dr_threshold_select_avx2(const float *x, size_t n, uint32_
     for (; i + 8 <= n; i += 8) {
         unsigned m = pass_mask(x + i, below, nan_floor, abs_mask);
         while (m) {
-            idx_out[c++] = (uint32_t)(i + (unsigned)__builtin_ctz(m));
+            if (c < cap)
+                idx_out[c] = (uint32_t)(i + (unsigned)__builtin_ctz(m));
+            c++;
             m &= m - 1u;
         }
     }

@@ -6,7 +6,8 @@
 #include "mask_neon.h"
 
 #if DR_HAVE_NEON
-size_t dr_threshold_select_neon(const float *x, size_t n, uint32_t tkey, uint32_t *idx_out, size_t *count)
+size_t dr_threshold_select_neon(const float *x, size_t n, uint32_t tkey, uint32_t *idx_out, size_t cap,
+                                size_t *count)
 {
     /* magnitude keys from the threshold's to the infinities' (NaN above) */
     const uint32x4_t low = vdupq_n_u32(tkey), high = vdupq_n_u32(0x7f800000u);
@@ -14,7 +15,9 @@ size_t dr_threshold_select_neon(const float *x, size_t n, uint32_t tkey, uint32_
     for (; i + 16 <= n; i += 16) {
         uint64_t bits = dr_in_range_bits16_neon(x + i, low, high);
         while (bits != 0) {
-            idx_out[c++] = (uint32_t)(i + ((unsigned)__builtin_ctzll(bits) >> 2));
+            if (c < cap)
+                idx_out[c] = (uint32_t)(i + ((unsigned)__builtin_ctzll(bits) >> 2));
+            c++;
             bits &= bits - 1u;
         }
     }

@@ -1,5 +1,6 @@
 /* Internal: AVX2 (and, for the select, NEON) variants of the threshold kernels. Each handles a prefix of whole
- * vectors, returns its length, and adds what it found to *count. */
+ * vectors, returns its length, and adds what it found to *count. The selects write an
+ * index only while *count is below cap, and count on past it. */
 #ifndef DR_THRESHOLD_SIMD_H
 #define DR_THRESHOLD_SIMD_H
 
@@ -11,11 +12,12 @@
 #if DR_HAVE_X86_SIMD
 size_t dr_threshold_count_avx2(const float *x, size_t n, uint32_t tkey, size_t *count);
 size_t dr_threshold_select_avx2(const float *x, size_t n, uint32_t tkey, uint32_t *idx_out,
-                                size_t *count);
+                                size_t cap, size_t *count);
 #endif
 
 #if DR_HAVE_NEON
-size_t dr_threshold_select_neon(const float *x, size_t n, uint32_t tkey, uint32_t *idx_out, size_t *count);
+size_t dr_threshold_select_neon(const float *x, size_t n, uint32_t tkey, uint32_t *idx_out, size_t cap,
+                                size_t *count);
 #endif
 
 #endif

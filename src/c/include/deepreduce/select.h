@@ -51,8 +51,9 @@ int dr_topk_threshold_estimate(const float *x, size_t n, size_t k, void *work, f
 /* Number of entries with |x[i]| >= t (t >= 0; NaN entries never count). */
 int dr_threshold_count(const float *x, size_t n, float t, size_t *count);
 
-/* Ascending indices of the entries with |x[i]| >= t, written to idx_out[0..*count).
- * DR_E_DST_TOO_SMALL if more than `cap` entries qualify (then *count holds how many). */
+/* Ascending indices of the entries with |x[i]| >= t, written to idx_out[0..*count), in
+ * one sweep of x. DR_E_DST_TOO_SMALL if more than `cap` entries qualify (then *count
+ * holds how many, and idx_out[0..cap) the first cap of them). */
 int dr_threshold_select(const float *x, size_t n, float t, uint32_t *idx_out, size_t cap,
                         size_t *count);
 
