@@ -129,9 +129,9 @@ class Sparsifier(Compressor):
 
     def decompress(self, tensors, ctx):
         frame, = tensors
-        return ctx.restore(self._decode(frame, ctx)[0])
+        return ctx.restore(self._decode_noting_finite(frame, ctx)[0])
 
-    def _decode(self, frame, ctx):
+    def _decode_noting_finite(self, frame, ctx):
         """``(flat, finite)`` of one rank's frame (``decode``), into this name's buffer."""
         return decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload",
                       self.outputs.zeros(ctx.name, ctx.numel))
@@ -147,7 +147,7 @@ class Sparsifier(Compressor):
             return super().decompress_aggregate(payloads, ctx, divisor)
         if len(payloads) == 1:
             (frame,), = payloads
-            total, finite = self._decode(frame, ctx)
+            total, finite = self._decode_noting_finite(frame, ctx)
         else:
             kind, what = getattr(lib, self.frame_kind), f"{type(self).__name__} payload"
             total = self.outputs.zeros(ctx.name, ctx.numel)
