@@ -294,6 +294,62 @@ static void test_adaq_refuses_damage(void)
     CHECK_STATUS(decode_both(buf, len, out, 64), DR_E_CORRUPT);
 }
 
+/* Lists longer than one window of the decoders' overlap check and one block of their
+ * writes (200k entries, the frame's lists in many of each): dr_adaq_decode_add adds what
+ * dr_adaq_decode writes, on a sparse frame (windows with no entry skipped) and a dense
+ * one, and an index put in both lists far into the frame is refused with out untouched. */
+static void test_adaq_long_lists(void)
+{
+    const size_t n = 200000;
+    const float ratios[2] = {0.001f, 0.3f};
+    float *x = malloc(n * sizeof *x), *out = malloc(n * sizeof *out), *sum = malloc(n * sizeof *sum);
+    size_t cap = dr_adaq_bound(n), len = 0, i, t;
+    uint8_t *buf = malloc(cap);
+    void *work = malloc(dr_adaq_workspace_size(n));
+    for (i = 0; i < n; i++)
+        x[i] = test_gauss(6, i);
+    for (t = 0; t < 2; t++) {
+        uint32_t np, nn, shared, k, v;
+        int same = 1;
+        CHECK_OK(dr_adaq_encode(x, n, ratios[t], 3, 0, work, buf, cap, &len));
+        CHECK_OK(dr_adaq_decode(buf, len, out, n));
+        for (i = 0; i < n; i++)
+            sum[i] = 1.0f;
+        CHECK_OK(dr_adaq_decode_add(buf, len, sum, n));
+        for (i = 0; i < n; i++)
+            same &= sum[i] == 1.0f + out[i];
+        CHECK(same);
+        /* The positive at 90% of the list, and the first negative above it made equal to
+         * it (still ascending: the negative before it is below). */
+        memcpy(&np, buf + 48, 4);
+        np /= 4;
+        nn = (uint32_t)((len - 68) / 4) - np;
+        CHECK(np > 10 && nn > 10);
+        memcpy(&shared, buf + 64 + 4 * (size_t)(np - np / 10), 4);
+        CHECK(shared > 16384);
+        for (k = 0; k < nn; k++) {
+            memcpy(&v, buf + 64 + 4 * (size_t)(np + k), 4);
+            if (v > shared)
+                break;
+        }
+        CHECK(k < nn);
+        memcpy(buf + 64 + 4 * (size_t)(np + k), &shared, 4);
+        reseal(buf, len);
+        for (i = 0; i < n; i++)
+            sum[i] = 1.0f;
+        CHECK_STATUS(dr_adaq_decode(buf, len, out, n), DR_E_CORRUPT);
+        CHECK_STATUS(dr_adaq_decode_add(buf, len, sum, n), DR_E_CORRUPT);
+        for (i = 0; i < n; i++)
+            same &= sum[i] == 1.0f;
+        CHECK(same);
+    }
+    free(x);
+    free(out);
+    free(sum);
+    free(buf);
+    free(work);
+}
+
 int main(void)
 {
     test_dgc_band_on_gaussian();
@@ -301,5 +357,6 @@ int main(void)
     test_adaq();
     test_adaq_small_and_empty();
     test_adaq_refuses_damage();
+    test_adaq_long_lists();
     return check_summary("test_sparsify");
 }
