@@ -240,6 +240,19 @@ def test_a_ranks_nonfinite_marker_makes_the_summed_tensor_nan_and_a_corrupt_fram
         compressor.decompress_aggregate([frames[0], frames[1], [corrupt]], ctx, 3)
 
 
+def assert_marker_for_any_nonfinite(compressor, clean):
+    """A NaN or an infinity at the start, the middle or the end of ``clean`` selects
+    nothing and travels as the marker (NaN everywhere once decoded)."""
+    n = clean.numel()
+    for at in (0, n // 2 + 3, n - 1):
+        for bad in (float("nan"), float("inf"), -float("inf")):
+            poisoned = clean.clone()
+            poisoned[at] = bad
+            payload, ctx = compressor.compress(poisoned, "w")
+            assert not ctx.finite and ctx.indices.size == 0, (at, bad)
+            assert torch.isnan(compressor.decompress(payload, ctx)).all()
+
+
 # Top-k's C select finds an Inf or a NaN in the sweep it makes anyway (no pass of its
 # own) and collects the values as it goes; the decoders say whether the sums they wrote
 # are finite, so the step sweeps neither the compensated tensor nor the result.
@@ -254,13 +267,24 @@ def test_top_k_sends_the_marker_for_an_inf_or_a_nan_anywhere(n):
     largest = torch.topk(clean.abs(), k).indices  # N(0,1): no ties at the k-th magnitude
     expected[largest] = clean[largest]
     np.testing.assert_array_equal(bits(compressor.decompress([frame], ctx)), bits(expected))
-    for at in (0, n // 2 + 3, n - 1):
-        for bad in (float("nan"), float("inf"), -float("inf")):
-            poisoned = clean.clone()
-            poisoned[at] = bad
-            payload, ctx = compressor.compress(poisoned, "w")
-            assert not ctx.finite and ctx.indices.size == 0, (at, bad)
-            assert torch.isnan(compressor.decompress(payload, ctx)).all()
+    assert_marker_for_any_nonfinite(compressor, clean)
+
+
+# dgc's C sparsify collects the values and meets Inf/NaN in its one sweep of the
+# tensor: no separate finiteness pass and no gather, and the same selection as its
+# select (which the DeepReduce wrappers call).
+@pytest.mark.parametrize("n", [1000, 200_003], ids=["small", "sampled"])
+def test_dgc_picks_its_selection_and_values_in_one_sweep_and_sends_the_marker(n, monkeypatch):
+    import deepreduce.compressors._sparse as sparse_module
+    monkeypatch.setattr(sparse_module, "all_finite", lambda flat: pytest.fail("a separate finiteness pass"))
+    picker, selector = DgcCompressor(0.01), DgcCompressor(0.01)
+    clean = rank_gradient(5, n)
+    flat = clean.numpy()
+    for step in range(3):  # each step draws a new sample; both compressors draw the same
+        indices, values = picker.pick(flat, "w")
+        np.testing.assert_array_equal(indices, selector.select(flat, "w"))
+        np.testing.assert_array_equal(bits(torch.from_numpy(values)), bits(clean[indices.astype(np.int64)]))
+    assert_marker_for_any_nonfinite(picker, clean)
 
 
 def test_a_summed_result_is_vouched_finite_only_when_every_sum_written_is():

@@ -51,7 +51,7 @@ int main(int argc, char **argv)
         t = sampled_threshold(x, n, k, sample);
         memcpy(&tkey, &t, sizeof tkey);
         at[1] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
-        count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap, &top);
+        count = dr_collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap, &top);
         at[2] = bench_seconds(CLOCK_THREAD_CPUTIME_ID);
         if (count < k || count > cap) {
             fprintf(stderr, "the estimate missed (%zu candidates): no phases to time\n", count);

@@ -101,8 +101,8 @@ class Sparsifier(Compressor):
     def pick(self, flat, name):
         """``(indices, values)``: the entries to send (ascending uint32 indices, their
         float32 values), or None where flat holds an Inf or a NaN. By default a sweep for
-        those, then ``select`` and a gather; top-k's C select finds them in its own sweep
-        and collects the values as it goes."""
+        those, then ``select`` and a gather; top-k's and dgc's C selections find them in
+        their own sweep and collect the values as they go."""
         if not all_finite(flat):
             return None
         indices = self.select(flat, name)

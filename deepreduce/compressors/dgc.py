@@ -31,3 +31,24 @@ class DgcCompressor(TopKCompressor):
         check(lib.dr_dgc_select(f32(flat), flat.size, k, self.keys.next(name), u32(indices), indices.size, count, work),
               f"dgc selection of {name!r}")
         return indices[:count[0]]
+
+    def pick(self, flat, name):
+        """The same selection as ``select`` with its values, or None where flat holds an
+        Inf or a NaN, from one sweep of flat in C (dr_dgc_sparsify: the candidates past a
+        cut below the threshold carry the values and the largest magnitude)."""
+        if type(self).select is not DgcCompressor.select:  # a subclass's own selection
+            return super().pick(flat, name)
+        k = topk_count(flat.size, self.compress_ratio)
+        cap = lib.dr_dgc_max_count(k)
+        indices = np.empty(cap, dtype=np.uint32)
+        values = np.empty(cap, dtype=np.float32)
+        count = ffi.new("size_t *")
+        needed = lib.dr_dgc_sparsify_workspace_size(flat.size, k)
+        if self._work.nbytes < needed:  # grown once, reused (fresh pages cost a fault each)
+            self._work = np.empty(needed, dtype=np.uint8)
+        status = lib.dr_dgc_sparsify(f32(flat), flat.size, k, self.keys.next(name), u32(indices), f32(values),
+                                     cap, count, ffi.from_buffer(self._work))
+        if status == lib.DR_E_NUMERIC:
+            return None
+        check(status, f"dgc selection of {name!r}")
+        return indices[:count[0]], values[:count[0]]

@@ -97,6 +97,83 @@ static void test_dgc_fallback_and_edges(void)
     free(work);
 }
 
+/* dr_dgc_sparsify against dr_dgc_select plus a gather: the same status, count, indices
+ * and values x[idx]. Returns the status. */
+static int sparsify_matches_select(const float *x, size_t n, size_t k, uint64_t key, size_t cap)
+{
+    uint32_t *ia = malloc((cap + 1) * sizeof *ia), *ib = malloc((cap + 1) * sizeof *ib);
+    float *vb = malloc((cap + 1) * sizeof *vb);
+    void *wa = malloc(dr_dgc_workspace_size(n)), *wb = malloc(dr_dgc_sparsify_workspace_size(n, k));
+    size_t ca = 0, cb = 0, j;
+    int sa = dr_dgc_select(x, n, k, key, ia, cap, &ca, wa);
+    int sb = dr_dgc_sparsify(x, n, k, key, ib, vb, cap, &cb, wb), same = 1;
+    CHECK(sa == sb && ca == cb);
+    if (sa == DR_OK && sb == DR_OK && ca == cb) {
+        for (j = 0; j < cb; j++)
+            same &= ia[j] == ib[j] && memcmp(&vb[j], &x[ib[j]], sizeof *vb) == 0;
+        CHECK(same);
+    }
+    free(ia);
+    free(ib);
+    free(vb);
+    free(wa);
+    free(wb);
+    return sb;
+}
+
+/* dr_dgc_sparsify makes dr_dgc_select's selection on every path: the candidates (Gaussian
+ * data, ratios up to 0.3), their overflow (mostly zeros: the cut is 0), a search that goes
+ * below the cut (tiny samples of small tensors), the exact fallback (ties), a short
+ * output; and refuses Inf/NaN on each. */
+static void test_dgc_sparsify(void)
+{
+    const size_t n = 300000;
+    const double ratios[5] = {0.0001, 0.001, 0.01, 0.1, 0.3};
+    const size_t small[4] = {1, 37, 150, 1000};
+    float *x = malloc(n * sizeof *x);
+    size_t i, t, s;
+    uint64_t key;
+    for (i = 0; i < n; i++)
+        x[i] = 0.01f * test_gauss(2, i);
+    for (t = 0; t < 5; t++)
+        for (key = 1; key <= 3; key++) {
+            size_t k = (size_t)(n * ratios[t]);
+            CHECK_OK(sparsify_matches_select(x, n, k, key, dr_dgc_max_count(k)));
+        }
+    for (s = 0; s < 4; s++)
+        for (t = 1; t <= small[s]; t += 1 + small[s] / 7)
+            for (key = 1; key <= 20; key++)
+                CHECK_OK(sparsify_matches_select(x, small[s], t, key, dr_dgc_max_count(t)));
+    CHECK_STATUS(sparsify_matches_select(x, n, 1000, 3, 10), DR_E_DST_TOO_SMALL);
+    CHECK_OK(sparsify_matches_select(x, n, 0, 3, 0));
+    x[n / 2] = INFINITY;
+    {
+        uint32_t idx[4000];
+        float val[4000];
+        size_t c;
+        void *work = malloc(dr_dgc_sparsify_workspace_size(n, 3000));
+        CHECK_STATUS(dr_dgc_sparsify(x, n, 3000, 3, idx, val, 4000, &c, work), DR_E_NUMERIC);
+        x[n / 2] = NAN;
+        CHECK_STATUS(dr_dgc_sparsify(x, n, 3000, 3, idx, val, 4000, &c, work), DR_E_NUMERIC);
+        CHECK_STATUS(dr_dgc_sparsify(x, n, 0, 3, idx, val, 0, &c, work), DR_E_NUMERIC);
+        /* Mostly zeros: the candidates overflow, and the NaN is found by a check of x. */
+        memset(x, 0, n * sizeof *x);
+        for (i = 0; i < 150; i++)
+            x[i * 613] = (float)(i + 1);
+        CHECK_OK(sparsify_matches_select(x, n, 100, 3, 130));
+        for (i = 0; i < 150; i++)
+            x[i * 613] = (i % 2 ? 1.0f : -1.0f);
+        CHECK_OK(sparsify_matches_select(x, n, 100, 3, 130));
+        x[n - 1] = NAN;
+        CHECK_STATUS(dr_dgc_sparsify(x, n, 100, 3, idx, val, 130, &c, work), DR_E_NUMERIC);
+        CHECK_STATUS(dr_dgc_sparsify(x, n, 100, 3, NULL, val, 130, &c, work), DR_E_ARG);
+        CHECK_STATUS(dr_dgc_sparsify(x, n, 100, 3, idx, NULL, 130, &c, work), DR_E_ARG);
+        CHECK(dr_dgc_sparsify_workspace_size(10, 11) == 0);
+        free(work);
+    }
+    free(x);
+}
+
 /* Decode an adaq frame and check it against x: each sign's selection is a threshold
  * set of that sign, its size is in the band around ceil(count*ratio), and the value
  * sent is the mean of the selected entries. */
@@ -354,6 +431,7 @@ int main(void)
 {
     test_dgc_band_on_gaussian();
     test_dgc_fallback_and_edges();
+    test_dgc_sparsify();
     test_adaq();
     test_adaq_small_and_empty();
     test_adaq_refuses_damage();

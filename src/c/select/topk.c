@@ -19,6 +19,7 @@
 #include "deepreduce.h"
 #include "parallel.h"
 #include "rng_inline.h"
+#include "candidates.h"
 #include "topk_simd.h"
 
 #include <math.h>
@@ -254,12 +255,9 @@ static uint32_t threshold_key(float t)
     return key;
 }
 
-/* The candidates among x[begin..end): the index and value of every entry of magnitude
- * key >= tkey (NaN never), in index order, into idx/val[0..cap). Returns their count,
- * or cap + 1 if they do not fit (*top is then not complete). *top: the largest raw
- * magnitude key of x[begin..end), NaN's included (>= 0x7f800000: an Inf or a NaN). */
-static size_t collect_candidates(const float *x, size_t begin, size_t end, uint32_t tkey,
-                                 uint32_t *idx, float *val, size_t cap, uint32_t *top)
+/* See candidates.h. */
+size_t dr_collect_candidates(const float *x, size_t begin, size_t end, uint32_t tkey, uint32_t *idx,
+                             float *val, size_t cap, uint32_t *top)
 {
     size_t i = begin, c = 0;
     *top = 0;
@@ -278,7 +276,7 @@ static size_t collect_candidates(const float *x, size_t begin, size_t end, uint3
         memcpy(&key, x + i, sizeof key);
         key &= 0x7fffffffu;
         *top = key > *top ? key : *top;
-        if (key >= tkey && key <= 0x7f800000u) {
+        if (key >= tkey && key <= DR_NONFINITE_KEY) {
             if (c == cap)
                 return cap + 1u;
             idx[c] = (uint32_t)i;
@@ -306,9 +304,6 @@ enum { STEP_SAMPLE, STEP_SWEEP, STEP_LEVEL1, STEP_LEVEL2, STEP_WRITE, SPLIT_STEP
  * select answers), a part's candidates overflowed its share of the room, or (for
  * dr_topk_sparsify) the sweep met an Inf or a NaN. */
 enum { SPLIT_FALLBACK = 1, SPLIT_OVERFLOW = 2, SPLIT_NONFINITE = 3 };
-
-/* The least raw magnitude key that is not finite (an infinity's; NaN's are above). */
-#define NONFINITE_KEY 0x7f800000u
 
 typedef struct {
     const float *x;
@@ -348,8 +343,8 @@ static size_t part_room(const split_select *s, size_t p)
 static void sweep_part(split_select *s, size_t p)
 {
     size_t room = share(s->cap, s->parts, p);
-    s->found[p] = collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1), s->tkey,
-                                     s->idx + room, s->val + room, part_room(s, p), &s->top[p]);
+    s->found[p] = dr_collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1), s->tkey,
+                                        s->idx + room, s->val + room, part_room(s, p), &s->top[p]);
     if (s->found[p] <= part_room(s, p))
         top_histogram(s->val + room, s->found[p], s->tkey, part_histogram(s, p));
 }
@@ -431,7 +426,7 @@ static int split_between(void *ctx, int step)
             total += s->found[p];
         }
         for (p = 0; p < s->parts; p++)
-            if (s->val_out != NULL && s->top[p] >= NONFINITE_KEY)
+            if (s->val_out != NULL && s->top[p] >= DR_NONFINITE_KEY)
                 return SPLIT_NONFINITE;
         if (total < s->k)
             return SPLIT_FALLBACK;
@@ -550,10 +545,10 @@ static int select_topk(const float *x, size_t n, size_t k, uint32_t *idx_out, fl
         if (tkey == 0)
             return full_select(x, n, k, idx_out, val_out);
     }
-    count = collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap, &top);
+    count = dr_collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap, &top);
     if (count > cap) /* the estimate missed: the full select answers */
         return full_select(x, n, k, idx_out, val_out);
-    if (val_out != NULL && top >= NONFINITE_KEY)
+    if (val_out != NULL && top >= DR_NONFINITE_KEY)
         return DR_E_NUMERIC;
     if (count < k)
         return full_select(x, n, k, idx_out, val_out);

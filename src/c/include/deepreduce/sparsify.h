@@ -31,6 +31,20 @@ size_t dr_dgc_max_count(size_t k);
 int dr_dgc_select(const float *x, size_t n, size_t k, uint64_t key, uint32_t *idx_out,
                   size_t cap, size_t *count, void *work);
 
+/* The same selection as dr_dgc_select with its values, val_out[j] = x[idx_out[j]], for
+ * a finite x: DR_E_NUMERIC (the outputs then undefined) if x holds an Inf or a NaN. One
+ * sweep of x where the sample is good: besides thr, the sample gives a cut below it (its
+ * magnitude at about twice thr's rank), and one sweep collects the entries at or above the
+ * cut with their values and finds the largest magnitude. The counts at thresholds at or
+ * above the cut, and the selection, then read those candidates; a threshold below the
+ * cut, or more candidates than their room, reads x again (and checks it for Inf/NaN first
+ * when the sweep stopped early). val_out has room for `cap` values, as idx_out.
+ * `work` holds dr_dgc_sparsify_workspace_size(n, k) bytes (0: k > n), aligned for a
+ * uint32. k == 0 writes nothing and still refuses Inf/NaN. Otherwise as dr_dgc_select. */
+size_t dr_dgc_sparsify_workspace_size(size_t n, size_t k);
+int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *idx_out,
+                    float *val_out, size_t cap, size_t *count, void *work);
+
 /* --------------------------------------------------------------------------- adaq */
 /* AdaComp-style quantised sparsification (after Chen et al. 2018 and GRACE's adaq): the
  * positive and the negative entries are treated apart. For the positives P (x > 0):
