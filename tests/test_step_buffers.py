@@ -270,20 +270,22 @@ def test_top_k_sends_the_marker_for_an_inf_or_a_nan_anywhere(n):
     assert_marker_for_any_nonfinite(compressor, clean)
 
 
-# dgc's C sparsify collects the values and meets Inf/NaN in its one sweep of the
-# tensor: no separate finiteness pass and no gather, and the same selection as its
-# select (which the DeepReduce wrappers call).
+# dgc's and threshold's C selections collect the values and meet Inf/NaN in their one
+# sweep of the tensor: no separate finiteness pass and no gather, and the same selection
+# as their select (which the DeepReduce wrappers call).
 @pytest.mark.parametrize("n", [1000, 200_003], ids=["small", "sampled"])
-def test_dgc_picks_its_selection_and_values_in_one_sweep_and_sends_the_marker(n, monkeypatch):
+@pytest.mark.parametrize("make", [lambda: DgcCompressor(0.01), lambda: ThresholdCompressor(1.5)],
+                         ids=["dgc", "threshold"])
+def test_a_sparsifier_picks_its_selection_and_values_in_one_sweep_and_sends_the_marker(make, n, monkeypatch):
     import deepreduce.compressors._sparse as sparse_module
     monkeypatch.setattr(sparse_module, "all_finite", lambda flat: pytest.fail("a separate finiteness pass"))
-    picker, selector = DgcCompressor(0.01), DgcCompressor(0.01)
+    picker, selector = make(), make()
     clean = rank_gradient(5, n)
-    flat = clean.numpy()
-    for step in range(3):  # each step draws a new sample; both compressors draw the same
+    for scale in (1.0, 1.0, 2.0):  # each step draws dgc a new sample; threshold's room grows
+        flat = (clean * scale).numpy()
         indices, values = picker.pick(flat, "w")
         np.testing.assert_array_equal(indices, selector.select(flat, "w"))
-        np.testing.assert_array_equal(bits(torch.from_numpy(values)), bits(clean[indices.astype(np.int64)]))
+        np.testing.assert_array_equal(values.view(np.uint32), flat[indices].view(np.uint32))
     assert_marker_for_any_nonfinite(picker, clean)
 
 

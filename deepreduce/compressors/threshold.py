@@ -14,6 +14,7 @@ class ThresholdCompressor(Sparsifier):
     def __init__(self, threshold):
         super().__init__(tensors_size_are_same=False)
         self.threshold = number(threshold, "threshold", 0.0)
+        self.room = {}  # per tensor name: entries pick makes room for (the last count, and a margin)
 
     @classmethod
     def from_params(cls, params):
@@ -26,3 +27,25 @@ class ThresholdCompressor(Sparsifier):
         check(lib.dr_threshold_select(f32(flat), flat.size, self.threshold, u32(indices), indices.size, count),
               f"threshold of {name!r}")
         return indices
+
+    def pick(self, flat, name):
+        """``select``'s indices with their values, or None where flat holds an Inf or a
+        NaN, in one sweep of flat in C (dr_threshold_sparsify), with room for the last
+        count of this name and a quarter more. When more qualify, C says how many and a
+        second call with that room answers."""
+        if type(self).select is not ThresholdCompressor.select:  # a subclass's own selection
+            return super().pick(flat, name)
+        count = ffi.new("size_t *")
+        while True:
+            room = self.room.get(name, 0)
+            indices = np.empty(room, dtype=np.uint32)
+            values = np.empty(room, dtype=np.float32)
+            status = lib.dr_threshold_sparsify(f32(flat), flat.size, self.threshold, u32(indices), f32(values), room,
+                                               count)
+            if status != lib.DR_E_DST_TOO_SMALL:
+                break
+            self.room[name] = min(flat.size, count[0] + count[0] // 4)
+        if status == lib.DR_E_NUMERIC:
+            return None
+        check(status, f"threshold of {name!r}")
+        return indices[:count[0]], values[:count[0]]

@@ -518,6 +518,50 @@ static void test_threshold_long_matches_scalar_rule(void)
     free(idx);
 }
 
+/* dr_threshold_sparsify: dr_threshold_select's indices with their values, Inf/NaN
+ * refused wherever they are (in the vector body and the scalar tail, before and after
+ * the room runs out), and a short room answered with the count that fits. */
+static void test_threshold_sparsify(void)
+{
+    const size_t n = 4099;
+    const size_t bad_at[3] = {0, 2048, 4098};
+    float *x = malloc(n * sizeof *x), *val = malloc(n * sizeof *val);
+    uint32_t *want = malloc(n * sizeof *want), *idx = malloc(n * sizeof *idx);
+    size_t i, j, all = 0, c = 0;
+    int ok = 1;
+    for (i = 0; i < n; i++)
+        x[i] = test_uniform(5, i);
+    CHECK_OK(dr_threshold_select(x, n, 0.5f, want, n, &all));
+    CHECK_OK(dr_threshold_sparsify(x, n, 0.5f, idx, val, all, &c));
+    CHECK(c == all && memcmp(idx, want, all * sizeof *idx) == 0);
+    for (j = 0; j < c; j++)
+        ok &= memcmp(&val[j], &x[idx[j]], sizeof *val) == 0;
+    CHECK(ok);
+    c = 0;
+    CHECK_STATUS(dr_threshold_sparsify(x, n, 0.5f, idx, val, all - 1, &c), DR_E_DST_TOO_SMALL);
+    CHECK(c == all);
+    CHECK_STATUS(dr_threshold_sparsify(x, n, 0.5f, NULL, NULL, 0, &c), DR_E_DST_TOO_SMALL);
+    CHECK(c == all);
+    CHECK_OK(dr_threshold_sparsify(x, n, 2.0f, NULL, NULL, 0, &c));
+    CHECK(c == 0);
+    CHECK_STATUS(dr_threshold_sparsify(x, n, 0.5f, idx, NULL, n, &c), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_sparsify(x, n, -1.0f, idx, val, n, &c), DR_E_ARG);
+    for (i = 0; i < 3; i++) {
+        float keep = x[bad_at[i]];
+        x[bad_at[i]] = NAN;
+        CHECK_STATUS(dr_threshold_sparsify(x, n, 0.5f, idx, val, n, &c), DR_E_NUMERIC);
+        CHECK_STATUS(dr_threshold_sparsify(x, n, 0.5f, idx, val, 7, &c), DR_E_NUMERIC);
+        x[bad_at[i]] = -INFINITY;
+        CHECK_STATUS(dr_threshold_sparsify(x, n, 0.5f, idx, val, n, &c), DR_E_NUMERIC);
+        CHECK_STATUS(dr_threshold_sparsify(x, n, 0.5f, idx, val, 7, &c), DR_E_NUMERIC);
+        x[bad_at[i]] = keep;
+    }
+    free(x);
+    free(val);
+    free(want);
+    free(idx);
+}
+
 static void test_randomk(void)
 {
     const size_t n = 1000, k = 100;
@@ -628,6 +672,7 @@ int main(void)
     test_topk_estimate_misses_rarely();
     test_threshold();
     test_threshold_long_matches_scalar_rule();
+    test_threshold_sparsify();
     test_randomk();
     test_vec();
     test_half_against_reference();

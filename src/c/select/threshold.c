@@ -2,6 +2,7 @@
  * integers (valid for non-negative floats), which the AVX2 path does eight at a time
  * with the same result. */
 #include "deepreduce.h"
+#include "candidates.h"
 #include "threshold_simd.h"
 
 #include <string.h>
@@ -68,4 +69,25 @@ int dr_threshold_select(const float *x, size_t n, float t, uint32_t *idx_out, si
         }
     *count = c;
     return c > cap ? DR_E_DST_TOO_SMALL : DR_OK;
+}
+
+int dr_threshold_sparsify(const float *x, size_t n, float t, uint32_t *idx_out, float *val_out,
+                          size_t cap, size_t *count)
+{
+    uint32_t tkey, top;
+    size_t c;
+    int st = threshold_key(t, &tkey);
+    if (st != DR_OK || count == NULL || (n > 0 && x == NULL) || n > (size_t)UINT32_MAX ||
+        (cap > 0 && (idx_out == NULL || val_out == NULL)))
+        return DR_E_ARG;
+    c = dr_collect_candidates(x, 0, n, tkey, idx_out, val_out, cap, &top);
+    if (c > cap) { /* the sweep stopped at the end of the room: its top does not cover x */
+        if (dr_all_finite(x, n) != 1)
+            return DR_E_NUMERIC;
+        return dr_threshold_count(x, n, t, count) == DR_OK ? DR_E_DST_TOO_SMALL : DR_E_ARG;
+    }
+    if (top >= DR_NONFINITE_KEY)
+        return DR_E_NUMERIC;
+    *count = c;
+    return DR_OK;
 }

@@ -57,6 +57,16 @@ int dr_threshold_count(const float *x, size_t n, float t, size_t *count);
 int dr_threshold_select(const float *x, size_t n, float t, uint32_t *idx_out, size_t cap,
                         size_t *count);
 
+/* A sparsifier's threshold selection: dr_threshold_select's indices with their values,
+ * val_out[j] = x[idx_out[j]], for a finite x, in one sweep that also keeps the largest
+ * magnitude: DR_E_NUMERIC (the outputs then undefined) if x holds an Inf or a NaN.
+ * DR_E_DST_TOO_SMALL if more than `cap` entries qualify: the sweep stops where the room
+ * ends, and a count (and, for the refusal, a check) of x puts in *count how many qualify,
+ * so a second call with that much room succeeds. DR_E_ARG as dr_threshold_select's, or
+ * val_out NULL with cap > 0. */
+int dr_threshold_sparsify(const float *x, size_t n, float t, uint32_t *idx_out, float *val_out,
+                          size_t cap, size_t *count);
+
 /* Scratch bytes dr_randomk needs for a tensor of n entries. */
 size_t dr_randomk_workspace_size(size_t n);
 
