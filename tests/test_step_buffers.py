@@ -274,12 +274,19 @@ def test_top_k_sends_the_marker_for_an_inf_or_a_nan_anywhere(n):
 # sweep of the tensor: no separate finiteness pass and no gather, and the same selection
 # as their select (which the DeepReduce wrappers call).
 @pytest.mark.parametrize("n", [1000, 200_003], ids=["small", "sampled"])
-@pytest.mark.parametrize("make", [lambda: DgcCompressor(0.01), lambda: ThresholdCompressor(1.5)],
-                         ids=["dgc", "threshold"])
-def test_a_sparsifier_picks_its_selection_and_values_in_one_sweep_and_sends_the_marker(make, n, monkeypatch):
+@pytest.mark.parametrize("cls, arg", [(DgcCompressor, 0.01), (ThresholdCompressor, 1.5)], ids=["dgc", "threshold"])
+def test_a_sparsifier_picks_its_selection_and_values_in_one_sweep_and_sends_the_marker(cls, arg, n, monkeypatch):
     import deepreduce.compressors._sparse as sparse_module
+
+    class EveryOther(cls):  # a selection of its own: picked by it, not by the C sweep
+        def select(self, flat, name):
+            return np.arange(0, flat.size, 2, dtype=np.uint32)
+
+    own = EveryOther(arg)
+    indices, values = own.pick(rank_gradient(5, n).numpy(), "w")
+    np.testing.assert_array_equal(indices, np.arange(0, n, 2))
     monkeypatch.setattr(sparse_module, "all_finite", lambda flat: pytest.fail("a separate finiteness pass"))
-    picker, selector = make(), make()
+    picker, selector = cls(arg), cls(arg)
     clean = rank_gradient(5, n)
     for scale in (1.0, 1.0, 2.0):  # each step draws dgc a new sample; threshold's room grows
         flat = (clean * scale).numpy()

@@ -1,5 +1,7 @@
 """The raw sparse frame shared by the sparsifiers (topk, threshold, dgc): indices and
 float32 values in one framed buffer, built and checked by the C core."""
+from functools import lru_cache
+
 import numpy as np
 
 from .. import edge
@@ -81,6 +83,14 @@ class SparseCtx:
         self.finite_result = None
 
 
+@lru_cache(maxsize=None)
+def _select_has_values(cls):
+    """Whether the class that defines the ``select`` cls uses also defines
+    ``select_with_values`` (its one-sweep form)."""
+    owner = next(c for c in cls.__mro__ if "select" in vars(c))
+    return "select_with_values" in vars(owner)
+
+
 class Sparsifier(Compressor):
     """Base of the compressors that send a subset of entries (topk, threshold, dgc): a
     subclass picks ascending uint32 indices in ``select``; the frame, the ctx and
@@ -100,9 +110,13 @@ class Sparsifier(Compressor):
 
     def pick(self, flat, name):
         """``(indices, values)``: the entries to send (ascending uint32 indices, their
-        float32 values), or None where flat holds an Inf or a NaN. By default a sweep for
-        those, then ``select`` and a gather; top-k's and dgc's C selections find them in
-        their own sweep and collect the values as they go."""
+        float32 values), or None where flat holds an Inf or a NaN. A class may define
+        ``select_with_values(flat, name)`` beside its ``select``: the same selection with
+        its values, or None, from one sweep in C that also meets any Inf or NaN (topk, dgc,
+        threshold). Otherwise, and for a subclass that brings a ``select`` of its own, a
+        sweep for Inf/NaN, then ``select`` and a gather."""
+        if _select_has_values(type(self)):
+            return self.select_with_values(flat, name)
         if not all_finite(flat):
             return None
         indices = self.select(flat, name)

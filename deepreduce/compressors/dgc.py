@@ -1,8 +1,8 @@
 import numpy as np
 
-from .._native import check, f32, ffi, lib, u32, workspace
+from .._native import check, f32, ffi, lib, u32
 from ._framed import StepKeys
-from .topk import TopKCompressor, topk_count
+from .topk import TopKCompressor, grown, topk_count
 
 
 class DgcCompressor(TopKCompressor):
@@ -27,25 +27,22 @@ class DgcCompressor(TopKCompressor):
             return np.empty(0, dtype=np.uint32)
         indices = np.empty(lib.dr_dgc_max_count(k), dtype=np.uint32)
         count = ffi.new("size_t *")
-        _, work = workspace(lib.dr_dgc_workspace_size(flat.size))
-        check(lib.dr_dgc_select(f32(flat), flat.size, k, self.keys.next(name), u32(indices), indices.size, count, work),
-              f"dgc selection of {name!r}")
+        self._work = grown(self._work, lib.dr_dgc_workspace_size(flat.size))
+        check(lib.dr_dgc_select(f32(flat), flat.size, k, self.keys.next(name), u32(indices), indices.size, count,
+                                ffi.from_buffer(self._work)), f"dgc selection of {name!r}")
         return indices[:count[0]]
 
-    def pick(self, flat, name):
+    def select_with_values(self, flat, name):
         """The same selection as ``select`` with its values, or None where flat holds an
         Inf or a NaN, from one sweep of flat in C (dr_dgc_sparsify: the candidates past a
-        cut below the threshold carry the values and the largest magnitude)."""
-        if type(self).select is not DgcCompressor.select:  # a subclass's own selection
-            return super().pick(flat, name)
+        cut below the threshold carry the values and the largest magnitude):
+        ``Sparsifier.pick``."""
         k = topk_count(flat.size, self.compress_ratio)
         cap = lib.dr_dgc_max_count(k)
         indices = np.empty(cap, dtype=np.uint32)
         values = np.empty(cap, dtype=np.float32)
         count = ffi.new("size_t *")
-        needed = lib.dr_dgc_sparsify_workspace_size(flat.size, k)
-        if self._work.nbytes < needed:  # grown once, reused (fresh pages cost a fault each)
-            self._work = np.empty(needed, dtype=np.uint8)
+        self._work = grown(self._work, lib.dr_dgc_sparsify_workspace_size(flat.size, k))
         status = lib.dr_dgc_sparsify(f32(flat), flat.size, k, self.keys.next(name), u32(indices), f32(values),
                                      cap, count, ffi.from_buffer(self._work))
         if status == lib.DR_E_NUMERIC:

@@ -28,13 +28,11 @@ class ThresholdCompressor(Sparsifier):
               f"threshold of {name!r}")
         return indices
 
-    def pick(self, flat, name):
+    def select_with_values(self, flat, name):
         """``select``'s indices with their values, or None where flat holds an Inf or a
         NaN, in one sweep of flat in C (dr_threshold_sparsify), with room for the last
         count of this name and a quarter more. When more qualify, C says how many and a
-        second call with that room answers."""
-        if type(self).select is not ThresholdCompressor.select:  # a subclass's own selection
-            return super().pick(flat, name)
+        second call with that room answers: ``Sparsifier.pick``."""
         count = ffi.new("size_t *")
         while True:
             room = self.room.get(name, 0)

@@ -11,9 +11,9 @@ def topk_count(numel, compress_ratio):
     return min(numel, max(1, int(numel * compress_ratio)))
 
 
-def _grown(work, flat, k):
-    """``work`` (a uint8 scratch array), or a larger one where the select needs more."""
-    needed = lib.dr_topk_workspace_size(flat.size, k)
+def grown(work, needed):
+    """``work`` (a uint8 scratch array), or a larger one where a C kernel needs more than
+    its ``needed`` bytes (kept and reused by the caller: fresh pages cost a fault each)."""
     return work if work.nbytes >= needed else np.empty(needed, dtype=np.uint8)
 
 
@@ -21,7 +21,7 @@ def select_topk(flat, k, work):
     """Ascending uint32 indices of the k largest |flat| (exact radix select in C).
     ``work`` is a uint8 scratch array, grown and returned: ``(indices, work)``."""
     indices = np.empty(k, dtype=np.uint32)
-    work = _grown(work, flat, k)
+    work = grown(work, lib.dr_topk_workspace_size(flat.size, k))
     check(lib.dr_topk_select(f32(flat), flat.size, k, u32(indices), ffi.from_buffer(work)), "top-k selection")
     return indices, work
 
@@ -32,7 +32,7 @@ def sparsify_topk(flat, k, work, what):
     sweep); ``work`` as select_topk's."""
     indices = np.empty(k, dtype=np.uint32)
     values = np.empty(k, dtype=np.float32)
-    work = _grown(work, flat, k)
+    work = grown(work, lib.dr_topk_workspace_size(flat.size, k))
     status = lib.dr_topk_sparsify(f32(flat), flat.size, k, u32(indices), f32(values), ffi.from_buffer(work))
     if status == lib.DR_E_NUMERIC:
         return None, work
@@ -87,10 +87,9 @@ class TopKCompressor(Sparsifier):
         indices, self._work = select_topk(flat, topk_count(flat.size, self.compress_ratio), self._work)
         return indices
 
-    def pick(self, flat, name):
-        # A subclass with a selection of its own (dgc) picks by it.
-        if type(self).select is not TopKCompressor.select:
-            return super().pick(flat, name)
+    def select_with_values(self, flat, name):
+        """``select``'s indices with their values, or None where flat holds an Inf or a
+        NaN (found by the select's own sweep): ``Sparsifier.pick``."""
         picked, self._work = sparsify_topk(flat, topk_count(flat.size, self.compress_ratio), self._work,
                                            f"top-k selection of {name!r}")
         return picked

@@ -182,7 +182,7 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
     src.cand_val = cand_val;
     src.ncand = dr_collect_candidates(x, 0, n, tkey, cand_idx, cand_val, room, &top);
     if (src.ncand > room) { /* the sweep stopped early: its top does not cover x */
-        if (!dr_all_finite(x, n))
+        if (dr_all_finite(x, n) != 1)
             return DR_E_NUMERIC;
     } else if (top >= DR_NONFINITE_KEY) {
         return DR_E_NUMERIC;
@@ -192,11 +192,7 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
     st = search(&src, k, &thr, &c, &in_band);
     if (st != DR_OK)
         return st;
-    if (!in_band) {
-        st = fallback_topk(x, n, k, idx_out, cap, count);
-    } else if (!from_candidates(&src, thr)) {
-        st = dr_threshold_select(x, n, thr, idx_out, cap, count);
-    } else {
+    if (in_band && from_candidates(&src, thr)) {
         /* Positions among the candidates, then their indices and values. */
         st = dr_threshold_select(cand_val, src.ncand, thr, idx_out, cap, count);
         for (j = 0; st == DR_OK && j < *count; j++) {
@@ -206,7 +202,7 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
         }
         return st;
     }
-    for (j = 0; st == DR_OK && j < *count; j++)
-        val_out[j] = x[idx_out[j]];
-    return st;
+    st = in_band ? dr_threshold_select(x, n, thr, idx_out, cap, count)
+                 : fallback_topk(x, n, k, idx_out, cap, count);
+    return st != DR_OK ? st : dr_gather(x, n, idx_out, *count, val_out);
 }
