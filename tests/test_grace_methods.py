@@ -234,6 +234,49 @@ def test_a_subclass_that_decompresses_its_own_way_gets_its_decompress_in_lost():
     assert residual.tobytes() == (g - comp.decompress(tensors, ctx)).tobytes()
 
 
+@pytest.mark.parametrize("compress_rank", [1, 3])
+def test_powersgd_rebuilds_p_times_q_transposed_and_keeps_the_rest_as_its_residual(compress_rank):
+    # The product is summed over the rank in order, each product rounded: for rank 1
+    # exactly numpy's p @ q.T; the residual is g - that product, bit for bit.
+    torch = pytest.importorskip("torch")
+    grc = grace_from_params({"compressor": "powersgd", "memory": "powersgd",
+                             "communicator": "allreduce", "compress_rank": compress_rank})
+    g = torch.from_numpy(laplace(67 * 41, 31).reshape(67, 41))
+    result = grc.step(g, "w")
+    comp, ctx = grc.compressor, None
+    tensors, ctx = comp.compress(g, "probe")
+    product = ctx.p[:, :1] * ctx.q[:, 0]
+    for k in range(1, compress_rank):
+        product = product + ctx.p[:, k:k + 1] * ctx.q[:, k]
+    if compress_rank == 1:
+        assert product.tobytes() == (ctx.p @ ctx.q.T).tobytes()
+    assert comp.decompress(tensors, ctx).numpy().tobytes() == product.tobytes()
+    assert result.shape == g.shape and torch.isfinite(result).all()
+    # The memory kept the step's residual, g - P·Qᵀ of the step's own factors: the
+    # residual plus the result gives the gradient back (one rank: the result is the product).
+    residual = grc.memory.residuals["w"]
+    assert torch.equal(residual, g - result)
+    # A result the caller holds is never written by a later step; one dropped is reused.
+    held = grc.step(g, "w")
+    kept = held.clone()
+    grc.step(g * 2, "w")
+    assert torch.equal(held, kept)
+
+
+def test_powersgd_with_a_nan_gives_a_nan_result_and_keeps_its_memory():
+    torch = pytest.importorskip("torch")
+    grc = grace_from_params({"compressor": "powersgd", "memory": "powersgd",
+                             "communicator": "allreduce", "compress_rank": 2})
+    g = torch.from_numpy(laplace(30 * 20, 32).reshape(30, 20))
+    grc.step(g, "w")
+    residual, q = grc.memory.residuals["w"].clone(), grc.compressor.q_memory["w"].clone()
+    bad = g.clone()
+    bad[4, 7] = float("nan")
+    assert torch.isnan(grc.step(bad, "w")).any()
+    assert torch.equal(grc.memory.residuals["w"], residual)
+    assert torch.equal(grc.compressor.q_memory["w"], q)
+
+
 # ---------------------------------------------------------------------------- SPEC §11 fixes
 def test_onebit_decodes_each_side_to_its_own_mean():
     # GRACE multiplied by ~mask on a uint8 mask (254/255, not 0/1): it gave 505, 510.

@@ -15,9 +15,10 @@ it was before the step).
 import numpy as np
 
 from .. import edge
-from .._native import all_finite, name_key
+from .._native import all_finite, check, f32, ffi, lib, name_key
 from ..base import Compressor
 from ..checks import dense_payload, integer
+from ..state import Outputs
 from ..transports.binding import TransportAtFirstUse
 
 
@@ -51,10 +52,25 @@ def orthogonalize(matrix):
 
 
 class PowerSGDCtx:
-    __slots__ = ("p", "q", "restore", "dense")
+    """One compress's factors P and Q (NumPy float32, rows x r and cols x r), or
+    ``dense`` for a vector sent as it is. ``finite_result``: the decompressed result, when
+    the product that wrote it saw only finite values (``base.vouched_finite``)."""
+    __slots__ = ("p", "q", "restore", "dense", "name", "finite_result")
 
-    def __init__(self, p, q, restore, dense=False):
-        self.p, self.q, self.restore, self.dense = p, q, restore, dense
+    def __init__(self, p, q, restore, dense=False, name=None):
+        self.p, self.q, self.restore, self.dense, self.name = p, q, restore, dense, name
+        self.finite_result = None
+
+    def product(self, minuend, out):
+        """P·Qᵀ (``minuend`` None) or ``minuend`` − P·Qᵀ into ``out`` (flat float32) in one
+        pass; whether every value written is finite."""
+        p = np.ascontiguousarray(self.p, dtype=np.float32)
+        qt = np.ascontiguousarray(self.q.T, dtype=np.float32)  # rank 1: a view, no copy
+        rows, rank = p.shape
+        status = lib.dr_lowrank_product(f32(p), f32(qt), rows, qt.shape[1], rank,
+                                        ffi.NULL if minuend is None else f32(minuend), f32(out))
+        check(min(status, 0), "powersgd product")
+        return status == 1
 
 
 class PowerSGDCompressor(TransportAtFirstUse, Compressor):
@@ -72,6 +88,7 @@ class PowerSGDCompressor(TransportAtFirstUse, Compressor):
         self.use_memory = use_memory
         self.q_memory = {}
         self._steps = {}
+        self.outputs = Outputs()  # decompress's results, reused per name once released
         self._bind_later(transport, world_size)
 
     @property
@@ -116,13 +133,25 @@ class PowerSGDCompressor(TransportAtFirstUse, Compressor):
             q = self._allreduce_mean(matrix.T @ p, f"{name}/Q")
         if self.use_memory and all_finite(q.reshape(-1)):  # equal on every rank: all keep it or none
             self.q_memory[name] = restore.wrap(q)
-        return [], PowerSGDCtx(p, q, restore)
+        return [], PowerSGDCtx(p, q, restore, name=name)
 
     def decompress(self, tensors, ctx):
         if ctx.dense:
             tensor, = tensors
             return ctx.restore(dense_payload(tensor, ctx.restore.numel, "powersgd dense payload"))
-        return ctx.restore((ctx.p @ ctx.q.T).reshape(-1))
+        out = self.outputs.take(ctx.name, ctx.p.shape[0] * ctx.q.shape[0])
+        finite = ctx.product(None, out)
+        result = ctx.restore(out)
+        ctx.finite_result = result if finite else None
+        return result
+
+    def lost(self, flat, tensors, ctx, out):
+        # The residual flat − P·Qᵀ in one pass, without the product as a tensor of its
+        # own. A vector went dense (nothing lost), and a subclass that decompresses its
+        # own way keeps the default.
+        if ctx.dense or type(self).decompress is not PowerSGDCompressor.decompress:
+            return super().lost(flat, tensors, ctx, out)
+        ctx.product(flat, out)
 
     def wire_bytes(self, tensors, ctx):
         if ctx.dense:

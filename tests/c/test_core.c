@@ -606,6 +606,84 @@ static void test_vec(void)
     CHECK_STATUS(dr_zero(NULL, 1), DR_E_ARG);
 }
 
+/* PowerSGD's product, v = P Q^T summed in k order with every product rounded, against
+ * that rule written out here; then minuend - v, in place; then the same on an output
+ * large enough to be streamed and split over 1, 2 and 3 threads. */
+static int lowrank_matches(const float *p, const float *qt, size_t rows, size_t cols, size_t rank,
+                           const float *minuend, const float *out)
+{
+    size_t i, j, k;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            float v = p[i * rank] * qt[j];
+            for (k = 1; k < rank; k++)
+                v = v + p[i * rank + k] * qt[k * cols + j];
+            if (minuend != NULL)
+                v = minuend[i * cols + j] - v;
+            if (memcmp(&v, &out[i * cols + j], sizeof v) != 0)
+                return 0;
+        }
+    return 1;
+}
+
+static void test_lowrank_product(void)
+{
+    static const size_t shapes[][3] = {{1, 1, 1}, {7, 3, 1}, {5, 8, 2}, {9, 13, 3}, {33, 100, 4}, {4, 1024, 1}};
+    const size_t big_rows = 8192, big_cols = 1024, big_rank = 2;
+    static const char *const counts[] = {"1", "2", "3"};
+    float *p = malloc(big_rows * big_rank * sizeof *p), *qt = malloc(big_rank * big_cols * sizeof *qt);
+    float *x = malloc(big_rows * big_cols * sizeof *x), *out = malloc(big_rows * big_cols * sizeof *out);
+    size_t s, i, t;
+    int ok = 1;
+    for (i = 0; i < big_rows * big_rank; i++)
+        p[i] = test_uniform(41, i) - 0.5f;
+    for (i = 0; i < big_rank * big_cols; i++)
+        qt[i] = test_uniform(42, i) * 3.0f - 1.0f;
+    for (i = 0; i < big_rows * big_cols; i++)
+        x[i] = test_uniform(43, i) - 0.5f;
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const size_t rows = shapes[s][0], cols = shapes[s][1], rank = shapes[s][2];
+        CHECK_STATUS(dr_lowrank_product(p, qt, rows, cols, rank, NULL, out), 1);
+        ok &= lowrank_matches(p, qt, rows, cols, rank, NULL, out);
+        CHECK_STATUS(dr_lowrank_product(p, qt, rows, cols, rank, x, out), 1);
+        ok &= lowrank_matches(p, qt, rows, cols, rank, x, out);
+        memcpy(out, x, rows * cols * sizeof *out);
+        CHECK_STATUS(dr_lowrank_product(p, qt, rows, cols, rank, out, out), 1);
+        ok &= lowrank_matches(p, qt, rows, cols, rank, x, out);
+    }
+    CHECK(ok);
+    for (t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+        setenv("DEEPREDUCE_THREADS", counts[t], 1);
+        memset(out, 0xff, big_rows * big_cols * sizeof *out);
+        CHECK_STATUS(dr_lowrank_product(p, qt, big_rows, big_cols, big_rank, x, out), 1);
+        CHECK(lowrank_matches(p, qt, big_rows, big_cols, big_rank, x, out));
+        memset(out, 0xff, big_rows * big_cols * sizeof *out);
+        CHECK_STATUS(dr_lowrank_product(p, qt, big_rows, big_cols, big_rank, NULL, out), 1);
+        CHECK(lowrank_matches(p, qt, big_rows, big_cols, big_rank, NULL, out));
+    }
+    unsetenv("DEEPREDUCE_THREADS");
+    /* An Inf or a NaN anywhere, in a vector group or a row's tail, is reported. */
+    x[5 * 13 + 12] = INFINITY;
+    CHECK_STATUS(dr_lowrank_product(p, qt, 9, 13, 3, x, out), 0);
+    x[5 * 13 + 12] = 0.25f;
+    x[big_rows * big_cols - 700] = NAN;
+    CHECK_STATUS(dr_lowrank_product(p, qt, big_rows, big_cols, big_rank, x, out), 0);
+    CHECK(isnan(out[big_rows * big_cols - 700]));
+    p[3] = 3e38f;
+    qt[0] = 1e10f;
+    CHECK_STATUS(dr_lowrank_product(p, qt, 4, 8, 1, NULL, out), 0);
+    /* Arguments. */
+    CHECK_STATUS(dr_lowrank_product(p, qt, 4, 8, 0, NULL, out), DR_E_ARG);
+    CHECK_STATUS(dr_lowrank_product(NULL, qt, 4, 8, 1, NULL, out), DR_E_ARG);
+    CHECK_STATUS(dr_lowrank_product(p, qt, 4, 8, 1, NULL, NULL), DR_E_ARG);
+    CHECK_STATUS(dr_lowrank_product(p, qt, SIZE_MAX / 2, 4, 1, NULL, out), DR_E_ARG);
+    CHECK_STATUS(dr_lowrank_product(NULL, NULL, 0, 8, 2, NULL, NULL), 1);
+    free(p);
+    free(qt);
+    free(x);
+    free(out);
+}
+
 static void test_half_against_reference(void)
 {
     /* Every half converts to float and back unchanged (NaNs stay NaN). */
@@ -675,6 +753,7 @@ int main(void)
     test_threshold_sparsify();
     test_randomk();
     test_vec();
+    test_lowrank_product();
     test_half_against_reference();
     test_half_paths_agree();
     return check_summary("test_core");

@@ -15,6 +15,22 @@ int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_
  * Inf or a NaN is not), and a sum of decoded tensors says whether it is. */
 int dr_axpby_finite(float a, const float *x, float b, const float *y, float *out, size_t n);
 
+/* PowerSGD's product of two thin factors, row-major: P (rows x rank) times Q^T, where Q
+ * (cols x rank) is passed transposed, as qt (rank x cols):
+ *     v[i][j] = p[i*rank] * qt[j] + p[i*rank + 1] * qt[cols + j] + ...
+ * summed in the order of k from 0, every product rounded (no fused multiply-add), so the
+ * bits are the same on every SIMD path and thread count (for rank 1, those of any
+ * matrix product). minuend NULL: out = v; else out = minuend - v, the error PowerSGD's
+ * memory keeps, in the same pass (the same bits as dr_axpby(1, minuend, -1, v)). out may
+ * alias minuend, not p or qt. A large out is written past the caches (one write pass,
+ * where a store loop also reads every line first), and split over dr_thread_count()
+ * threads by rows.
+ * Returns 1 if every out[i] is finite, 0 if one is Inf or NaN (the test rides on the
+ * pass), DR_E_ARG for a NULL pointer with a nonzero size, rank 0, or rows * cols or
+ * rows * rank beyond size_t. */
+int dr_lowrank_product(const float *p, const float *qt, size_t rows, size_t cols, size_t rank,
+                       const float *minuend, float *out);
+
 /* x[i] = +0.0 for i < n: a result a decoder then adds entries into. One write pass
  * through the C library's memset, which streams large buffers past the caches (a store
  * loop first reads every line it writes: about 2x slower on 100 MB). DR_E_ARG if x is
