@@ -35,6 +35,11 @@ class Compressor(ABC):
     # as the residual instead of copying it (``ResidualMemory.update``).
     lost_in_place = False
 
+    # Whether the payload tensors are arrays of the compressor's own that nothing reads
+    # once the exchange has them (not the tensor it was given, not state it keeps): an
+    # allreduce may then sum into them in place, where it otherwise sums in a copy.
+    payload_is_scratch = False
+
     def __init__(self, average=True, tensors_size_are_same=True):
         self.average = average
         self.tensors_size_are_same = tensors_size_are_same

@@ -130,8 +130,8 @@ _ONLY_THE_POOL = _references([np.empty(1, dtype=edge.CORE_DTYPE)], 0)
 
 
 class Outputs:
-    """A decoder's output buffers per tensor name (flat float32), reused once nobody
-    holds them: steady state allocates none (a fresh 100 MB array costs the kernel
+    """A decoder's output buffers per tensor name (flat, of ``dtype``: float32 unless
+    said), reused once nobody holds them: steady state allocates none (a fresh 100 MB array costs the kernel
     zeroing its pages, about as long as the decode itself).
 
     The contract: a result is never written while anything refers to it. Every tensor
@@ -145,23 +145,24 @@ class Outputs:
     turn).
     """
 
-    def __init__(self, keep=2):
+    def __init__(self, keep=2, dtype=edge.CORE_DTYPE):
         self.keep = keep
-        self._buffers = {}  # name -> [flat float32 arrays this pool handed out]
+        self.dtype = dtype
+        self._buffers = {}  # name -> [flat arrays this pool handed out]
 
     def take(self, name, size):
-        """A flat float32 array of ``size`` elements that nothing else refers to (its
-        contents undefined). ``name`` None (a ctx made without one): a fresh array the
-        pool does not keep."""
+        """A flat array of ``size`` elements that nothing else refers to (its contents
+        undefined). ``name`` None (a ctx made without one): a fresh array the pool does
+        not keep."""
         if name is None:
-            return np.empty(size, dtype=edge.CORE_DTYPE)
+            return np.empty(size, dtype=self.dtype)
         buffers = self._buffers.get(name)
         if buffers is None or (buffers and buffers[0].size != size):  # first use, or the name changed size
             buffers = self._buffers[name] = []
         for i in range(len(buffers)):
             if _references(buffers, i) == _ONLY_THE_POOL:
                 return buffers[i]
-        fresh = np.empty(size, dtype=edge.CORE_DTYPE)
+        fresh = np.empty(size, dtype=self.dtype)
         if len(buffers) < self.keep:
             buffers.append(fresh)
         return fresh
@@ -186,7 +187,7 @@ class Outputs:
             buffers.append(buffer)
 
     def zeros(self, name, size):
-        """``take``, zeroed (for ``name`` None, fresh zero pages)."""
+        """``take``, zeroed (for ``name`` None, fresh zero pages); a float32 pool's."""
         if name is None:
             return np.zeros(size, dtype=edge.CORE_DTYPE)
         return zero(self.take(name, size))

@@ -12,6 +12,7 @@ from deepreduce import grace_from_params
 from deepreduce.compressors.qsgd import QSGDCompressor
 from deepreduce.base import Compressor
 from deepreduce.compressors.dgc import DgcCompressor
+from deepreduce.compressors.fp16 import FP16Compressor
 from deepreduce.compressors.randomk import RandomKCompressor
 from deepreduce.compressors.signum import SignumCompressor
 from deepreduce.compressors.threshold import ThresholdCompressor
@@ -38,8 +39,8 @@ def gradient(kind, seed, n=1000):
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
 @pytest.mark.parametrize("make", [lambda: SignumCompressor(0.9), lambda: QSGDCompressor(127, 128),
                                   lambda: TopKCompressor(0.1), lambda: ThresholdCompressor(0.5),
-                                  lambda: DgcCompressor(0.1), lambda: RandomKCompressor(0.1)],
-                         ids=["signum", "qsgd", "topk", "threshold", "dgc", "randomk"])
+                                  lambda: DgcCompressor(0.1), lambda: RandomKCompressor(0.1), FP16Compressor],
+                         ids=["signum", "qsgd", "topk", "threshold", "dgc", "randomk", "fp16"])
 def test_a_held_result_is_never_written_and_a_released_one_is_reused(kind, make):
     compressor = make()
 
@@ -57,6 +58,22 @@ def test_a_held_result_is_never_written_and_a_released_one_is_reused(kind, make)
     del first, second, third
     gc.collect()
     assert address(round_trip(4)) in held  # released: taken again, nothing allocated
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_a_held_fp16_payload_is_never_written_and_a_released_one_is_reused(kind):
+    compressor = FP16Compressor()
+    first, _ = compressor.compress(gradient(kind, 1), "w")
+    kept = snapshot(first[0])
+    second, ctx = compressor.compress(gradient(kind, 2), "w")
+    assert address(first[0]) != address(second[0])
+    np.testing.assert_array_equal(np.asarray(first[0]), np.asarray(kept))
+    np.testing.assert_array_equal(np.asarray(compressor.decompress(second, ctx)),
+                                  np.asarray(gradient(kind, 2)).astype(np.float16).astype(np.float32))
+    held = {address(first[0]), address(second[0])}
+    del first, second
+    gc.collect()
+    assert address(compressor.compress(gradient(kind, 3), "w")[0][0]) in held
 
 
 def test_a_view_of_a_result_keeps_its_buffer_held():
@@ -393,3 +410,59 @@ def test_a_sparsifier_subclass_with_its_own_aggregate_gets_it():
     expected = torch.stack([compressor.decompress(list(f), ctx) for f in frames]).abs().amax(dim=0) / 3
     assert torch.equal(compressor.decompress_aggregate(frames, ctx, 3), expected)
     assert torch.equal(Compressor.decompress_aggregate(compressor, frames, ctx, 3), expected)
+
+
+@pytest.mark.parametrize("method", ["fp16", "powersgd"])
+def test_an_allreduce_step_with_residual_memory_is_vouched_finite_by_its_decode(method, monkeypatch):
+    # fp16's conversion and powersgd's product say whether they wrote Inf/NaN; the step
+    # sweeps only a result they did not vouch for, and a skipped step keeps the residual.
+    import deepreduce.base
+    swept = []
+    real = deepreduce.base.result_finite
+    monkeypatch.setattr(deepreduce.base, "result_finite", lambda *a: swept.append(1) or real(*a))
+    grc = grace_from_params({"compressor": method, "memory": "residual", "communicator": "allreduce"})
+    shape = (50, 100)
+    for seed in range(3):
+        assert torch.isfinite(grc.step(rank_gradient(seed, 5000).view(shape), "w")).all()
+    assert swept == []
+    residual = grc.memory.residuals["w"].clone()
+    poisoned = rank_gradient(9, 5000).view(shape)
+    poisoned[3, 17] = 1e6  # float16's largest is 65504: Inf on the wire; powersgd: finite
+    result = grc.step(poisoned, "w")
+    if method == "fp16":
+        assert torch.isinf(result[3, 17]) and swept == [1]
+        assert torch.equal(grc.memory.residuals["w"], residual), "the skipped step left the residual as it was"
+    else:
+        assert torch.isfinite(result).all() and swept == []
+    poisoned[3, 17] = float("nan")
+    assert torch.isnan(grc.step(poisoned, "w")).any()
+    assert swept[-1:] == [1]
+
+
+def test_an_allreduce_sums_a_scratch_payload_in_place_and_copies_any_other():
+    # fp16's payload is its own pool buffer: summed where it lies. 'none' sends the
+    # (compensated) tensor itself, which an in-place sum would overwrite. The transport
+    # here sums in place as gloo does, as if a second rank had sent the same tensor.
+    from deepreduce.transports.local import LocalTransport
+
+    class DoublingTransport(LocalTransport):
+        def allreduce(self, array, name):
+            self.given.append(array)
+            array *= 2
+            return array
+
+    for method, expected in (("fp16", lambda g: 2 * g.half().float()), ("none", lambda g: 2 * g)):
+        transport = DoublingTransport()
+        transport.given = []
+        grc = grace_from_params({"compressor": method, "memory": "none", "communicator": "allreduce",
+                                 "transport": transport})
+        payloads = []
+        compress = grc.compressor.compress
+        grc.compressor.compress = lambda t, name: payloads.append(compress(t, name)) or payloads[-1]
+        g = rank_gradient(4, 5000)
+        kept = g.clone()
+        result = grc.step(g, "w")
+        assert torch.equal(g, kept), "the caller's gradient is never summed into"
+        assert torch.equal(result, expected(kept))
+        (payload,), _ = payloads[0]
+        assert np.shares_memory(transport.given[0], payload.numpy()) == (method == "fp16")

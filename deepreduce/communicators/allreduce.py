@@ -18,9 +18,12 @@ class Allreduce(Communicator):
                 raise ValueError(
                     f"{type(self.compressor).__name__} sends framed byte payloads, which cannot be "
                     f"summed by an allreduce (tensor {name!r}); use communicator='allgather'")
+        # Summed in a copy where the payload may share memory with the memory's or the
+        # caller's tensor ('none' sends the tensor itself).
+        in_place = getattr(self.compressor, "payload_is_scratch", False) is True
         reduced = []
         for i, (payload, original) in enumerate(zip(payloads, tensors)):
-            # Summed in a copy: the payload may share memory with the memory's tensor.
-            summed = self.transport.allreduce(payload.copy(), name if i == 0 else f"{name}#{i}")
+            summed = self.transport.allreduce(payload if in_place else payload.copy(),
+                                              name if i == 0 else f"{name}#{i}")
             reduced.append(self.average(edge.like(summed, original)))
         return self.decompress(reduced, ctx)

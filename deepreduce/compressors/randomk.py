@@ -47,6 +47,8 @@ class RandomKCompressor(Compressor):
     A tensor holding a NaN or an infinity sends k NaN values, so the sum is non-finite on
     every rank wherever that rank's NaN sat."""
 
+    payload_is_scratch = True  # the values are a fresh array per compress
+
     def __init__(self, compress_ratio):
         super().__init__()
         self.compress_ratio = fraction(compress_ratio, "compress_ratio")

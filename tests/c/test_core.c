@@ -702,6 +702,34 @@ static void test_half_against_reference(void)
     CHECK(ok);
 }
 
+/* dr_f16_to_f32_finite: the floats of dr_f16_to_f32, and 0 for an Inf or a NaN of
+ * either sign wherever it sits (a vector group, a tail), 1 for the largest finite half. */
+static void test_half_to_float_says_finite(void)
+{
+    enum { N = 37 };
+    static const uint16_t specials[] = {0x7c00, 0xfc00, 0x7e00, 0xfc01};
+    uint16_t h[N];
+    float want[N], got[N];
+    size_t i, s, at;
+    int ok = 1;
+    for (i = 0; i < N; i++)
+        h[i] = (uint16_t)((i * 2654435761u) >> 17) & 0xfbffu; /* exponents below all-ones */
+    h[N - 1] = 0x7bff; /* 65504 */
+    CHECK_STATUS(dr_f16_to_f32_finite(h, got, N), 1);
+    CHECK_OK(dr_f16_to_f32(h, want, N));
+    CHECK(memcmp(want, got, sizeof want) == 0);
+    for (s = 0; s < sizeof specials / sizeof specials[0]; s++)
+        for (at = 0; at < N; at += 5) {
+            uint16_t keep = h[at];
+            h[at] = specials[s];
+            ok &= dr_f16_to_f32_finite(h, got, N) == 0;
+            h[at] = keep;
+        }
+    CHECK(ok);
+    CHECK_STATUS(dr_f16_to_f32_finite(NULL, got, 1), DR_E_ARG);
+    CHECK_STATUS(dr_f16_to_f32_finite(NULL, NULL, 0), 1);
+}
+
 static void test_half_paths_agree(void)
 {
     /* The dispatched (maybe F16C) path equals the scalar path on many bit patterns. */
@@ -756,5 +784,6 @@ int main(void)
     test_lowrank_product();
     test_half_against_reference();
     test_half_paths_agree();
+    test_half_to_float_says_finite();
     return check_summary("test_core");
 }

@@ -195,6 +195,44 @@ static void test_signum_fused_paths(void)
     }
 }
 
+/* The half conversions past their streamed-store threshold (as many bytes of halves as
+ * DR_STREAM_MIN_N floats), on outputs on and off the 16-byte grid: the same bits on every
+ * path, both ways. Values across the half range, subnormals and overflow included. */
+static void test_half_streamed(void)
+{
+    const size_t n = 2 * STREAMED_N;
+    float *x = malloc((n + 4) * sizeof *x), *want_back = malloc((n + 4) * sizeof *x);
+    float *got_back = malloc((n + 4) * sizeof *x);
+    uint16_t *want = malloc((n + 8) * sizeof *want), *got = malloc((n + 8) * sizeof *got);
+    size_t p, i, shift;
+    for (i = 0; i < n; i++) {
+        uint32_t r = (uint32_t)dr_rng_u64(51, i);
+        x[i] = ldexpf((float)(r & 0xffffu) / 65536.0f, (int)((r >> 16) % 48) - 30) * ((r >> 31) ? -1.0f : 1.0f);
+    }
+    for (shift = 0; shift < 2; shift++) {
+        int same = 1;
+        setenv("DEEPREDUCE_SIMD", "scalar", 1);
+        CHECK_OK(dr_f32_to_f16(x, want + shift, n));
+        CHECK_OK(dr_f16_to_f32(want + shift, want_back + shift, n));
+        for (p = 1; p < sizeof paths / sizeof *paths; p++) {
+            setenv("DEEPREDUCE_SIMD", paths[p], 1);
+            CHECK_OK(dr_f32_to_f16(x, got + shift, n));
+            CHECK_OK(dr_f16_to_f32(want + shift, got_back + shift, n));
+            same &= memcmp(got + shift, want + shift, n * sizeof *got) == 0;
+            same &= memcmp(got_back + shift, want_back + shift, n * sizeof *x) == 0;
+        }
+        if (!same)
+            fprintf(stderr, "half streamed (output shifted by %zu): paths differ\n", shift);
+        CHECK(same);
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    free(x);
+    free(want_back);
+    free(got_back);
+    free(want);
+    free(got);
+}
+
 /* The kernels whose vector decoders write their output with non-temporal stores past the
  * threshold (sign kernels; natural; qsgd with buckets of 5, so outputs on and off the
  * 16-byte grid; the sketch's AVX2 decoder): the same frames and outputs on every path,
@@ -212,6 +250,7 @@ static void test_streamed(void)
     g_bins = 127;
     check_paths("sketch streamed", enc_sketch, dr_sketch_decode, x, STREAMED_N, dr_sketch_size(STREAMED_N, 127));
     free(x);
+    test_half_streamed();
 }
 
 /* Natural compression where whole vectors hold normal values only, which the vector

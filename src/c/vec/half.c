@@ -3,6 +3,8 @@
  * pick either. */
 #include "deepreduce.h"
 #include "half_simd.h"
+#include "simd_config.h"
+#include "stream_simd.h"
 
 #include <string.h>
 
@@ -56,6 +58,15 @@ float dr_half_to_f32_scalar(uint16_t h)
     return bits_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
+#if DR_HAVE_X86_SIMD
+/* Whether n halves at out are written streamed: as many bytes as a streamed float output
+ * (dr_stream_output), 16-byte aligned. */
+static int halves_streamed(const uint16_t *out, size_t n)
+{
+    return n / 2 >= DR_STREAM_MIN_N && ((uintptr_t)out & 15u) == 0;
+}
+#endif
+
 int dr_f32_to_f16(const float *x, uint16_t *out, size_t n)
 {
     size_t i = 0;
@@ -63,25 +74,44 @@ int dr_f32_to_f16(const float *x, uint16_t *out, size_t n)
         return DR_E_ARG;
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX2)
-        i = dr_f32_to_f16_f16c(x, out, n);
+        i = dr_f32_to_f16_f16c(x, out, n, halves_streamed(out, n));
 #endif
     for (; i < n; i++)
         out[i] = dr_half_from_f32_scalar(x[i]);
     return DR_OK;
 }
 
-int dr_f16_to_f32(const uint16_t *x, float *out, size_t n)
+/* Both half-to-float entry points: out = the floats of x, and the largest of x's
+ * halves with the sign cleared (an Inf or a NaN iff at least 0x7c00). */
+DR_ALWAYS_INLINE uint16_t halves_to_floats(const uint16_t *x, float *out, size_t n)
 {
+    uint16_t top = 0;
     size_t i = 0;
-    if (n > 0 && (x == NULL || out == NULL))
-        return DR_E_ARG;
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX2)
-        i = dr_f16_to_f32_f16c(x, out, n);
+        i = dr_f16_to_f32_f16c(x, out, n, dr_stream_output(out, n), &top);
 #endif
-    for (; i < n; i++)
+    for (; i < n; i++) {
+        uint16_t magnitude = (uint16_t)(x[i] & 0x7fffu);
+        top = magnitude > top ? magnitude : top;
         out[i] = dr_half_to_f32_scalar(x[i]);
+    }
+    return top;
+}
+
+int dr_f16_to_f32(const uint16_t *x, float *out, size_t n)
+{
+    if (n > 0 && (x == NULL || out == NULL))
+        return DR_E_ARG;
+    (void)halves_to_floats(x, out, n);
     return DR_OK;
+}
+
+int dr_f16_to_f32_finite(const uint16_t *x, float *out, size_t n)
+{
+    if (n > 0 && (x == NULL || out == NULL))
+        return DR_E_ARG;
+    return halves_to_floats(x, out, n) >= 0x7c00u ? 0 : 1;
 }
 
 int dr_f32_to_bf16(const float *x, uint16_t *out, size_t n)

@@ -62,6 +62,9 @@ int dr_zero_at(const uint32_t *idx, size_t r, float *dense, size_t n);
  * overflow to infinity. The F16C path gives the same bits as the scalar one. */
 int dr_f32_to_f16(const float *x, uint16_t *out, size_t n);
 int dr_f16_to_f32(const uint16_t *x, float *out, size_t n);
+/* dr_f16_to_f32, then whether what it wrote is finite: 1 if no half of x is an Inf or a
+ * NaN, 0 if one is, DR_E_ARG as dr_f16_to_f32. The test rides on the conversion's pass. */
+int dr_f16_to_f32_finite(const uint16_t *x, float *out, size_t n);
 int dr_f32_to_bf16(const float *x, uint16_t *out, size_t n);
 int dr_bf16_to_f32(const uint16_t *x, float *out, size_t n);
 
