@@ -70,7 +70,7 @@ static int product_rows(void *ctx, size_t begin, size_t end)
 int dr_lowrank_product(const float *p, const float *qt, size_t rows, size_t cols, size_t rank,
                        const float *minuend, float *out)
 {
-    lowrank_job job;
+    lowrank_job job = {p, qt, minuend, out, cols, rank, 0, 0};
     int st;
     if (rank == 0 || (cols > 0 && rows > SIZE_MAX / cols) || (rows > 0 && rank > SIZE_MAX / rows) ||
         (cols > 0 && rank > SIZE_MAX / cols))
@@ -79,12 +79,6 @@ int dr_lowrank_product(const float *p, const float *qt, size_t rows, size_t cols
         return 1;
     if (p == NULL || qt == NULL || out == NULL)
         return DR_E_ARG;
-    job.p = p;
-    job.qt = qt;
-    job.minuend = minuend;
-    job.out = out;
-    job.cols = cols;
-    job.rank = rank;
     job.simd = dr_simd_active();
     /* The vector rows store at out + i*cols + j: 16-byte aligned on every row when out is
      * and a row is a whole number of 4-float groups. */
