@@ -26,8 +26,8 @@ int dr_axpby_finite(float a, const float *x, float b, const float *y, float *out
  * where a store loop also reads every line first), and split over dr_thread_count()
  * threads by rows.
  * Returns 1 if every out[i] is finite, 0 if one is Inf or NaN (the test rides on the
- * pass), DR_E_ARG for a NULL pointer with a nonzero size, rank 0, or rows * cols or
- * rows * rank beyond size_t. */
+ * pass), DR_E_ARG for a NULL pointer with a nonzero size, rank 0, or rows * cols,
+ * rows * rank or rank * cols beyond size_t. */
 int dr_lowrank_product(const float *p, const float *qt, size_t rows, size_t cols, size_t rank,
                        const float *minuend, float *out);
 
