@@ -135,12 +135,12 @@ def test_randomk_touches_no_global_rng():
     np.random.seed(1)
     torch_state, np_state = torch.get_rng_state(), np.random.get_state()[1].copy()
     grc = grace_from_params({"compressor": "randomk", "compress_ratio": 0.3})
-    a = grc.step(torch.arange(100, dtype=torch.float32), "w")
+    a = grc.step(torch.arange(1, 101, dtype=torch.float32), "w")  # no zero entry: 30 drawn, 30 nonzero
     assert torch.equal(torch.get_rng_state(), torch_state)
     assert np.array_equal(np.random.get_state()[1], np_state)
     assert int((a != 0).sum()) == 30
     b = grace_from_params({"compressor": "randomk", "compress_ratio": 0.3}).step(
-        torch.arange(100, dtype=torch.float32), "w")
+        torch.arange(1, 101, dtype=torch.float32), "w")
     assert torch.equal(a, b)  # same (name, step): same indices in a fresh process or rank
 
 

@@ -60,20 +60,49 @@ def test_a_held_result_is_never_written_and_a_released_one_is_reused(kind, make)
     assert address(round_trip(4)) in held  # released: taken again, nothing allocated
 
 
+def fp16_expected(g, ctx):
+    return np.asarray(g).astype(np.float16).astype(np.float32)
+
+
+def randomk_expected(g, ctx):
+    dense = np.zeros(ctx.numel, dtype=np.float32)
+    dense[ctx.indices] = np.asarray(g)[ctx.indices]
+    return dense
+
+
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
-def test_a_held_fp16_payload_is_never_written_and_a_released_one_is_reused(kind):
-    compressor = FP16Compressor()
-    first, _ = compressor.compress(gradient(kind, 1), "w")
+@pytest.mark.parametrize("make, expected", [(FP16Compressor, fp16_expected),
+                                            (lambda: RandomKCompressor(0.3), randomk_expected)],
+                         ids=["fp16", "randomk"])
+def test_a_held_payload_is_never_written_and_a_released_one_is_reused(kind, make, expected):
+    compressor = make()
+    first, first_ctx = compressor.compress(gradient(kind, 1), "w")
+    kept_indices = getattr(first_ctx, "indices", np.empty(0)).copy()
     kept = snapshot(first[0])
     second, ctx = compressor.compress(gradient(kind, 2), "w")
     assert address(first[0]) != address(second[0])
     np.testing.assert_array_equal(np.asarray(first[0]), np.asarray(kept))
-    np.testing.assert_array_equal(np.asarray(compressor.decompress(second, ctx)),
-                                  np.asarray(gradient(kind, 2)).astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(getattr(first_ctx, "indices", np.empty(0)), kept_indices)  # random-k's: pooled
+    np.testing.assert_array_equal(np.asarray(compressor.decompress(second, ctx)), expected(gradient(kind, 2), ctx))
     held = {address(first[0]), address(second[0])}
-    del first, second
+    del first, second, first_ctx, ctx
     gc.collect()
     assert address(compressor.compress(gradient(kind, 3), "w")[0][0]) in held
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+@pytest.mark.parametrize("n", [1000, 3 * 2 ** 20 + 77], ids=["small", "threads"])
+def test_random_k_keeps_as_residual_exactly_what_it_did_not_send(kind, n):
+    """Random-k's values travel exactly: the step's result and the residual add up to the
+    compensated gradient bit for bit, and they share no nonzero entry."""
+    grc = grace_from_params({"compressor": "randomk", "compress_ratio": 0.3, "memory": "residual",
+                             "world_size": 1, "transport": "local"})
+    g = gradient(kind, 5, n)
+    result = np.asarray(grc.step(g, "w"))
+    residual = np.asarray(grc.memory.residuals["w"])
+    assert int(np.count_nonzero(result)) == int(0.3 * n)  # N(0,1): no drawn entry is zero
+    assert not np.any((result != 0) & (residual != 0))
+    np.testing.assert_array_equal(result + residual, np.asarray(g))
 
 
 def test_a_view_of_a_result_keeps_its_buffer_held():
@@ -138,7 +167,7 @@ def adoption_runs(monkeypatch, method, kind, steps, between=None):
 
 
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
-@pytest.mark.parametrize("method", ["topk", "threshold", "dgc"])
+@pytest.mark.parametrize("method", ["topk", "threshold", "dgc", "randomk"])
 def test_a_sparsifiers_compensated_tensor_becomes_its_residual_with_the_same_bits(monkeypatch, method, kind):
     """A sparsifier's residual is its compensated tensor with the sent entries zeroed:
     the memory keeps that tensor instead of copying it, with the bits of the copy, and

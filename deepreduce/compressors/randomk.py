@@ -1,12 +1,12 @@
 import numpy as np
 
 from .. import edge
-from .._native import all_finite, check, f32, lib, name_key, u32, workspace
+from .._native import check, f32, ffi, lib, name_key, u32, workspace
 from ..base import Compressor
 from ..errors import FrameError
 from ..state import Outputs
-from ._sparse import SparseCtx
-from .topk import topk_count
+from ._sparse import SparseCtx, Sparsifier
+from .topk import grown, topk_count
 from ..checks import fraction
 
 
@@ -45,15 +45,26 @@ class RandomKCompressor(Compressor):
     distinct (GRACE drew them with replacement).
 
     A tensor holding a NaN or an infinity sends k NaN values, so the sum is non-finite on
-    every rank wherever that rank's NaN sat."""
+    every rank wherever that rank's NaN sat.
 
-    payload_is_scratch = True  # the values are a fresh array per compress
+    The draw, the values and the check for Inf/NaN are one call into C
+    (``dr_randomk_sparsify``), and the indices and values go into arrays from pools per
+    tensor name (``state.Outputs``), so steady state takes no fresh pages. The values
+    travel exactly, so what a step loses is the tensor with them zeroed, as a
+    sparsifier's (``lost``)."""
+
+    payload_is_scratch = True  # the values are this compressor's own array, read by nothing else
+    lost_in_place = True  # neither the payload nor the ctx reads the tensor once lost has run
+    lost = Sparsifier.lost
 
     def __init__(self, compress_ratio):
         super().__init__()
         self.compress_ratio = fraction(compress_ratio, "compress_ratio")
         self.global_step = 0
+        self.indices = Outputs(dtype=np.uint32)  # drawn indices, kept by each step's ctx
+        self.payloads = Outputs()  # the values sent
         self.outputs = Outputs()  # decompressed results, reused per name once released
+        self._work = np.empty(0, dtype=np.uint8)  # the draw's bitmap, grown once, reused
 
     @classmethod
     def from_params(cls, params):
@@ -64,13 +75,16 @@ class RandomKCompressor(Compressor):
         key = name_key(name, self.global_step)
         self.global_step += 1
         k = topk_count(flat.size, self.compress_ratio)
-        indices = draw_indices(flat.size, k, key)
-        if all_finite(flat):
-            values = np.empty(k, dtype=np.float32)
-            check(lib.dr_gather(f32(flat), flat.size, u32(indices), k, f32(values)), f"random-k of {name!r}")
+        indices, values = self.indices.take(name, k), self.payloads.take(name, k)
+        self._work = grown(self._work, lib.dr_randomk_workspace_size(flat.size))
+        status = lib.dr_randomk_sparsify(key, f32(flat), flat.size, k, u32(indices), f32(values),
+                                         ffi.from_buffer(self._work))
+        finite = status != lib.DR_E_NUMERIC
+        if finite:
+            check(status, f"random-k of {name!r}")
         else:
             values = edge.nan_filled(k)
-        return [restore.wrap(values)], SparseCtx(flat.size, indices, restore, name=name)
+        return [restore.wrap(values)], SparseCtx(flat.size, indices, restore, tensor, flat, finite, name)
 
     def decompress(self, tensors, ctx):
         values, = tensors

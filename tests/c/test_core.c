@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "check.h"
 
@@ -562,26 +563,134 @@ static void test_threshold_sparsify(void)
     free(idx);
 }
 
+/* dr_randomk(key, n, k) is k distinct indices below n, ascending, the same for the same
+ * key and different for another. */
+static int draws_k_ascending(uint64_t key, size_t n, size_t k, uint32_t *idx, void *work)
+{
+    size_t i;
+    int ok = dr_randomk(key, n, k, idx, work) == DR_OK;
+    for (i = 0; ok && i < k; i++)
+        ok = idx[i] < n && (i == 0 || idx[i] > idx[i - 1]);
+    return ok;
+}
+
+/* Two measures of dr_randomk's uniformity over `draws` keys, drawing k of n <= 256:
+ * how often each index is drawn, as a chi-square statistic against the uniform count
+ * (k * draws / n each), and the variance of how many fall in the lower half of [0, n),
+ * as a ratio to a uniform k-subset's (hypergeometric). The second catches a bias in the
+ * dense draw's count corrections that the first does not: taking and adding indices in
+ * one half only leaves every index's frequency even, and doubles that variance. */
+static void randomk_spread(size_t n, size_t k, size_t draws, uint32_t *idx, void *work, double *chi,
+                           double *half_ratio)
+{
+    size_t seen[256] = {0}, d, i;
+    double expect = (double)k * (double)draws / (double)n, sum = 0.0, squares = 0.0, mean, hyper;
+    *chi = 0.0;
+    for (d = 0; d < draws; d++) {
+        size_t lower = 0;
+        CHECK(draws_k_ascending(dr_rng_key((const uint8_t *)"u", 1, d), n, k, idx, work));
+        for (i = 0; i < k; i++) {
+            seen[idx[i]]++;
+            lower += idx[i] < n / 2;
+        }
+        sum += (double)lower;
+        squares += (double)lower * (double)lower;
+    }
+    for (i = 0; i < n; i++)
+        *chi += ((double)seen[i] - expect) * ((double)seen[i] - expect) / expect;
+    mean = sum / (double)draws;
+    hyper = (double)k * 0.25 * (double)(n - k) / (double)(n - 1);
+    *half_ratio = (squares / (double)draws - mean * mean) / hyper;
+}
+
 static void test_randomk(void)
 {
-    const size_t n = 1000, k = 100;
-    uint32_t a[100], b[100];
-    uint64_t work[16];
-    size_t i;
-    int ok = 1;
-    CHECK(dr_randomk_workspace_size(n) <= sizeof work);
-    CHECK_OK(dr_randomk(dr_rng_key((const uint8_t *)"w", 1, 3), n, k, a, work));
-    CHECK_OK(dr_randomk(dr_rng_key((const uint8_t *)"w", 1, 3), n, k, b, work));
-    for (i = 0; i < k; i++) {
-        ok &= a[i] == b[i] && a[i] < n;
-        if (i > 0)
-            ok &= a[i] > a[i - 1];
+    /* (n, k): Floyd's draw, the dense draw, both for a complement, all, one, and sizes
+     * with a partial last word. */
+    static const size_t cases[][2] = {{1000, 100}, {1000, 300}, {1000, 950}, {1000, 600}, {1000, 1000},
+                                      {1000, 1},   {64, 16},    {65, 33},    {1, 1},      {100000, 31000}};
+    static uint32_t a[100000], b[100000];
+    static uint64_t work[100000 / 64 + 1];
+    const uint64_t key = dr_rng_key((const uint8_t *)"w", 1, 3);
+    size_t c, i;
+    for (c = 0; c < sizeof cases / sizeof *cases; c++) {
+        size_t n = cases[c][0], k = cases[c][1];
+        CHECK(dr_randomk_workspace_size(n) <= sizeof work);
+        CHECK(draws_k_ascending(key, n, k, a, work));
+        CHECK(draws_k_ascending(key, n, k, b, work));
+        CHECK(memcmp(a, b, k * sizeof *a) == 0);
+        if (k < n) {
+            CHECK(draws_k_ascending(dr_rng_key((const uint8_t *)"w", 1, 4), n, k, b, work));
+            CHECK(memcmp(a, b, k * sizeof *a) != 0);
+        }
     }
-    CHECK(ok);
-    CHECK_OK(dr_randomk(dr_rng_key((const uint8_t *)"w", 1, 4), n, k, b, work));
-    CHECK(memcmp(a, b, sizeof a) != 0);
     CHECK_OK(dr_randomk(1, 10, 10, a, work));
     CHECK(a[0] == 0 && a[9] == 9);
+    /* Floyd's draw (k < n / 8) gives the indices it gave before the dense draw came. */
+    CHECK_OK(dr_randomk(key, 1000, 100, a, work));
+    CHECK(crc32(0, (const unsigned char *)a, 100 * sizeof *a) == 0xe1794ed6u);
+    {
+        size_t n = (size_t)1 << 22, k = 300000;
+        uint32_t *idx = malloc(k * sizeof *idx);
+        void *big = malloc(dr_randomk_workspace_size(n));
+        CHECK(idx != NULL && big != NULL);
+        CHECK_OK(dr_randomk(key, n, k, idx, big));
+        CHECK(crc32(0, (const unsigned char *)idx, k * sizeof *idx) == 0x10912aacu);
+        free(idx);
+        free(big);
+    }
+    /* Uniform subsets: 4,000 draws of 50 of 200 (the dense draw, whose count is then
+     * corrected), of 150 of 200 (its complement) and of 20 of 200 (Floyd's). The
+     * chi-square has 199 degrees of freedom, each count's variance shrunk by 1 - k/n:
+     * mean about 149 for 50 of 200, and 300 is more than 8 deviations above it. The
+     * half's variance ratio has a deviation of about 0.025 over 4,000 draws. */
+    for (i = 0; i < 3; i++) {
+        static const size_t ks[3] = {50, 150, 20};
+        double chi, half_ratio;
+        randomk_spread(200, ks[i], 4000, a, work, &chi, &half_ratio);
+        CHECK(chi < 300.0);
+        CHECK(half_ratio > 0.85 && half_ratio < 1.15);
+    }
+    for (i = 0; i < 3; i++)
+        CHECK_STATUS(dr_randomk(key, i, i + 1, a, work), DR_E_ARG);
+    CHECK_STATUS(dr_randomk(key, 10, 5, NULL, work), DR_E_ARG);
+    CHECK_OK(dr_randomk(key, 10, 0, NULL, NULL));
+}
+
+/* dr_randomk_sparsify: dr_randomk's indices with their values, for Floyd's draw and the
+ * dense draw; an Inf or a NaN anywhere in x (drawn or not, in the vector words or the
+ * partial last one) refused with the indices written all the same. */
+static void test_randomk_sparsify(void)
+{
+    enum { N = 1000 };
+    static const size_t ks[] = {0, 1, 20, 300, 950, 1000};
+    static const size_t bad_at[] = {0, 63, 500, 959, 960, 999};
+    static float x[N], val[N];
+    static uint32_t want[N], idx[N];
+    static uint64_t work[N / 64 + 1];
+    size_t c, b, j;
+    for (j = 0; j < N; j++)
+        x[j] = (float)j - 400.5f;
+    for (c = 0; c < sizeof ks / sizeof *ks; c++) {
+        size_t k = ks[c];
+        int ok = 1;
+        CHECK_OK(dr_randomk(77, N, k, want, work));
+        CHECK_OK(dr_randomk_sparsify(77, x, N, k, idx, val, work));
+        for (j = 0; j < k; j++)
+            ok &= idx[j] == want[j] && val[j] == x[want[j]];
+        CHECK(ok);
+        for (b = 0; b < sizeof bad_at / sizeof *bad_at; b++) {
+            float keep = x[bad_at[b]];
+            x[bad_at[b]] = b % 2 ? NAN : -INFINITY;
+            memset(idx, 0, sizeof idx);
+            CHECK_STATUS(dr_randomk_sparsify(77, x, N, k, idx, val, work), DR_E_NUMERIC);
+            CHECK(memcmp(idx, want, k * sizeof *idx) == 0);
+            x[bad_at[b]] = keep;
+        }
+    }
+    CHECK_STATUS(dr_randomk_sparsify(77, NULL, N, 10, idx, val, work), DR_E_ARG);
+    CHECK_STATUS(dr_randomk_sparsify(77, x, N, 10, idx, NULL, work), DR_E_ARG);
+    CHECK_STATUS(dr_randomk_sparsify(77, x, N, N + 1, idx, val, work), DR_E_ARG);
 }
 
 static void test_vec(void)
@@ -780,6 +889,7 @@ int main(void)
     test_threshold_long_matches_scalar_rule();
     test_threshold_sparsify();
     test_randomk();
+    test_randomk_sparsify();
     test_vec();
     test_lowrank_product();
     test_half_against_reference();

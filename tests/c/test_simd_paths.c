@@ -345,6 +345,50 @@ static void test_threads_same_bytes(void)
     free(got);
 }
 
+/* dr_randomk and dr_randomk_sparsify on every path and thread count, on a tensor long
+ * enough for 3 threads: the same indices and values for Floyd's draw, the dense draw
+ * (vectors of draws; a partial last word), and each for a complement (k > n / 2); a NaN
+ * in the last thread's share refused on every path. */
+static void test_randomk_paths(void)
+{
+    const size_t n = 3 * DR_THREADS_MIN_NUMEL + 77;
+    static const size_t per_mille[] = {10, 300, 950, 600};
+    static const char *const counts[] = {"1", "2", "3"};
+    uint32_t *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+    float *x = malloc(n * sizeof *x), *want_val = malloc(n * sizeof *x), *val = malloc(n * sizeof *x);
+    void *work = malloc(dr_randomk_workspace_size(n));
+    size_t c, p, t;
+    fill(x, n, 5, 2.0f);
+    for (c = 0; c < sizeof per_mille / sizeof *per_mille; c++) {
+        size_t k = n / 1000 * per_mille[c];
+        setenv("DEEPREDUCE_SIMD", "scalar", 1);
+        setenv("DEEPREDUCE_THREADS", "1", 1);
+        CHECK_OK(dr_randomk_sparsify(0xfeedu + c, x, n, k, want, want_val, work));
+        for (p = 0; p < sizeof paths / sizeof *paths; p++)
+            for (t = 0; t < sizeof counts / sizeof *counts; t++) {
+                setenv("DEEPREDUCE_SIMD", paths[p], 1);
+                setenv("DEEPREDUCE_THREADS", counts[t], 1);
+                memset(got, 0xa5, k * sizeof *got);
+                CHECK_OK(dr_randomk(0xfeedu + c, n, k, got, work));
+                CHECK(memcmp(got, want, k * sizeof *got) == 0);
+                memset(got, 0xa5, k * sizeof *got);
+                CHECK_OK(dr_randomk_sparsify(0xfeedu + c, x, n, k, got, val, work));
+                CHECK(memcmp(got, want, k * sizeof *got) == 0 && memcmp(val, want_val, k * sizeof *val) == 0);
+                x[n - 100] = NAN;
+                CHECK_STATUS(dr_randomk_sparsify(0xfeedu + c, x, n, k, got, val, work), DR_E_NUMERIC);
+                x[n - 100] = 1.0f;
+            }
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    unsetenv("DEEPREDUCE_THREADS");
+    free(want);
+    free(got);
+    free(x);
+    free(want_val);
+    free(val);
+    free(work);
+}
+
 /* Each path's decode of buf[0..len) returns `status`. */
 static int decodes_as(decode_fn decode, const uint8_t *buf, size_t len, float *out, size_t n, int status)
 {
@@ -806,6 +850,7 @@ static void test_kernels(void)
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     test_threads_same_bytes();
+    test_randomk_paths();
     test_adaq_paths();
     test_eightbit_paths();
     test_inceptionn_band_edges();

@@ -4,6 +4,7 @@
 #define DR_PARALLEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* fn(ctx, begin, end) over [0, count) cut into `parts` contiguous ranges (parts =
  * min(threads, count)); ranges 1.. run on new threads, range 0 on the caller's, and all
@@ -38,5 +39,14 @@ int dr_parallel_steps(size_t count, int threads, int steps,
  * no more than one per `per_thread` units (at least 1), so that each thread's share
  * outweighs the cost of starting it. */
 int dr_threads_for(size_t amount, size_t per_thread);
+
+/* Where share p of `total` units cut into `parts` contiguous shares begins: share p is
+ * [dr_share(total, parts, p), dr_share(total, parts, p + 1)), share `parts` ends at
+ * total. For kernels that take one part per range of dr_parallel_steps (count = parts),
+ * so that a part knows its own index and can keep results per part. */
+static inline size_t dr_share(size_t total, size_t parts, size_t p)
+{
+    return (size_t)((uint64_t)total * p / parts);
+}
 
 #endif

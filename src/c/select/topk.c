@@ -310,7 +310,7 @@ typedef struct {
     size_t n, k, cap, parts;
     float *sample;
     uint32_t tkey;   /* set after the sample step */
-    uint32_t *idx;   /* candidate room; part p's share starts at share(cap, parts, p) */
+    uint32_t *idx;   /* candidate room; part p's share starts at dr_share(cap, parts, p) */
     float *val;
     uint32_t *hist;  /* parts x RADIX_BUCKETS */
     size_t remaining; /* of the k, those not yet placed above the buckets picked so far */
@@ -324,11 +324,6 @@ typedef struct {
     size_t out_at[SPLIT_MAX_PARTS]; /* where its answers start in idx_out */
 } split_select;
 
-static size_t share(size_t total, size_t parts, size_t p)
-{
-    return (size_t)((uint64_t)total * p / parts);
-}
-
 static uint32_t *part_histogram(const split_select *s, size_t p)
 {
     return s->hist + p * RADIX_BUCKETS;
@@ -336,15 +331,15 @@ static uint32_t *part_histogram(const split_select *s, size_t p)
 
 static size_t part_room(const split_select *s, size_t p)
 {
-    return share(s->cap, s->parts, p + 1) - share(s->cap, s->parts, p);
+    return dr_share(s->cap, s->parts, p + 1) - dr_share(s->cap, s->parts, p);
 }
 
 /* The sweep of part p: its candidates, then their level-0 histogram. */
 static void sweep_part(split_select *s, size_t p)
 {
-    size_t room = share(s->cap, s->parts, p);
-    s->found[p] = dr_collect_candidates(s->x, share(s->n, s->parts, p), share(s->n, s->parts, p + 1), s->tkey,
-                                        s->idx + room, s->val + room, part_room(s, p), &s->top[p]);
+    size_t room = dr_share(s->cap, s->parts, p);
+    s->found[p] = dr_collect_candidates(s->x, dr_share(s->n, s->parts, p), dr_share(s->n, s->parts, p + 1),
+                                        s->tkey, s->idx + room, s->val + room, part_room(s, p), &s->top[p]);
     if (s->found[p] <= part_room(s, p))
         top_histogram(s->val + room, s->found[p], s->tkey, part_histogram(s, p));
 }
@@ -377,9 +372,10 @@ static int split_step(void *ctx, int step, size_t begin, size_t end)
     split_select *s = (split_select *)ctx;
     size_t p;
     for (p = begin; p < end; p++) {
-        size_t room = share(s->cap, s->parts, p);
+        size_t room = dr_share(s->cap, s->parts, p);
         if (step == STEP_SAMPLE)
-            take_sample(s->x, s->n, s->sample, share(SAMPLE_RUNS, s->parts, p), share(SAMPLE_RUNS, s->parts, p + 1));
+            take_sample(s->x, s->n, s->sample, dr_share(SAMPLE_RUNS, s->parts, p),
+                        dr_share(SAMPLE_RUNS, s->parts, p + 1));
         else if (step == STEP_SWEEP)
             sweep_part(s, p);
         else if (step == STEP_WRITE)

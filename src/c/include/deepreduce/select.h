@@ -75,6 +75,14 @@ size_t dr_randomk_workspace_size(size_t n);
  * `work` holds dr_randomk_workspace_size(n) bytes. DR_E_ARG if k > n. */
 int dr_randomk(uint64_t key, size_t n, size_t k, uint32_t *idx_out, void *work);
 
+/* A random-k sparsifier's draw: dr_randomk's indices (the same ones) with their values,
+ * val_out[j] = x[idx_out[j]], read in one sweep of x that also checks it: DR_E_NUMERIC if
+ * x holds an Inf or a NaN (idx_out is written all the same; val_out is then undefined).
+ * `work` as dr_randomk's. DR_E_ARG as dr_randomk's, or x NULL with n > 0, or val_out
+ * NULL with k > 0. */
+int dr_randomk_sparsify(uint64_t key, const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out,
+                        void *work);
+
 /* ------------------------------------------------------------------ raw sparse frames */
 /* A sparse frame with plain sections: section 0 = r strictly ascending uint32 indices,
  * section 1 = r float32 values (any bit pattern: NaN and Inf pass through). Kind tells
