@@ -14,7 +14,7 @@
  *     deviation). Given its count the Bernoulli set is a uniform subset of that size, and
  *     each removal or addition keeps it uniform, so the result is a uniform m-subset.
  *     Floyd's costs a random access per index (about 5 ns at 25.6M, where the bitmap
- *     is 3.2 MB); this costs about 0.15 ns per entry of n in vectors.
+ *     is 3.2 MB); this about 0.3 ns per entry of n, written out, on AVX-512.
  * The indices are then written out word by word, each thread from its own words to its
  * own offset; for dr_randomk_sparsify with their values, read from x in the same sweep
  * (x is read whole, a vector per 8 or 16 indices, since the check for Inf and NaN reads
@@ -27,10 +27,19 @@
 
 #include <string.h>
 
-/* Dense from m >= n / DENSE_FRACTION: at 25.6M entries the dense draw is the faster
- * from about m = n / 30 on AVX-512 and AVX2; the margin leaves the scalar path (about
- * 1 ns per entry of n) no slower than Floyd's there. */
+/* Dense from m >= n / DENSE_FRACTION. The choice decides which indices are drawn, so it
+ * depends on n and m alone, the same on every path. At 25.6M entries, one thread,
+ * Floyd's draw takes 4.5 ms at m = n / 100, 8.6 at n / 20 and 17-19 just under n / 8;
+ * the dense draw 7.8 (AVX-512) or 9.7 (AVX2) at any m up to n / 2: the faster from
+ * about n / 30. The scalar dense loop (a hash per entry: 65 ms) is slower than Floyd's
+ * below about n / 3; it serves x86 CPUs without AVX2 (NEON's draw is not timed here). */
 #define DENSE_FRACTION 8u
+
+/* The write-out takes vectors where x is read (every entry is, for the check) or from
+ * k >= n / VECTOR_WRITE_FRACTION. Below, the scalar loop's few instructions per set bit
+ * beat a compress and a store per 16 entries: at 25.6M, 3.4-3.7 against 4.3 ms for the
+ * draw at 1%; 8.3 against 9.3 at 5%. */
+#define VECTOR_WRITE_FRACTION 32u
 
 /* Floyd's draws made, and their words prefetched, this many at a time. */
 #define FLOYD_BATCH 256u
@@ -124,6 +133,7 @@ typedef struct {
     uint64_t key;
     size_t n, m, words, parts;
     int dense, complement;
+    int vector_write;   /* whether the write-out takes vectors (VECTOR_WRITE_FRACTION) */
     uint32_t threshold; /* dense: a draw below it takes its index */
     uint64_t *bits;
     const float *x;     /* dr_randomk_sparsify's, else NULL */
@@ -163,7 +173,7 @@ static void write_part(draw_job *s, size_t p, size_t first, size_t end)
     uint32_t *idx = s->idx_out + at, top = 0;
     float *val = s->x != NULL ? s->val_out + at : NULL;
 #if DR_HAVE_X86_SIMD
-    size_t vector_end = end < full ? end : full;
+    size_t vector_end = !s->vector_write ? first : end < full ? end : full;
     if (w < vector_end && dr_simd_active() >= DR_SIMD_AVX512)
         w += dr_randomk_write_avx512(s->bits, w, vector_end, s->x, idx, val, room, &c, &top);
     else if (w < vector_end && dr_simd_active() >= DR_SIMD_AVX2)
@@ -247,6 +257,7 @@ static int draw(uint64_t key, const float *x, size_t n, size_t k, uint32_t *idx_
     s.complement = k > n / 2;
     s.m = s.complement ? n - k : k;
     s.dense = s.m >= n / DENSE_FRACTION;
+    s.vector_write = x != NULL || k >= n / VECTOR_WRITE_FRACTION;
     s.threshold = (uint32_t)(((uint64_t)s.m << 32) / n); /* m <= n / 2: below 2^31 */
     s.words = (n + 63u) / 64u;
     s.bits = (uint64_t *)work;
