@@ -64,7 +64,7 @@ def fp16_expected(g, ctx):
     return np.asarray(g).astype(np.float16).astype(np.float32)
 
 
-def randomk_expected(g, ctx):
+def sparse_expected(g, ctx):
     dense = np.zeros(ctx.numel, dtype=np.float32)
     dense[ctx.indices] = np.asarray(g)[ctx.indices]
     return dense
@@ -72,8 +72,9 @@ def randomk_expected(g, ctx):
 
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
 @pytest.mark.parametrize("make, expected", [(FP16Compressor, fp16_expected),
-                                            (lambda: RandomKCompressor(0.3), randomk_expected)],
-                         ids=["fp16", "randomk"])
+                                            (lambda: RandomKCompressor(0.3), sparse_expected),
+                                            (lambda: TopKCompressor(0.3), sparse_expected)],
+                         ids=["fp16", "randomk", "topk"])
 def test_a_held_payload_is_never_written_and_a_released_one_is_reused(kind, make, expected):
     compressor = make()
     first, first_ctx = compressor.compress(gradient(kind, 1), "w")
@@ -82,7 +83,7 @@ def test_a_held_payload_is_never_written_and_a_released_one_is_reused(kind, make
     second, ctx = compressor.compress(gradient(kind, 2), "w")
     assert address(first[0]) != address(second[0])
     np.testing.assert_array_equal(np.asarray(first[0]), np.asarray(kept))
-    np.testing.assert_array_equal(getattr(first_ctx, "indices", np.empty(0)), kept_indices)  # random-k's: pooled
+    np.testing.assert_array_equal(getattr(first_ctx, "indices", np.empty(0)), kept_indices)  # sparse: pooled
     np.testing.assert_array_equal(np.asarray(compressor.decompress(second, ctx)), expected(gradient(kind, 2), ctx))
     held = {address(first[0]), address(second[0])}
     del first, second, first_ctx, ctx

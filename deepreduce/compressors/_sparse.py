@@ -18,10 +18,13 @@ def selected_values(flat, indices):
     return values
 
 
-def encode(kind, numel, indices, values, what):
+def encode(kind, numel, indices, values, what, frames=None, name=None):
     """Frame (indices, values) (uint32, float32) of a tensor of numel entries as a raw
-    sparse payload."""
-    frame = np.empty(lib.dr_sparse_raw_size(indices.size), dtype=np.uint8)
+    sparse payload: into a buffer of ``frames`` (an ``Outputs`` of bytes) for ``name``
+    where given, reused once nothing holds it (a frame of the size the name's last
+    one had: top-k's, every step), else a fresh one."""
+    size = lib.dr_sparse_raw_size(indices.size)
+    frame = np.empty(size, dtype=np.uint8) if frames is None else frames.take(name, size)
     written = ffi.new("size_t *")
     check(lib.dr_sparse_raw_encode(kind, lib.DR_DTYPE_FLOAT32, numel, u32(indices), f32(values),
                                    indices.size, u8(frame), frame.nbytes, written), what)
@@ -104,6 +107,7 @@ class Sparsifier(Compressor):
     def __init__(self, average=True, tensors_size_are_same=True):
         super().__init__(average, tensors_size_are_same)
         self.outputs = Outputs()  # decompressed results, reused per name once released
+        self.frames = Outputs(keep=1, dtype=np.uint8)  # the frames sent, likewise
 
     def select(self, flat, name):
         raise NotImplementedError
@@ -128,7 +132,8 @@ class Sparsifier(Compressor):
         picked = self.pick(flat, name)
         if picked is not None:
             indices, values = picked
-            frame = encode(kind, flat.size, indices, values, f"{type(self).__name__} of {name!r}")
+            frame = encode(kind, flat.size, indices, values, f"{type(self).__name__} of {name!r}",
+                           self.frames, name)
         else:
             indices, frame = np.empty(0, dtype=np.uint32), nonfinite_frame(kind, flat.size)
         return [restore.wrap(frame)], \

@@ -61,8 +61,8 @@ class RandomKCompressor(Compressor):
         super().__init__()
         self.compress_ratio = fraction(compress_ratio, "compress_ratio")
         self.global_step = 0
-        self.indices = Outputs(dtype=np.uint32)  # drawn indices, kept by each step's ctx
-        self.payloads = Outputs()  # the values sent
+        self.indices = Outputs(keep=1, dtype=np.uint32)  # drawn indices, kept by each step's ctx
+        self.payloads = Outputs(keep=1)  # the values sent
         self.outputs = Outputs()  # decompressed results, reused per name once released
         self._work = np.empty(0, dtype=np.uint8)  # the draw's bitmap, grown once, reused
 
