@@ -44,9 +44,6 @@
 /* Floyd's draws made, and their words prefetched, this many at a time. */
 #define FLOYD_BATCH 256u
 
-/* The dense draw's corrections draw from counters n, n + 1, ... of the 64-bit stream,
- * which Floyd's draws (counters below n) would use: the two never share a call. */
-
 size_t dr_randomk_workspace_size(size_t n)
 {
     return ((n + 63u) / 64u) * sizeof(uint64_t);
@@ -94,7 +91,8 @@ static uint64_t dense_word(uint64_t key, size_t w, unsigned count, uint32_t thre
 }
 
 /* Takes drawn indices away (want < drawn) or adds undrawn ones (want > drawn), each
- * chosen uniformly among those it may take, until `want` are drawn. */
+ * chosen uniformly among those it may take, until `want` are drawn. The candidates come
+ * from counters n, n + 1, ... of the 64-bit stream, past those Floyd's draw reads. */
 static void correct_count(uint64_t key, size_t n, size_t drawn, size_t want, uint64_t *bits)
 {
     uint64_t counter = n;
