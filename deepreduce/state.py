@@ -130,8 +130,9 @@ _ONLY_THE_POOL = _references([np.empty(1, dtype=edge.CORE_DTYPE)], 0)
 
 
 class Outputs:
-    """A decoder's output buffers per tensor name (flat, of ``dtype``: float32 unless
-    said), reused once nobody holds them: steady state allocates none (a fresh 100 MB
+    """Buffers per tensor name (flat, of ``dtype``: float32 unless said) that a step
+    writes afresh each time: decoders' outputs, and compressors' payloads, frames and
+    indices. Reused once nobody holds them: steady state allocates none (a fresh 100 MB
     array costs the kernel zeroing its pages, about as long as the decode itself).
 
     The contract: a result is never written while anything refers to it. Every tensor
