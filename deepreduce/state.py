@@ -144,11 +144,17 @@ class Outputs:
     while all of them are held are ordinary arrays the pool forgets. Like ``TensorState``,
     a name is served by one thread at a time (the DDP hook's worker runs its buckets in
     turn).
+
+    ``grow``: for results whose size changes from step to step (dgc's and threshold's
+    frames): a buffer of at least the size serves, as a view of its first ``size``
+    elements, and one too small is replaced by one a quarter larger than asked for, so
+    sizes that wander around a level take fresh pages only while they climb.
     """
 
-    def __init__(self, keep=2, dtype=edge.CORE_DTYPE):
+    def __init__(self, keep=2, dtype=edge.CORE_DTYPE, grow=False):
         self.keep = keep
         self.dtype = dtype
+        self.grow = grow
         self._buffers = {}  # name -> [flat arrays this pool handed out]
 
     def take(self, name, size):
@@ -158,15 +164,27 @@ class Outputs:
         if name is None:
             return np.empty(size, dtype=self.dtype)
         buffers = self._buffers.get(name)
-        if buffers is None or (buffers and buffers[0].size != size):  # first use, or the name changed size
+        if buffers is None or (buffers and not self._serves(buffers[0], size)):  # first use, or a new size
             buffers = self._buffers[name] = []
         for i in range(len(buffers)):
             if _references(buffers, i) == _ONLY_THE_POOL:
-                return buffers[i]
-        fresh = np.empty(size, dtype=self.dtype)
+                return buffers[i][:size] if self.grow else buffers[i]
+        fresh = np.empty(self._capacity(buffers, size), dtype=self.dtype)
         if len(buffers) < self.keep:
             buffers.append(fresh)
-        return fresh
+        return fresh[:size] if self.grow else fresh
+
+    def _serves(self, buffer, size):
+        """Whether ``buffer`` can hold a result of ``size`` elements."""
+        return buffer.size >= size if self.grow else buffer.size == size
+
+    def _capacity(self, buffers, size):
+        """The size of a new buffer for a result of ``size`` elements beside ``buffers``
+        (which serve it): all of a name's buffers have the same size, so the first's
+        answers for all."""
+        if not self.grow:
+            return size
+        return buffers[0].size if buffers else size + size // 4
 
     def release(self, name, view):
         """Stop keeping the buffer of ``name`` whose memory ``view`` is (a flat view of

@@ -73,8 +73,10 @@ def sparse_expected(g, ctx):
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
 @pytest.mark.parametrize("make, expected", [(FP16Compressor, fp16_expected),
                                             (lambda: RandomKCompressor(0.3), sparse_expected),
-                                            (lambda: TopKCompressor(0.3), sparse_expected)],
-                         ids=["fp16", "randomk", "topk"])
+                                            (lambda: TopKCompressor(0.3), sparse_expected),
+                                            (lambda: DgcCompressor(0.3), sparse_expected),
+                                            (lambda: ThresholdCompressor(0.5), sparse_expected)],
+                         ids=["fp16", "randomk", "topk", "dgc", "threshold"])
 def test_a_held_payload_is_never_written_and_a_released_one_is_reused(kind, make, expected):
     compressor = make()
     first, first_ctx = compressor.compress(gradient(kind, 1), "w")
@@ -89,6 +91,25 @@ def test_a_held_payload_is_never_written_and_a_released_one_is_reused(kind, make
     del first, second, first_ctx, ctx
     gc.collect()
     assert address(compressor.compress(gradient(kind, 3), "w")[0][0]) in held
+
+
+@pytest.mark.parametrize("make", [lambda: DgcCompressor(0.3), lambda: ThresholdCompressor(0.5)],
+                         ids=["dgc", "threshold"])
+def test_frames_whose_size_changes_every_step_reuse_one_buffer(make):
+    """dgc's and threshold's counts differ from step to step, and so do their frames: a
+    frame fits in the buffer of a larger one before it, and one that outgrows it gets a
+    buffer with room to spare, so sizes that wander take no fresh buffer."""
+    compressor = make()
+    sizes, buffers = set(), []
+    for seed in range(8):
+        frame = compressor.compress(gradient("numpy", seed, 20_000), "w")[0][0]
+        sizes.add(frame.size)
+        # A weak reference: a buffer nothing else keeps dies (the allocator may still
+        # hand its address out again, so addresses alone would not tell).
+        buffers.append(weakref.ref(frame if frame.base is None else frame.base))
+        del frame
+    assert len(sizes) == 8
+    assert buffers[0]() is not None and all(b() is buffers[0]() for b in buffers)
 
 
 @pytest.mark.parametrize("kind", ["torch", "numpy"])

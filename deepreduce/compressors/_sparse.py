@@ -107,7 +107,12 @@ class Sparsifier(Compressor):
     def __init__(self, average=True, tensors_size_are_same=True):
         super().__init__(average, tensors_size_are_same)
         self.outputs = Outputs()  # decompressed results, reused per name once released
-        self.frames = Outputs(keep=1, dtype=np.uint8)  # the frames sent, likewise
+        # The frames sent, likewise; dgc's and threshold's change size from step to step.
+        self.frames = Outputs(keep=1, dtype=np.uint8, grow=True)
+        # select_with_values' indices (kept by each step's ctx) and values (read by the
+        # frame's encode only), for the classes that write them into the caller's arrays.
+        self.picked_indices = Outputs(keep=1, dtype=np.uint32)
+        self.picked_values = Outputs(keep=1)
 
     def select(self, flat, name):
         raise NotImplementedError

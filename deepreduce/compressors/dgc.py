@@ -36,11 +36,11 @@ class DgcCompressor(TopKCompressor):
         """The same selection as ``select`` with its values, or None where flat holds an
         Inf or a NaN, from one sweep of flat in C (dr_dgc_sparsify: the candidates past a
         cut below the threshold carry the values and the largest magnitude):
-        ``Sparsifier.pick``."""
+        ``Sparsifier.pick``. The arrays, room for the most a count can reach, come from
+        pools per name (``Sparsifier.picked_indices``)."""
         k = topk_count(flat.size, self.compress_ratio)
         cap = lib.dr_dgc_max_count(k)
-        indices = np.empty(cap, dtype=np.uint32)
-        values = np.empty(cap, dtype=np.float32)
+        indices, values = self.picked_indices.take(name, cap), self.picked_values.take(name, cap)
         count = ffi.new("size_t *")
         self._work = grown(self._work, lib.dr_dgc_sparsify_workspace_size(flat.size, k))
         status = lib.dr_dgc_sparsify(f32(flat), flat.size, k, self.keys.next(name), u32(indices), f32(values),

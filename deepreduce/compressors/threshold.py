@@ -32,12 +32,12 @@ class ThresholdCompressor(Sparsifier):
         """``select``'s indices with their values, or None where flat holds an Inf or a
         NaN, in one sweep of flat in C (dr_threshold_sparsify), with room for the last
         count of this name and a quarter more. When more qualify, C says how many and a
-        second call with that room answers: ``Sparsifier.pick``."""
+        second call with that room answers: ``Sparsifier.pick``. The arrays come from pools
+        per name (``Sparsifier.picked_indices``): the room changes only when outgrown."""
         count = ffi.new("size_t *")
         while True:
             room = self.room.get(name, 0)
-            indices = np.empty(room, dtype=np.uint32)
-            values = np.empty(room, dtype=np.float32)
+            indices, values = self.picked_indices.take(name, room), self.picked_values.take(name, room)
             status = lib.dr_threshold_sparsify(f32(flat), flat.size, self.threshold, u32(indices), f32(values), room,
                                                count)
             if status != lib.DR_E_DST_TOO_SMALL:

@@ -2,7 +2,6 @@ import numpy as np
 
 from .. import edge
 from .._native import check, f32, ffi, lib, u32
-from ..state import Outputs
 from ._sparse import Sparsifier, selected_values
 from ..checks import fraction
 
@@ -79,8 +78,6 @@ class TopKCompressor(Sparsifier):
         self.compress_ratio = fraction(compress_ratio, "compress_ratio")
         self.kernel = kernel
         self._work = np.empty(0, dtype=np.uint8)  # scratch of the fast select, grown once, reused
-        self.picked_indices = Outputs(keep=1, dtype=np.uint32)  # kept by each step's ctx
-        self.picked_values = Outputs(keep=1)  # read by the frame's encode only
 
     @classmethod
     def from_params(cls, params):

@@ -7,6 +7,24 @@
 
 #include "check.h"
 
+/* Reseal buf[0..len) (a raw sparse frame of r entries of numel) after its sections were
+ * changed, as someone who knows the format would forge it. */
+static void reseal_sparse(uint8_t *buf, size_t len, uint8_t kind, uint64_t numel, size_t r)
+{
+    dr_frame f;
+    size_t total;
+    memset(&f, 0, sizeof f);
+    f.kind = kind;
+    f.index_codec = DR_INDEX_RAW;
+    f.value_codec = DR_VALUE_RAW;
+    f.nsections = 2;
+    f.numel = numel;
+    f.count = r;
+    f.section_len[0] = f.section_len[1] = 4u * (uint32_t)r;
+    CHECK_OK(dr_frame_seal(&f, buf, len, &total));
+    CHECK(total == len);
+}
+
 static void test_frame_roundtrip_and_corruption(void)
 {
     uint32_t idx[5] = {1, 4, 7, 9, 99};
@@ -46,18 +64,9 @@ static void test_frame_roundtrip_and_corruption(void)
     memcpy(buf + 44 + 8 + 8, buf + 44 + 8 + 4, 4); /* index 2 := index 1 */
     {
         dr_frame f;
-        size_t total;
         CHECK(dr_frame_parse(buf, len, &f) == DR_E_FRAME_CHECKSUM);
-        memset(&f, 0, sizeof f);
-        f.kind = DR_KIND_TOPK;
-        f.index_codec = DR_INDEX_RAW;
-        f.value_codec = DR_VALUE_RAW;
-        f.nsections = 2;
-        f.numel = 100;
-        f.count = 5;
-        f.section_len[0] = f.section_len[1] = 20;
-        CHECK_OK(dr_frame_seal(&f, buf, sizeof buf, &total));
     }
+    reseal_sparse(buf, len, DR_KIND_TOPK, 100, 5);
     CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_CORRUPT);
     /* The adding decoder refuses the same frame before adding anything. */
     dense[4] = 1.0f;
@@ -116,6 +125,75 @@ static void test_sparse_frames_finite(void)
     finite = 7;
     CHECK(dr_sparse_raw_decode_add(c, len_c - 1, DR_KIND_TOPK, dense, 4, &finite) < 0);
     CHECK(finite == 7);
+}
+
+/* Frames of many entries, which the codec checks, copies and folds into its CRC in
+ * chunks of 4,096 (and streams past the caches from 4M entries on): the same entries
+ * back at every length, at either alignment of the frame; a descent or an Inf exactly
+ * at a chunk's edge is still seen. */
+static void test_sparse_frames_in_chunks(void)
+{
+    const size_t lengths[] = {4095, 4096, 4097, 3 * 4096 + 5, ((size_t)4 << 20) + 4099};
+    size_t t;
+    for (t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
+        size_t r = lengths[t], numel = 3 * r + 2, j, len = 0, size = dr_sparse_raw_size(r);
+        uint32_t *idx = malloc(r * sizeof *idx);
+        float *val = malloc(r * sizeof *val), *dense = calloc(numel, sizeof *dense);
+        uint8_t *frame = malloc(size + 1);
+        int finite = -1, shift;
+        CHECK(idx != NULL && val != NULL && dense != NULL && frame != NULL);
+        for (j = 0; j < r; j++) {
+            idx[j] = (uint32_t)(3 * j + 1);
+            val[j] = (float)j * 0.5f - 7.0f;
+        }
+        for (shift = 0; shift < 2; shift++) {
+            uint8_t *buf = frame + shift; /* the streamed copy's unaligned head */
+            dr_frame f;
+            CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, buf, size, &len));
+            CHECK(len == size);
+            CHECK_OK(dr_frame_parse(buf, len, &f)); /* the CRC, computed afresh over the frame */
+            CHECK(memcmp(buf + f.section_off[0], idx, 4 * r) == 0 && memcmp(buf + f.section_off[1], val, 4 * r) == 0);
+            memset(dense, 0, numel * sizeof *dense);
+            CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, numel, &finite));
+            CHECK(finite == 1 && dense[1] == -7.0f && dense[3 * (r - 1) + 1] == val[r - 1] && dense[2] == 0.0f);
+        }
+        /* A repeat at each edge of the first chunk, and at the end: refused. */
+        for (j = 4095; j <= 4096 && j < r; j++) {
+            idx[j] = idx[j - 1];
+            CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len), DR_E_ARG);
+            idx[j] = (uint32_t)(3 * j + 1);
+        }
+        idx[r - 1] = idx[r - 2];
+        CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len), DR_E_ARG);
+        idx[r - 1] = (uint32_t)(numel);
+        CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len), DR_E_ARG);
+        idx[r - 1] = (uint32_t)(3 * (r - 1) + 1);
+        /* Infinity in the last value of the first chunk, then in the frame's last. */
+        for (j = 4095; j < r; j = j == r - 1 ? r : r - 1) {
+            float kept = val[j];
+            val[j] = INFINITY;
+            CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len));
+            finite = -1;
+            CHECK_OK(dr_sparse_raw_decode(frame, len, DR_KIND_TOPK, dense, numel, &finite));
+            CHECK(finite == 0);
+            val[j] = kept;
+        }
+        /* A sealed frame with a descent across the first chunk's edge: refused, dense
+         * untouched. */
+        if (r > 4096) {
+            CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len));
+            memcpy(frame + dr_frame_header_size(2) + 4 * 4096, frame + dr_frame_header_size(2) + 4 * 4095, 4);
+            reseal_sparse(frame, len, DR_KIND_TOPK, numel, r);
+            dense[1] = 42.0f;
+            CHECK_STATUS(dr_sparse_raw_decode(frame, len, DR_KIND_TOPK, dense, numel, NULL), DR_E_CORRUPT);
+            CHECK_STATUS(dr_sparse_raw_decode_add(frame, len, DR_KIND_TOPK, dense, numel, NULL), DR_E_CORRUPT);
+            CHECK(dense[1] == 42.0f);
+        }
+        free(idx);
+        free(val);
+        free(dense);
+        free(frame);
+    }
 }
 
 static void test_empty_frame(void)
@@ -875,6 +953,7 @@ int main(void)
     test_frame_roundtrip_and_corruption();
     test_sparse_frames_added();
     test_sparse_frames_finite();
+    test_sparse_frames_in_chunks();
     test_empty_frame();
     test_nonfinite_marker();
     test_bytes_same();

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* From this many floats (32 MiB, the L3 of the machine measured) an output is streamed:
  * a smaller one written through the cache is read back from it faster (qsgd's decode of
@@ -58,5 +59,23 @@ static inline void dr_stream_fence(void)
     _mm_sfence();
 }
 #endif
+
+/* memcpy(dst, src, len) with dst's 16-byte-aligned middle streamed (SSE2, every x86-64
+ * CPU; a plain memcpy elsewhere), for a part of an output that dr_stream_output would
+ * stream. Call dr_stream_fence after the last part (x86). */
+static inline void dr_stream_copy(uint8_t *dst, const uint8_t *src, size_t len)
+{
+#if DR_HAVE_X86_SIMD
+    size_t head = (16u - ((uintptr_t)dst & 15u)) & 15u, i;
+    if (head > len)
+        head = len;
+    memcpy(dst, src, head);
+    for (i = head; i + 16 <= len; i += 16)
+        _mm_stream_si128((__m128i *)(void *)(dst + i), _mm_loadu_si128((const __m128i *)(const void *)(src + i)));
+    memcpy(dst + i, src + i, len - i);
+#else
+    memcpy(dst, src, len);
+#endif
+}
 
 #endif

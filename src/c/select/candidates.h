@@ -18,4 +18,10 @@
 size_t dr_collect_candidates(const float *x, size_t begin, size_t end, uint32_t tkey, uint32_t *idx,
                              float *val, size_t cap, uint32_t *top);
 
+/* Of `count` candidates (as dr_collect_candidates wrote them), every one whose magnitude
+ * key is >= tkey, index and value, in order, into idx_out/val_out[0..taken), where
+ * `taken` is their number, counted before (no more than that is written). */
+void dr_take_candidates(const uint32_t *cand_idx, const float *cand_val, size_t count, uint32_t tkey,
+                        size_t taken, uint32_t *idx_out, float *val_out);
+
 #endif

@@ -367,6 +367,13 @@ static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_
     }
 }
 
+/* See candidates.h: the answers with tkey as the k-th key and every tie at it taken. */
+void dr_take_candidates(const uint32_t *cand_idx, const float *cand_val, size_t count, uint32_t tkey,
+                        size_t taken, uint32_t *idx_out, float *val_out)
+{
+    write_answers(cand_idx, cand_val, count, taken, tkey, (size_t)-1, idx_out, val_out);
+}
+
 static int split_step(void *ctx, int step, size_t begin, size_t end)
 {
     split_select *s = (split_select *)ctx;

@@ -193,14 +193,14 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
     if (st != DR_OK)
         return st;
     if (in_band && from_candidates(&src, thr)) {
-        /* Positions among the candidates, then their indices and values. */
-        st = dr_threshold_select(cand_val, src.ncand, thr, idx_out, cap, count);
-        for (j = 0; st == DR_OK && j < *count; j++) {
-            uint32_t at = idx_out[j];
-            val_out[j] = cand_val[at];
-            idx_out[j] = cand_idx[at];
-        }
-        return st;
+        /* The c candidates at or above thr, whose key is its bits less the sign. */
+        *count = c;
+        if (c > cap)
+            return DR_E_DST_TOO_SMALL;
+        memcpy(&tkey, &thr, sizeof tkey);
+        tkey &= 0x7fffffffu;
+        dr_take_candidates(cand_idx, cand_val, src.ncand, tkey, c, idx_out, val_out);
+        return DR_OK;
     }
     st = in_band ? dr_threshold_select(x, n, thr, idx_out, cap, count)
                  : fallback_topk(x, n, k, idx_out, cap, count);

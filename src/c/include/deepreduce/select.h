@@ -92,7 +92,8 @@ int dr_randomk_sparsify(uint64_t key, const float *x, size_t n, size_t k, uint32
 size_t dr_sparse_raw_size(size_t r);
 
 /* Frame (idx[j], val[j]) for j < r of a dense tensor of `numel` entries. DR_E_ARG if the
- * indices are not strictly ascending or not below numel (checked before writing). */
+ * indices are not strictly ascending or not below numel (the order is checked as the
+ * indices are copied: buf's contents are undefined after that refusal). */
 int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint32_t *idx,
                          const float *val, size_t r, uint8_t *buf, size_t cap, size_t *written);
 
