@@ -793,6 +793,38 @@ static void test_vec(void)
     CHECK_STATUS(dr_zero(NULL, 1), DR_E_ARG);
 }
 
+/* dr_axpby on outputs large enough to be streamed past the caches (8M floats and up,
+ * 16-byte aligned, apart from x and y): the same bits as in place, which is never
+ * streamed; an Inf seen in the vector loop and in its tail; and an output 4 bytes off
+ * alignment, which takes the plain loop. */
+static void test_axpby_streamed(void)
+{
+    const size_t n = ((size_t)8 << 20) + 13;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *ref = malloc(n * sizeof *ref);
+    float *out = malloc((n + 4) * sizeof *out);
+    size_t i, at[2] = {0, n - 1}, shifts[3] = {0, 1, 4}, t;
+    CHECK(x != NULL && y != NULL && ref != NULL && out != NULL);
+    for (i = 0; i < n; i++) {
+        x[i] = (float)i * 1e-3f - 7.0f;
+        y[i] = 1.0f - (float)(i % 1000) * 0.37f;
+    }
+    memcpy(ref, y, n * sizeof *y);
+    CHECK_OK(dr_axpby(0.3f, x, -1.7f, ref, ref, n));
+    for (t = 0; t < 3; t++) { /* malloc's alignment (16), 4 bytes off it, and 16 again */
+        CHECK(dr_axpby_finite(0.3f, x, -1.7f, y, out + shifts[t], n) == 1);
+        CHECK(memcmp(out + shifts[t], ref, n * sizeof *ref) == 0);
+    }
+    for (t = 0; t < 2; t++) {
+        x[at[t]] = INFINITY;
+        CHECK(dr_axpby_finite(0.3f, x, -1.7f, y, out, n) == 0);
+        x[at[t]] = 1.0f;
+    }
+    free(x);
+    free(y);
+    free(ref);
+    free(out);
+}
+
 /* PowerSGD's product, v = P Q^T summed in k order with every product rounded, against
  * that rule written out here; then minuend - v, in place; then the same on an output
  * large enough to be streamed and split over 1, 2 and 3 threads. */
@@ -970,6 +1002,7 @@ int main(void)
     test_randomk();
     test_randomk_sparsify();
     test_vec();
+    test_axpby_streamed();
     test_lowrank_product();
     test_half_against_reference();
     test_half_paths_agree();

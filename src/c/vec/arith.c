@@ -3,12 +3,13 @@
 #include "deepreduce.h"
 #include "simd_config.h"
 #include "finite_bytes.h"
+#include "stream_simd.h"
 
 #include <math.h>
 #include <string.h>
 
 /* out = a x + b y, and whether an output had an all-ones exponent (Inf or NaN). Inlined
- * into both entry points: dr_axpby drops the unused test. */
+ * into both entry points (through axpby_any): dr_axpby drops the unused test. */
 DR_ALWAYS_INLINE uint32_t axpby(float a, const float *x, float b, const float *y, float *out, size_t n)
 {
     uint32_t nonfinite = 0;
@@ -23,11 +24,53 @@ DR_ALWAYS_INLINE uint32_t axpby(float a, const float *x, float b, const float *y
     return nonfinite;
 }
 
+#if DR_HAVE_X86_SIMD
+/* axpby with out streamed past the caches (out 16-byte aligned): the same operations per
+ * lane (a product each, then their sum, rounded as the plain loop rounds them), eight
+ * lanes at a time. */
+DR_TARGET_AVX2 static uint32_t axpby_streamed_avx2(float a, const float *x, float b, const float *y, float *out,
+                                                   size_t n)
+{
+    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+    const __m256i exponent = _mm256_set1_epi32(0x7f800000);
+    __m256i nonfinite = _mm256_setzero_si256();
+    size_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_add_ps(_mm256_mul_ps(va, _mm256_loadu_ps(x + i)), _mm256_mul_ps(vb, _mm256_loadu_ps(y + i)));
+        nonfinite = _mm256_or_si256(nonfinite, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), exponent),
+                                                                  exponent));
+        dr_store8_avx2(out + i, v, 1);
+    }
+    dr_stream_fence();
+    return (uint32_t)!_mm256_testz_si256(nonfinite, nonfinite) | axpby(a, x + i, b, y + i, out + i, n - i);
+}
+
+/* Whether the n floats at p and at q do not overlap. */
+static int apart(const float *p, const float *q, size_t n)
+{
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+    return a + n * sizeof(float) <= b || b + n * sizeof(float) <= a;
+}
+#endif
+
+/* axpby, streamed where out is a large output of its own (dr_stream_output): its old
+ * lines are then not read before they are written (a third of the traffic; out of
+ * place on 25.6M floats, 11.1 -> 8.5 ms). Where out is x or y those lines have just
+ * been read, and streaming them measured slower (7.4 -> 7.8 ms). */
+DR_ALWAYS_INLINE uint32_t axpby_any(float a, const float *x, float b, const float *y, float *out, size_t n)
+{
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2 && dr_stream_output(out, n) && apart(out, x, n) && apart(out, y, n))
+        return axpby_streamed_avx2(a, x, b, y, out, n);
+#endif
+    return axpby(a, x, b, y, out, n);
+}
+
 int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_t n)
 {
     if (n > 0 && (x == NULL || y == NULL || out == NULL))
         return DR_E_ARG;
-    (void)axpby(a, x, b, y, out, n);
+    (void)axpby_any(a, x, b, y, out, n);
     return DR_OK;
 }
 
@@ -35,7 +78,7 @@ int dr_axpby_finite(float a, const float *x, float b, const float *y, float *out
 {
     if (n > 0 && (x == NULL || y == NULL || out == NULL))
         return DR_E_ARG;
-    return axpby(a, x, b, y, out, n) ? 0 : 1;
+    return axpby_any(a, x, b, y, out, n) ? 0 : 1;
 }
 
 int dr_zero(float *x, size_t n)
