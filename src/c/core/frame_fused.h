@@ -1,7 +1,8 @@
 /* Internal: the frame functions for a codec that computes its sections' CRC itself,
- * inside the sweep that writes or reads them while the bytes are in cache (inceptionn),
- * instead of a separate read of the whole frame. Every other caller uses dr_frame_seal
- * and dr_frame_parse, which compute and verify the CRC on their own. Not public API. */
+ * inside the sweep that writes or reads them while the bytes are in cache (inceptionn,
+ * the raw sparse frame), instead of a separate read of the whole frame. Every other
+ * caller uses dr_frame_seal and dr_frame_parse, which compute and verify the CRC on
+ * their own. Not public API. */
 #ifndef DR_FRAME_FUSED_H
 #define DR_FRAME_FUSED_H
 

@@ -23,9 +23,9 @@ size_t dr_sparse_raw_size(size_t r)
     return dr_frame_header_size(2) + 8u * r + DR_FRAME_TRAILER;
 }
 
-/* The number of pairs idx[j - 1] >= idx[j] among j in [from, to), 0 < from: zero where
- * that stretch continues strictly ascending. Unaligned little-endian words; no early
- * exit, so the loop vectorises. */
+/* 1 if idx[j] <= idx[j - 1] for some j in [from, to), 0 < from, else 0 (that stretch
+ * goes on strictly ascending). Unaligned little-endian words; no early exit, so the
+ * loop vectorises. */
 static uint32_t descents(const uint8_t *idx, size_t from, size_t to)
 {
     uint32_t bad = 0;
