@@ -18,13 +18,11 @@ def selected_values(flat, indices):
     return values
 
 
-def encode(kind, numel, indices, values, what, frames=None, name=None):
+def encode(kind, numel, indices, values, what, frames, name):
     """Frame (indices, values) (uint32, float32) of a tensor of numel entries as a raw
-    sparse payload: into a buffer of ``frames`` (an ``Outputs`` of bytes) for ``name``
-    where given, reused once nothing holds it (a frame of the size the name's last
-    one had: top-k's, every step), else a fresh one."""
-    size = lib.dr_sparse_raw_size(indices.size)
-    frame = np.empty(size, dtype=np.uint8) if frames is None else frames.take(name, size)
+    sparse payload, into a buffer of ``frames`` (an ``Outputs`` of bytes) for ``name``,
+    reused once nothing holds it."""
+    frame = frames.take(name, lib.dr_sparse_raw_size(indices.size))
     written = ffi.new("size_t *")
     check(lib.dr_sparse_raw_encode(kind, lib.DR_DTYPE_FLOAT32, numel, u32(indices), f32(values),
                                    indices.size, u8(frame), frame.nbytes, written), what)

@@ -26,13 +26,11 @@ def select_topk(flat, k, work):
     return indices, work
 
 
-def sparsify_topk(flat, k, work, what, indices=None, values=None):
+def sparsify_topk(flat, k, work, what, indices, values):
     """``((indices, values), work)``: select_topk's indices with their float32 values, or
     None in their place where flat holds an Inf or a NaN (found by the select's own
     sweep); ``work`` as select_topk's. ``indices`` and ``values`` (uint32 and float32
-    arrays of k, to be written) are the caller's to reuse; None: fresh ones."""
-    indices = np.empty(k, dtype=np.uint32) if indices is None else indices
-    values = np.empty(k, dtype=np.float32) if values is None else values
+    arrays of k, to be written) are the caller's, from its pools."""
     work = grown(work, lib.dr_topk_workspace_size(flat.size, k))
     status = lib.dr_topk_sparsify(f32(flat), flat.size, k, u32(indices), f32(values), ffi.from_buffer(work))
     if status == lib.DR_E_NUMERIC:
