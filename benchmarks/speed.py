@@ -76,6 +76,25 @@ def topk_table(repeat, sizes):
                 lambda: torch.topk(xt.abs(), k, sorted=False), lambda: np.argpartition(np.abs(x), n - k)[n - k:])
             print(f"{n:>11,} {rho:>6} {ours * 1e3:8.2f} {t_pass * 1e3:8.2f} {ours / t_pass:7.1f} "
                   f"{t_torch / ours:10.1f}x {t_np / ours:12.1f}x")
+    # Tensors of mostly zeros (a reduced chunk of sparse payloads, an embedding's
+    # gradient): the sample's threshold is zero, and fewer than k entries may be nonzero.
+    n = sizes[-1]
+    k = max(1, int(n * 0.01))
+    idx = np.empty(k, dtype=np.uint32)
+    work = np.empty(lib.dr_topk_workspace_size(n, k), dtype=np.uint8)
+    print(f"{'n':>11} {'nonzero':>8} {'ours ms':>8} {'pass ms':>8} {'passes':>7} {'torch.topk':>11} "
+          f"{'argpartition':>13}   (rho = 0.01, the rest zeros)")
+    for density in (0.03, 0.005, 0.0):
+        rng = np.random.default_rng(2)
+        x = np.empty(n, dtype=np.float32)
+        x.fill(0.0)  # written, not fresh zero pages (which every read finds in one page)
+        x[rng.choice(n, int(n * density), replace=False)] = rng.standard_normal(int(n * density))
+        xt = torch.from_numpy(x)
+        t_pass, ours, t_torch, t_np = best_of_rounds(
+            repeat, one_pass(x), lambda: lib.dr_topk_select(f32(x), n, k, u32(idx), ffi.from_buffer(work)),
+            lambda: torch.topk(xt.abs(), k, sorted=False), lambda: np.argpartition(np.abs(x), n - k)[n - k:])
+        print(f"{n:>11,} {density:>8} {ours * 1e3:8.2f} {t_pass * 1e3:8.2f} {ours / t_pass:7.1f} "
+              f"{t_torch / ours:10.1f}x {t_np / ours:12.1f}x")
 
 
 # ------------------------------------------------------------------ torch versions (GRACE)

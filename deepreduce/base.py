@@ -18,6 +18,7 @@ from functools import partial
 from . import edge
 from . import stats as _stats
 from ._native import all_finite, as_frame_bytes, check, f32, lib, result_finite, u8
+from .state import Outputs
 
 
 class Compressor(ABC):
@@ -182,6 +183,9 @@ class Communicator(ABC):
         self._transport_choice = transport
         self._transport = None
         self.stats = stats if stats is not None else _stats.GLOBAL
+        # Arrays a step makes afresh (results, copies), per use and tensor name: reused
+        # once nothing refers to them.
+        self.buffers = Outputs()
 
     # -- binding ------------------------------------------------------------------
     @property
@@ -252,7 +256,7 @@ class Communicator(ABC):
         # is the caller's tensor itself: copied, so that the result, as on every other
         # rank, does not change when the caller edits the gradient in place (zero_grad
         # without set_to_none, gradient accumulation) or the other way round.
-        return edge.unaliased(restore(result), tensor)
+        return edge.unaliased(restore(result), tensor, self.buffers, ("unaliased", name))
 
     # -- GRACE's Horovod-PyTorch flavour (its patched horovod.torch optimizer) --------
     def send_step(self, tensor, name):

@@ -174,6 +174,13 @@ class Outputs:
             buffers.append(fresh)
         return fresh[:size] if self.grow else fresh
 
+    def copy_of(self, name, array):
+        """A copy of ``array`` (C-contiguous, of the pool's dtype) in a buffer ``take``
+        gives for ``name``, in ``array``'s shape."""
+        copy = self.take(name, array.size).reshape(array.shape)
+        np.copyto(copy, array)
+        return copy
+
     def _serves(self, buffer, size):
         """Whether ``buffer`` can hold a result of ``size`` elements."""
         return buffer.size >= size if self.grow else buffer.size == size

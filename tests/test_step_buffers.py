@@ -93,6 +93,35 @@ def test_a_held_payload_is_never_written_and_a_released_one_is_reused(kind, make
     assert address(compressor.compress(gradient(kind, 3), "w")[0][0]) in held
 
 
+FRAMED_METHODS = ["qsgd", "terngrad", "onebit", "signsgd", "signum", "efsignsgd", "natural", "8bit", "u8bit",
+                  "inceptionn", "sketch", "adaq", "3lc"]
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+@pytest.mark.parametrize("method", FRAMED_METHODS)
+def test_a_held_quantiser_frame_is_never_written_and_a_released_one_is_reused(kind, method):
+    """The quantisers' frames come from a pool per name too (a fresh 100 MB frame cost as
+    long as its encoding in page faults): one that is held stays as it was sent, and one
+    that is let go is written again, whatever its size this step (inceptionn's, adaq's
+    and 3lc's depend on the data)."""
+    compressor = grace_from_params({"compressor": method, "compress_ratio": 0.05}).compressor
+    first, first_ctx = compressor.compress(gradient(kind, 1, 20_000), "w")
+    kept = snapshot(first[0])
+    second, ctx = compressor.compress(gradient(kind, 2, 20_000), "w")
+    assert address(first[0]) != address(second[0])
+    np.testing.assert_array_equal(np.asarray(first[0]), np.asarray(kept))
+    np.testing.assert_array_equal(np.asarray(compressor.decompress(first, first_ctx)),
+                                  np.asarray(compressor.decompress([kept], first_ctx)))
+    pooled = address(first[0])  # the name's buffer (the second's was a spare)
+    del first, second, first_ctx, ctx
+    gc.collect()
+    # Had the pool let the buffer go, this would take its memory (the allocator hands the
+    # freed block out again), so the frame found at the address is the pool's.
+    squatter = np.empty(kept.numel() if torch.is_tensor(kept) else kept.size, dtype=np.uint8)
+    third = compressor.compress(gradient(kind, 3, 20_000), "w")[0][0]
+    assert address(third) == pooled and address(squatter) != pooled
+
+
 @pytest.mark.parametrize("make", [lambda: DgcCompressor(0.3), lambda: ThresholdCompressor(0.5)],
                          ids=["dgc", "threshold"])
 def test_frames_whose_size_changes_every_step_reuse_one_buffer(make):
@@ -225,6 +254,39 @@ def test_a_rolled_back_step_leaves_the_adopted_residual_as_it_was(monkeypatch):
         assert bits(adopting.memory.residuals["w"]).tobytes() == bits(copying.memory.residuals["w"]).tobytes()
 
 
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_dgc_memory_compresses_a_copy_of_v_and_a_nonfinite_gradient_leaves_u_and_v(kind):
+    """DGC's memory: u = m·u + g and v = v + u (one sweep in C); the compressor gets a
+    copy of v, which the masking of the sent entries in v leaves alone; a gradient
+    holding a NaN or an infinity leaves u and v as they were."""
+    grc = grace_from_params({"compressor": "dgc", "memory": "dgc", "communicator": "allgather",
+                             "compress_ratio": 0.3, "world_size": 1, "transport": "local"})
+    memory = grc.memory
+    grc.step(gradient(kind, 1), "w")
+    u, v = (np.asarray(snapshot(memory.residuals["w"])), np.asarray(snapshot(memory.gradients["w"])))
+    g = np.asarray(gradient("numpy", 2))
+    want_u = np.float32(0.9) * u + g
+    want_v = v + want_u
+    compensated = memory.compensate(gradient(kind, 2), "w")
+    assert type(compensated) is type(gradient(kind, 2))
+    np.testing.assert_array_equal(np.asarray(memory.residuals["w"]), want_u)
+    np.testing.assert_array_equal(np.asarray(compensated), want_v)
+    tensors, ctx = grc.compressor.compress(compensated, "w")
+    memory.update(compensated, "w", grc.compressor, tensors, ctx)
+    np.testing.assert_array_equal(np.asarray(compensated), want_v)
+    assert not np.asarray(memory.gradients["w"])[ctx.indices].any()
+    for bad in (float("nan"), float("inf")):
+        u, v = snapshot(memory.residuals["w"]), snapshot(memory.gradients["w"])
+        poisoned = gradient(kind, 3)
+        poisoned[17] = bad
+        assert not np.isfinite(np.asarray(memory.compensate(poisoned, "w"))).all()
+        np.testing.assert_array_equal(np.asarray(memory.residuals["w"]), np.asarray(u))
+        np.testing.assert_array_equal(np.asarray(memory.gradients["w"]), np.asarray(v))
+        assert not np.isfinite(np.asarray(grc.step(poisoned, "w"))).all()
+        np.testing.assert_array_equal(np.asarray(memory.residuals["w"]), np.asarray(u))
+        np.testing.assert_array_equal(np.asarray(memory.gradients["w"]), np.asarray(v))
+
+
 # ------------------------------------------------------------ one-rank results
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
 @pytest.mark.parametrize("communicator", ["allgather", "broadcast"])
@@ -239,6 +301,25 @@ def test_a_one_rank_result_is_not_the_callers_gradient(kind, communicator, memor
     np.testing.assert_array_equal(np.asarray(result), want)
     result[:] = 5  # an optimizer's in-place edit of p.grad leaves the gradient alone
     assert not np.asarray(g).any()
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_a_one_rank_copy_is_written_only_once_released(kind):
+    """'none' with one rank copies the gradient into a buffer per name, reused as the
+    decoders' outputs are: never while a result made in it is held."""
+    grc = grace_from_params({"compressor": "none", "memory": "none", "communicator": "allgather",
+                             "world_size": 1, "transport": "local"})
+    first = grc.step(gradient(kind, 1), "w")
+    kept = snapshot(first)
+    second = grc.step(gradient(kind, 2), "w")
+    third = grc.step(gradient(kind, 3), "w")  # both of the name's buffers are held: a fresh one
+    assert len({address(first), address(second), address(third)}) == 3
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(kept))
+    np.testing.assert_array_equal(np.asarray(third), np.asarray(gradient(kind, 3)))
+    held = {address(first), address(second)}
+    del first, second, third
+    gc.collect()
+    assert address(grc.step(gradient(kind, 4), "w")) in held
 
 
 def test_the_compensated_tensor_is_reused_only_once_released():

@@ -7,6 +7,7 @@ compresses its reduced chunk again, and all ranks allgather the reduced chunks. 
 chunk payload is a framed buffer; any compressor works, quantizers being the intent.
 """
 import math
+from functools import partial
 
 import numpy as np
 
@@ -41,6 +42,14 @@ class ChunkedCodec(Compressor):
         parts = [edge.to_core(self.inner.decompress(t, c))[0] for t, c in zip(tensors, contexts)]
         return restore(np.concatenate(parts) if parts else edge.zeros(0))
 
+    def lost(self, flat, tensors, ctx, out):
+        """Each chunk's loss by the inner compressor's own ``lost`` (a sparsifier's zeroes
+        what it sent, where the default decompressed the whole tensor), into its slice."""
+        contexts, _ = ctx
+        inner_lost = self.inner.lost if isinstance(self.inner, Compressor) else partial(Compressor.lost, self.inner)
+        for (lo, hi), chunk_tensors, chunk_ctx in zip(self.bounds(flat.size), tensors, contexts):
+            inner_lost(flat[lo:hi], chunk_tensors, chunk_ctx, out[lo:hi])
+
     def rollback(self, name):
         for j in range(self.chunks):
             self.inner.rollback(f"{name}/chunk{j}")
@@ -69,7 +78,7 @@ class AllToAll(Communicator):
         gathered = [self.transport.allgather(t, f"{name}/reduced#{i}") for i, t in enumerate(again)]
         chunks = [edge.to_core(self.compressor.decompress(list(parts), again_ctx_for(contexts, again_ctx, j, me)))[0]
                   for j, parts in enumerate(zip(*gathered))]
-        return restore(np.concatenate(chunks))
+        return restore(np.concatenate(chunks, out=self.buffers.take(("result", name), restore.numel)))
 
 
 def again_ctx_for(contexts, own_ctx, j, me):

@@ -6,21 +6,10 @@ import numpy as np
 
 from .. import edge
 from .._native import (all_finite, as_frame_bytes, check, decoded_marker, f32, ffi, lib, name_key,
-                       nonfinite_frame, u8, workspace, zero)
+                       nonfinite_frame, u8)
 from ..base import OneFrameCompressor
+from ..codecs.workspace import Workspace
 from ..state import Outputs
-
-
-def framed(capacity, encoder, what, nonfinite_none=False):
-    """Run ``encoder(buf, cap, written)`` into a fresh buffer; return the frame bytes, or
-    None where ``nonfinite_none`` and the encoder refused an Inf or a NaN (DR_E_NUMERIC)."""
-    frame = np.empty(max(int(capacity), 1), dtype=np.uint8)
-    written = ffi.new("size_t *")
-    status = encoder(u8(frame), frame.nbytes, written)
-    if nonfinite_none and status == lib.DR_E_NUMERIC:
-        return None
-    check(status, what)
-    return frame[:written[0]]
 
 
 class FrameCtx:
@@ -73,8 +62,9 @@ class FramedCompressor(OneFrameCompressor):
     params = ()  # attributes holding the encoder's parameters, in the C order
     stochastic = False  # the encoder takes a per-step key (StepKeys) after the parameters
     scratch = None  # the C name of the size of the scratch the encoder takes, if any
-    # The C name of a decoder that adds the frame into a zeroed output, if there is one:
-    # decompress then takes fresh zero pages (np.zeros) instead of clearing its output.
+    # The C name of a decoder that adds a frame's entries into a running sum, if there
+    # is one (a sparse frame): decompress_aggregate adds the other ranks' frames straight
+    # into the aggregate, where a dense decode of each and a sum read and wrote it all.
     decoder_add = None
     # The encoder refuses every Inf and NaN (DR_E_NUMERIC) in the sweep it makes anyway:
     # compress then skips a finiteness pass of its own, and encode returns None for them.
@@ -84,6 +74,27 @@ class FramedCompressor(OneFrameCompressor):
         super().__init__(average, tensors_size_are_same)
         self.keys = StepKeys()
         self.outputs = Outputs()  # decompress's results, reused per name once released
+        # The frames sent, likewise (a payload is written again once nothing holds it),
+        # and the encoders' scratch: a fresh 100 MB frame cost as long as its encoding
+        # in page faults.
+        self.frames = Outputs(keep=1, dtype=np.uint8, grow=True)
+        self.work = Workspace()
+
+    def framed(self, name, capacity, encoder, what, nonfinite_none=False):
+        """Run ``encoder(buf, cap, written)`` into ``capacity`` bytes of a frame buffer
+        for ``name`` (``frames``); return the frame bytes, or None where
+        ``nonfinite_none`` and the encoder refused an Inf or a NaN (DR_E_NUMERIC)."""
+        frame = self.frames.take(name, max(int(capacity), 1))
+        written = ffi.new("size_t *")
+        status = encoder(u8(frame), frame.nbytes, written)
+        if nonfinite_none and status == lib.DR_E_NUMERIC:
+            return None
+        check(status, what)
+        return frame[:written[0]]
+
+    def scratch_for(self, nbytes):
+        """An encoder's ``void *work`` of ``nbytes``, reused from call to call."""
+        return ffi.from_buffer(self.work.array("encoder", nbytes, np.uint8))
 
     def encode(self, flat, name):
         """Return the frame (uint8 array) for the flat float32 tensor: the encoder is
@@ -95,12 +106,11 @@ class FramedCompressor(OneFrameCompressor):
             args.append(self.keys.next(name))
         args.append(lib.DR_DTYPE_FLOAT32)
         if self.scratch is not None:
-            _, work = workspace(getattr(lib, self.scratch)(flat.size, *params))
-            args.append(work)
+            args.append(self.scratch_for(getattr(lib, self.scratch)(flat.size, *params)))
         encoder = getattr(lib, self.encoder)
-        return framed(getattr(lib, self.size)(flat.size, *params),
-                      lambda buf, cap, w: encoder(*args, buf, cap, w), f"{self.label} of {name!r}",
-                      self.refuses_nonfinite)
+        return self.framed(name, getattr(lib, self.size)(flat.size, *params),
+                           lambda buf, cap, w: encoder(*args, buf, cap, w), f"{self.label} of {name!r}",
+                           self.refuses_nonfinite)
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
@@ -121,12 +131,8 @@ class FramedCompressor(OneFrameCompressor):
         marker = decoded_marker(frame, getattr(lib, self.frame_kind), ctx.numel, what)
         if marker is not None:
             return marker
-        if self.decoder_add is not None:
-            out = np.zeros(ctx.numel, dtype=np.float32) if into is None else zero(into)
-            check(getattr(lib, self.decoder_add)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
-        else:
-            out = into if into is not None else self.outputs.take(ctx.name, ctx.numel)
-            check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
+        out = into if into is not None else self.outputs.take(ctx.name, ctx.numel)
+        check(getattr(lib, self.decoder)(u8(frame), frame.nbytes, f32(out), ctx.numel), what)
         return out
 
     def aggregate(self, tensors):
@@ -144,7 +150,8 @@ class FramedCompressor(OneFrameCompressor):
 
     def decompress_aggregate(self, payloads, ctx, divisor=1):
         """The ranks' frames decoded one by one (the own frame's decode taken from
-        ``lost``, the others' into one scratch buffer) and added into the first's:
+        ``lost``, the others' into one scratch buffer, or added straight in by
+        ``decoder_add``) and added into the first's:
         0 + t0 + t1 + ..., as Python's sum adds them, so the same bits as decompressing
         each and aggregating, without a dense tensor per rank; then finished and
         divided in place. The result is vouched finite (``ctx.finite_result``) where
@@ -169,6 +176,13 @@ class FramedCompressor(OneFrameCompressor):
             own = self._take_own(frame, ctx)
             if own is not None:
                 part = own[0]
+            elif self.decoder_add is not None and decoded_marker(frame, getattr(lib, self.frame_kind), ctx.numel,
+                                                                 what) is None:
+                # total + the frame's entries: where a dense decode holds 0 the sum keeps
+                # total's value (no -0.0 is left in it), so the same bits as adding it.
+                check(getattr(lib, self.decoder_add)(u8(frame), frame.nbytes, f32(total), ctx.numel), what)
+                finite = False  # not known without a sweep (the step makes one)
+                continue
             else:
                 if scratch is None:
                     scratch = self.outputs.take(None if ctx.name is None else (ctx.name, "part"), ctx.numel)

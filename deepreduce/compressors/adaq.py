@@ -1,5 +1,5 @@
-from .._native import f32, lib, workspace
-from ._framed import FramedCompressor, framed
+from .._native import f32, lib
+from ._framed import FramedCompressor
 from ..checks import fraction
 
 
@@ -10,7 +10,7 @@ class AdaqCompressor(FramedCompressor):
 
     frame_kind = "DR_KIND_ADAQ"
     decoder = "dr_adaq_decode"
-    decoder_add = "dr_adaq_decode_add"  # a sparse frame: fresh zero pages, then a scatter
+    decoder_add = "dr_adaq_decode_add"  # a sparse frame: the other ranks' add into the sum
     refuses_nonfinite = True  # its sweep counting the signs finds them (DR_E_NUMERIC)
 
     def __init__(self, compress_ratio=0.01):
@@ -23,8 +23,8 @@ class AdaqCompressor(FramedCompressor):
 
     def encode(self, flat, name):
         key = self.keys.next(name)
-        _, work = workspace(lib.dr_adaq_workspace_size(flat.size))
-        return framed(lib.dr_adaq_bound(flat.size),
-                      lambda buf, cap, w: lib.dr_adaq_encode(f32(flat), flat.size, self.compress_ratio, key,
-                                                             lib.DR_DTYPE_FLOAT32, work, buf, cap, w),
-                      f"adaq of {name!r}", self.refuses_nonfinite)
+        work = self.scratch_for(lib.dr_adaq_workspace_size(flat.size))
+        return self.framed(name, lib.dr_adaq_bound(flat.size),
+                           lambda buf, cap, w: lib.dr_adaq_encode(f32(flat), flat.size, self.compress_ratio, key,
+                                                                  lib.DR_DTYPE_FLOAT32, work, buf, cap, w),
+                           f"adaq of {name!r}", self.refuses_nonfinite)

@@ -1,7 +1,7 @@
 import math
 
 from .._native import f32, lib
-from ._framed import FramedCompressor, framed
+from ._framed import FramedCompressor
 from ..checks import integer, number
 
 
@@ -27,10 +27,10 @@ class InceptionnCompressor(FramedCompressor):
         # Into room for the largest frame, and the encoder reports the size it wrote: no
         # sizing sweep of x. An Inf or a NaN gives None (refuses_nonfinite), and compress
         # then sends the marker.
-        return framed(lib.dr_inceptionn_bound(flat.size),
-                      lambda buf, cap, w: lib.dr_inceptionn_encode(f32(flat), flat.size, self.bound_bits,
-                                                                   lib.DR_DTYPE_FLOAT32, buf, cap, w),
-                      f"inceptionn of {name!r}", nonfinite_none=True)
+        return self.framed(name, lib.dr_inceptionn_bound(flat.size),
+                           lambda buf, cap, w: lib.dr_inceptionn_encode(f32(flat), flat.size, self.bound_bits,
+                                                                        lib.DR_DTYPE_FLOAT32, buf, cap, w),
+                           f"inceptionn of {name!r}", nonfinite_none=True)
 
 
 def bits_of_error_bound(error_bound):

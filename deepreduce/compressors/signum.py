@@ -1,7 +1,7 @@
 from .. import edge
 from .._native import f32, ffi, lib
 from ..state import TensorState
-from ._framed import FrameCtx, FramedCompressor, framed, majority_vote
+from ._framed import FrameCtx, FramedCompressor, majority_vote
 from ..checks import number
 
 
@@ -35,11 +35,11 @@ class SignumCompressor(FramedCompressor):
         # One sweep: the new momentum from the old one (m = g at the first call) and the
         # sign frame of it, packed while each block of m is still in cache.
         old_pointer = ffi.NULL if old is None else f32(old)
-        frame = framed(lib.dr_signum_size(flat.size),
-                       lambda buf, cap, written: lib.dr_signum_momentum_encode(
-                           f32(m), old_pointer, f32(flat), flat.size, self.momentum, lib.DR_DTYPE_FLOAT32,
-                           buf, cap, written),
-                       f"signum of {name!r}", nonfinite_none=True)
+        frame = self.framed(name, lib.dr_signum_size(flat.size),
+                            lambda buf, cap, written: lib.dr_signum_momentum_encode(
+                                f32(m), old_pointer, f32(flat), flat.size, self.momentum, lib.DR_DTYPE_FLOAT32,
+                                buf, cap, written),
+                            f"signum of {name!r}", nonfinite_none=True)
         if frame is None:  # an Inf or a NaN in the gradient (so in m): the momentum stays
             self.momentums.undo(name)
             frame = self.nonfinite(flat.size)

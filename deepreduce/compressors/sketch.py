@@ -13,6 +13,7 @@ class SketchCompressor(FramedCompressor):
     params = ("bins",)
     stochastic = True
     scratch = "dr_sketch_workspace_size"
+    refuses_nonfinite = True  # an Inf or a NaN makes its bin's mean non-finite (DR_E_NUMERIC)
 
     def __init__(self, bins=127):
         super().__init__()

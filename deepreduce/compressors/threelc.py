@@ -1,5 +1,5 @@
 from .._native import f32, lib
-from ._framed import FramedCompressor, framed
+from ._framed import FramedCompressor
 
 
 class ThreeLCCompressor(FramedCompressor):
@@ -9,6 +9,7 @@ class ThreeLCCompressor(FramedCompressor):
 
     frame_kind = "DR_KIND_THREELC"
     decoder = "dr_threelc_decode"
+    refuses_nonfinite = True  # the encoder refuses Inf and NaN (DR_E_NUMERIC)
 
     def __init__(self, sparsity=1.0):
         super().__init__(tensors_size_are_same=False)
@@ -21,7 +22,7 @@ class ThreeLCCompressor(FramedCompressor):
         return cls(params.get("threelc_sparsity", 1.0))
 
     def encode(self, flat, name):
-        return framed(lib.dr_threelc_bound(flat.size),
-                      lambda buf, cap, w: lib.dr_threelc_encode(f32(flat), flat.size, self.sparsity,
-                                                                lib.DR_DTYPE_FLOAT32, buf, cap, w),
-                      f"3lc of {name!r}")
+        return self.framed(name, lib.dr_threelc_bound(flat.size),
+                           lambda buf, cap, w: lib.dr_threelc_encode(f32(flat), flat.size, self.sparsity,
+                                                                     lib.DR_DTYPE_FLOAT32, buf, cap, w),
+                           f"3lc of {name!r}", self.refuses_nonfinite)

@@ -9,9 +9,9 @@ clamped to ±sqrt(Σ_ranks ||g||² / world_size), the global norm agreed by an a
 import numpy as np
 
 from .. import edge
-from .._native import all_finite, check, f32, lib, u32
-from ..base import Memory
-from ..state import TensorState
+from .._native import check, f32, ffi, lib, u32
+from ..base import Memory, crossed
+from ..state import Outputs, TensorState
 
 
 class DgcMemory(Memory):
@@ -25,6 +25,10 @@ class DgcMemory(Memory):
         # v; both in the caller's kind and shape.
         self.residuals = TensorState()
         self.gradients = TensorState()
+        # compensate's results: copies of v (update zeroes v in place where entries were
+        # sent, and the compressor may still read what it was given), reused per name
+        # once released.
+        self._compensated = Outputs()
 
     @classmethod
     def from_params(cls, params, compressor):
@@ -45,21 +49,24 @@ class DgcMemory(Memory):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
         if self.gradient_clipping:
             flat = self._clip(flat, name)
-        if not all_finite(flat):  # the step will be skipped: leave u and v as they were
-            return restore(flat)
         u, u_old = self.residuals.write(name, restore, flat.size)
         v, v_old = self.gradients.write(name, restore, flat.size)
-        if u_old is None or v_old is None:
-            u[:] = flat
-            v[:] = flat
-        else:
-            check(lib.dr_axpby(self.momentum, f32(u_old), 1.0, f32(flat), f32(u), u.size), "dgc momentum")
-            check(lib.dr_axpby(1.0, f32(v_old), 1.0, f32(u), f32(v), v.size), "dgc accumulation")
-        return restore(v.copy())
+        if u_old is None or v_old is None:  # the first step: u = v = g
+            u_old = v_old = None
+        compensated = self._compensated.take(name, flat.size)
+        # u, v and the copy of v in one sweep, which also says whether they are finite.
+        finite = lib.dr_dgc_accumulate(self.momentum, ffi.NULL if u_old is None else f32(u_old),
+                                       ffi.NULL if v_old is None else f32(v_old), f32(flat), f32(u), f32(v),
+                                       f32(compensated), flat.size)
+        check(min(finite, 0), "dgc momentum and accumulation")
+        if not finite:  # an Inf or a NaN (in g, or a sum overflowed): the step will be
+            self.residuals.undo(name)  # skipped, so u and v stay as they were
+            self.gradients.undo(name)
+        return restore.working(compensated)
 
     def update(self, tensor, name, compressor, tensors, ctx):
-        flat, _ = edge.to_core(tensor, what=f"tensor {name!r}")
-        if not all_finite(flat):
+        flat, _, finite = crossed(tensor, ctx, f"tensor {name!r}")
+        if not finite:
             return
         indices = getattr(ctx, "indices", None)
         if indices is None:  # a compressor that does not say what it sent: mask by value

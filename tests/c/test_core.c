@@ -406,6 +406,59 @@ static void test_topk_sparsify(void)
     free(work);
 }
 
+/* Tensors of mostly zeros (signed) on the sampled path, whose sample's k-th largest
+ * magnitude is zero: the sweep then takes every nonzero entry. Fewer of them than k (none,
+ * a third of k, one short of k) make the answer those and the first zeros, exactly
+ * k is all of them, and more (three times k) is a radix select among them; each with 1, 2
+ * and 3 threads, as dr_topk_sparsify (indices and values) and as dr_topk_select with NaNs
+ * among the zeros (they rank as zero, so some are taken as ties). */
+static void test_topk_mostly_zeros(void)
+{
+    const size_t n = 3 * DR_THREADS_MIN_NUMEL + 1003, k = n / 100;
+    const size_t nonzero[] = {0, k / 3, k - 1, k, 3 * k};
+    static const char *const counts[] = {"1", "2", "3"};
+    float *x = malloc(n * sizeof *x), *val = malloc(k * sizeof *val);
+    uint32_t *want = malloc(k * sizeof *want), *idx = malloc(k * sizeof *idx);
+    void *work = malloc(dr_topk_workspace_size(n, k));
+    size_t d, c, i, j;
+    CHECK(x != NULL && val != NULL && want != NULL && idx != NULL && work != NULL);
+    for (d = 0; d < sizeof nonzero / sizeof nonzero[0]; d++) {
+        int nans;
+        for (i = 0; i < n; i++)
+            x[i] = i % 5 == 2 ? -0.0f : 0.0f;
+        for (j = 0; j < nonzero[d]; j++) /* spread over x, every magnitude nonzero */
+            x[(j * 7919u + 13u) % n] = (test_uniform(41, j) + 0.01f) * (j % 2 ? -1.0f : 1.0f);
+        for (nans = 0; nans < 2; nans++) {
+            if (nans)
+                for (i = 1; i < n; i += 1009)
+                    x[i] = x[i] == 0.0f ? NAN : x[i];
+            CHECK_OK(dr_topk(x, n, k, want));
+            for (c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                int same = 1;
+                setenv("DEEPREDUCE_THREADS", counts[c], 1);
+                memset(idx, 0xff, k * sizeof *idx);
+                CHECK_OK(dr_topk_select(x, n, k, idx, work));
+                CHECK(memcmp(idx, want, k * sizeof *idx) == 0);
+                if (nans) {
+                    CHECK_STATUS(dr_topk_sparsify(x, n, k, idx, val, work), DR_E_NUMERIC);
+                    continue;
+                }
+                memset(val, 0x5a, k * sizeof *val);
+                CHECK_OK(dr_topk_sparsify(x, n, k, idx, val, work));
+                for (j = 0; j < k; j++)
+                    same &= idx[j] == want[j] && memcmp(&val[j], &x[want[j]], sizeof *val) == 0;
+                CHECK(same);
+            }
+        }
+    }
+    unsetenv("DEEPREDUCE_THREADS");
+    free(x);
+    free(val);
+    free(want);
+    free(idx);
+    free(work);
+}
+
 /* A flattened model's gradient: layers of 2,000 to 62,000 entries whose scales span four
  * decades, each cut into channels (32, 64 or 128 entries, by layer) whose own factor
  * spans e^-3..e^3, so that large magnitudes come in clusters longer than a sample run. */
@@ -825,6 +878,71 @@ static void test_axpby_streamed(void)
     free(out);
 }
 
+/* dr_dgc_accumulate against dr_axpby twice and a copy: small and streamed (8M + 13
+ * floats) outputs, 4 bytes off alignment (the plain loop), in place (u on u_old, v on
+ * v_old), the first step (u = v = copy = g), an Inf or a NaN in g at the vector loop's
+ * start and in its tail, an overflowing sum, and the refused arguments. */
+static void check_accumulate(size_t n, size_t shift)
+{
+    float *u_old = malloc(n * sizeof *u_old), *v_old = malloc(n * sizeof *v_old), *g = malloc(n * sizeof *g);
+    float *u = malloc((n + 4) * sizeof *u), *v = malloc((n + 4) * sizeof *v), *copy = malloc((n + 4) * sizeof *copy);
+    float *want_u = malloc(n * sizeof *want_u), *want_v = malloc(n * sizeof *want_v);
+    size_t i, at[2] = {0, n - 1}, t;
+    CHECK(u_old != NULL && v_old != NULL && g != NULL && u != NULL && v != NULL && copy != NULL &&
+          want_u != NULL && want_v != NULL);
+    for (i = 0; i < n; i++) {
+        u_old[i] = (float)(i % 977) * 0.013f - 6.0f;
+        v_old[i] = 3.0f - (float)(i % 1013) * 0.0071f;
+        g[i] = (float)(i % 101) * 0.37f - 17.0f;
+    }
+    CHECK_OK(dr_axpby(0.9f, u_old, 1.0f, g, want_u, n));
+    CHECK_OK(dr_axpby(1.0f, v_old, 1.0f, want_u, want_v, n));
+    CHECK(dr_dgc_accumulate(0.9f, u_old, v_old, g, u + shift, v + shift, copy + shift, n) == 1);
+    CHECK(memcmp(u + shift, want_u, n * sizeof *u) == 0 && memcmp(v + shift, want_v, n * sizeof *v) == 0 &&
+          memcmp(copy + shift, want_v, n * sizeof *v) == 0);
+    CHECK(dr_dgc_accumulate(0.9f, NULL, NULL, g, u + shift, v + shift, copy + shift, n) == 1);
+    CHECK(memcmp(u + shift, g, n * sizeof *u) == 0 && memcmp(v + shift, g, n * sizeof *v) == 0 &&
+          memcmp(copy + shift, g, n * sizeof *v) == 0);
+    for (t = 0; t < 2; t++) {
+        g[at[t]] = t ? NAN : INFINITY;
+        CHECK(dr_dgc_accumulate(0.9f, u_old, v_old, g, u, v, copy, n) == 0);
+        CHECK(dr_dgc_accumulate(0.9f, NULL, NULL, g, u, v, copy, n) == 0);
+        g[at[t]] = 1.0f;
+    }
+    g[n / 2] = 3e38f; /* finite, but u = 0.9 u_old + g and v_old + u: v overflows */
+    v_old[n / 2] = 3e38f;
+    u_old[n / 2] = 0.0f;
+    CHECK(dr_dgc_accumulate(0.9f, u_old, v_old, g, u, v, copy, n) == 0);
+    g[n / 2] = 1.0f;
+    v_old[n / 2] = 1.0f;
+    CHECK_OK(dr_axpby(0.9f, u_old, 1.0f, g, want_u, n));
+    CHECK_OK(dr_axpby(1.0f, v_old, 1.0f, want_u, want_v, n));
+    CHECK(dr_dgc_accumulate(0.9f, u_old, v_old, g, u_old, v_old, copy, n) == 1); /* in place */
+    CHECK(memcmp(u_old, want_u, n * sizeof *u) == 0 && memcmp(v_old, want_v, n * sizeof *v) == 0 &&
+          memcmp(copy, want_v, n * sizeof *v) == 0);
+    free(u_old);
+    free(v_old);
+    free(g);
+    free(u);
+    free(v);
+    free(copy);
+    free(want_u);
+    free(want_v);
+}
+
+static void test_dgc_accumulate(void)
+{
+    float x = 1.0f;
+    check_accumulate(1000, 0);
+    check_accumulate(1000, 1);
+    check_accumulate(((size_t)8 << 20) + 13, 0);
+    check_accumulate(((size_t)8 << 20) + 13, 1);
+    CHECK_STATUS(dr_dgc_accumulate(0.9f, &x, NULL, &x, &x, &x, &x, 1), DR_E_ARG);
+    CHECK_STATUS(dr_dgc_accumulate(0.9f, NULL, &x, &x, &x, &x, &x, 1), DR_E_ARG);
+    CHECK_STATUS(dr_dgc_accumulate(0.9f, NULL, NULL, &x, &x, &x, NULL, 1), DR_E_ARG);
+    CHECK(dr_dgc_accumulate(0.9f, NULL, NULL, NULL, NULL, NULL, NULL, 0) == 1);
+}
+
 /* PowerSGD's product, v = P Q^T summed in k order with every product rounded, against
  * that rule written out here; then minuend - v, in place; then the same on an output
  * large enough to be streamed and split over 1, 2 and 3 threads. */
@@ -994,6 +1112,7 @@ int main(void)
     test_topk_ties_take_lowest();
     test_topk_select_equals_topk();
     test_topk_sparsify();
+    test_topk_mostly_zeros();
     test_topk_select_threads();
     test_topk_estimate_misses_rarely();
     test_threshold();
@@ -1003,6 +1122,7 @@ int main(void)
     test_randomk_sparsify();
     test_vec();
     test_axpby_streamed();
+    test_dgc_accumulate();
     test_lowrank_product();
     test_half_against_reference();
     test_half_paths_agree();

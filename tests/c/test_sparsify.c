@@ -122,7 +122,8 @@ static int sparsify_matches_select(const float *x, size_t n, size_t k, uint64_t 
 }
 
 /* dr_dgc_sparsify makes dr_dgc_select's selection on every path: the candidates (Gaussian
- * data, ratios up to 0.3), their overflow (mostly zeros: the cut is 0), a search that goes
+ * data, ratios up to 0.3), mostly zeros (a cut of 0), their overflow (every entry at the
+ * cut), a search that goes
  * below the cut (tiny samples of small tensors), the exact fallback (ties), a short
  * output; and refuses Inf/NaN on each. */
 static void test_dgc_sparsify(void)
@@ -156,13 +157,25 @@ static void test_dgc_sparsify(void)
         x[n / 2] = NAN;
         CHECK_STATUS(dr_dgc_sparsify(x, n, 3000, 3, idx, val, 4000, &c, work), DR_E_NUMERIC);
         CHECK_STATUS(dr_dgc_sparsify(x, n, 0, 3, idx, val, 0, &c, work), DR_E_NUMERIC);
-        /* Mostly zeros: the candidates overflow, and the NaN is found by a check of x. */
+        /* Mostly zeros: the cut is 0, so the candidates are the nonzero entries; 150 of
+         * them distinct (the search finds the band), or equal (no threshold does: the
+         * exact top-k), or 50 (fewer than k: they and the first zeros). */
         memset(x, 0, n * sizeof *x);
         for (i = 0; i < 150; i++)
             x[i * 613] = (float)(i + 1);
         CHECK_OK(sparsify_matches_select(x, n, 100, 3, 130));
         for (i = 0; i < 150; i++)
             x[i * 613] = (i % 2 ? 1.0f : -1.0f);
+        CHECK_OK(sparsify_matches_select(x, n, 100, 3, 130));
+        for (i = 50; i < 150; i++)
+            x[i * 613] = (i % 2 ? 0.0f : -0.0f);
+        CHECK_OK(sparsify_matches_select(x, n, 100, 3, 130));
+        x[n - 1] = NAN;
+        CHECK_STATUS(dr_dgc_sparsify(x, n, 100, 3, idx, val, 130, &c, work), DR_E_NUMERIC);
+        /* Every entry at the cut (all ones, 101 twos: the band's count): the candidates
+         * overflow their room, the search reads x, and the NaN is found by a check of x. */
+        for (i = 0; i < n; i++)
+            x[i] = i % 2999 == 7 ? 2.0f : 1.0f;
         CHECK_OK(sparsify_matches_select(x, n, 100, 3, 130));
         x[n - 1] = NAN;
         CHECK_STATUS(dr_dgc_sparsify(x, n, 100, 3, idx, val, 130, &c, work), DR_E_NUMERIC);

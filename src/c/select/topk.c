@@ -243,16 +243,17 @@ static float sampled_threshold(const float *x, size_t n, size_t k, float *sample
     return threshold_from_sample(sample, n, k);
 }
 
-/* The candidates' key for threshold t, or 0 when t is no use and the full select must
- * answer: a zero threshold (mostly zeros) would let NaNs, which rank as zero, escape the
- * candidates. */
+/* The candidates' key for every nonzero entry: a sample whose k-th largest magnitude is
+ * zero (a tensor of mostly zeros) sweeps for them all, and where they are fewer than k the
+ * answer is all of them and the first zeros (write_with_zero_ties). */
+#define ALL_NONZERO 1u
+
+/* The candidates' key for threshold t (t >= 0: the sample's keys rank NaN as zero). */
 static uint32_t threshold_key(float t)
 {
     uint32_t key;
-    if (!(t > 0.0f))
-        return 0;
     memcpy(&key, &t, sizeof key);
-    return key;
+    return key > 0 ? key : ALL_NONZERO;
 }
 
 /* See candidates.h. */
@@ -300,10 +301,10 @@ size_t dr_collect_candidates(const float *x, size_t begin, size_t end, uint32_t 
  *           own offset, the ties going to the lowest indices as on one thread. */
 enum { STEP_SAMPLE, STEP_SWEEP, STEP_LEVEL1, STEP_LEVEL2, STEP_WRITE, SPLIT_STEPS };
 
-/* How the steps end, besides DR_OK: the threshold or the candidates are no use (the full
- * select answers), a part's candidates overflowed its share of the room, or (for
- * dr_topk_sparsify) the sweep met an Inf or a NaN. */
-enum { SPLIT_FALLBACK = 1, SPLIT_OVERFLOW = 2, SPLIT_NONFINITE = 3 };
+/* How the steps end, besides DR_OK: the candidates are fewer than k (select_split then
+ * gathers them at the start of the room), a part's candidates overflowed its share of the
+ * room, or (for dr_topk_sparsify) the sweep met an Inf or a NaN. */
+enum { SPLIT_FEW = 1, SPLIT_OVERFLOW = 2, SPLIT_NONFINITE = 3 };
 
 typedef struct {
     const float *x;
@@ -367,6 +368,30 @@ static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_
     }
 }
 
+/* The answers when the k-th largest key is 0: the `count` candidates of the threshold
+ * ALL_NONZERO (every entry of x whose key is not 0, ascending) and, tied at 0, the
+ * k - count lowest-index entries whose key is 0 (zeros, and NaN, which ranks as zero),
+ * merged in index order: dr_topk's answer, from a walk of x only as far as the last
+ * zero taken (in a tensor of mostly zeros, about k - count entries). */
+static void write_with_zero_ties(const float *x, const uint32_t *cand_idx, const float *cand_val, size_t count,
+                                 size_t k, uint32_t *idx_out, float *val_out)
+{
+    size_t c = 0, out = 0;
+    uint32_t i;
+    for (i = 0; out + (count - c) < k; i++, out++) {
+        int candidate = c < count && cand_idx[c] == i;
+        idx_out[out] = i;
+        if (val_out != NULL)
+            val_out[out] = candidate ? cand_val[c] : x[i];
+        c += (size_t)candidate;
+    }
+    for (; c < count; c++, out++) {
+        idx_out[out] = cand_idx[c];
+        if (val_out != NULL)
+            val_out[out] = cand_val[c];
+    }
+}
+
 /* See candidates.h: the answers with tkey as the k-th key and every tie at it taken. */
 void dr_take_candidates(const uint32_t *cand_idx, const float *cand_val, size_t count, uint32_t tkey,
                         size_t taken, uint32_t *idx_out, float *val_out)
@@ -420,7 +445,7 @@ static int split_between(void *ctx, int step)
     size_t p, total = 0, ties_left, out = 0;
     if (step == STEP_SAMPLE) {
         s->tkey = threshold_key(threshold_from_sample(s->sample, s->n, s->k));
-        return s->tkey != 0 ? DR_OK : SPLIT_FALLBACK;
+        return DR_OK;
     }
     if (step == STEP_SWEEP) {
         for (p = 0; p < s->parts; p++) {
@@ -432,7 +457,7 @@ static int split_between(void *ctx, int step)
             if (s->val_out != NULL && s->top[p] >= DR_NONFINITE_KEY)
                 return SPLIT_NONFINITE;
         if (total < s->k)
-            return SPLIT_FALLBACK;
+            return SPLIT_FEW;
     }
     split_pick(s, step - STEP_SWEEP);
     if (step == STEP_LEVEL2) {
@@ -449,12 +474,15 @@ static int split_between(void *ctx, int step)
     return DR_OK;
 }
 
-/* DR_OK with the answers in idx_out (and val_out), SPLIT_FALLBACK, SPLIT_NONFINITE, or
- * SPLIT_OVERFLOW with the threshold's key in *tkey. */
+/* DR_OK with the answers in idx_out (and val_out), SPLIT_NONFINITE, SPLIT_OVERFLOW, or
+ * SPLIT_FEW with the *count candidates moved to the start of cand_idx and cand_val; the
+ * threshold's key in *tkey. */
 static int select_split(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, uint32_t *cand_idx,
-                        float *cand_val, size_t cap, float *sample, uint32_t *hist, int threads, uint32_t *tkey)
+                        float *cand_val, size_t cap, float *sample, uint32_t *hist, int threads, uint32_t *tkey,
+                        size_t *count)
 {
     split_select s;
+    size_t p;
     int r;
     memset(&s, 0, sizeof s);
     s.x = x;
@@ -471,6 +499,14 @@ static int select_split(const float *x, size_t n, size_t k, uint32_t *idx_out, f
     s.val_out = val_out;
     r = dr_parallel_steps(s.parts, threads, SPLIT_STEPS, split_step, split_between, &s);
     *tkey = s.tkey;
+    *count = 0;
+    if (r == SPLIT_FEW)
+        for (p = 0; p < s.parts; p++) { /* the parts' rooms ascend, and so do their indices */
+            size_t room = dr_share(cap, s.parts, p);
+            memmove(cand_idx + *count, cand_idx + room, s.found[p] * sizeof *cand_idx);
+            memmove(cand_val + *count, cand_val + room, s.found[p] * sizeof *cand_val);
+            *count += s.found[p];
+        }
     return r;
 }
 
@@ -515,6 +551,18 @@ static int full_select(const float *x, size_t n, size_t k, uint32_t *idx_out, fl
     return st;
 }
 
+/* The answer from `count` < k candidates of threshold key tkey (Inf and NaN already
+ * refused for dr_topk_sparsify): where they are every nonzero entry, they and the first
+ * zeros; else entries below the threshold belong in it, and the full select answers. */
+static int few_candidates(const float *x, size_t n, size_t k, uint32_t tkey, const uint32_t *cand_idx,
+                          const float *cand_val, size_t count, uint32_t *idx_out, float *val_out)
+{
+    if (tkey != ALL_NONZERO)
+        return full_select(x, n, k, idx_out, val_out);
+    write_with_zero_ties(x, cand_idx, cand_val, count, k, idx_out, val_out);
+    return DR_OK;
+}
+
 /* dr_topk_select (val_out NULL) and dr_topk_sparsify. */
 static int select_topk(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, void *work)
 {
@@ -534,19 +582,17 @@ static int select_topk(const float *x, size_t n, size_t k, uint32_t *idx_out, fl
         threads = (int)SPLIT_MAX_PARTS;
     if (threads > 1) {
         int r = select_split(x, n, k, idx_out, val_out, cand_idx, cand_val, cap, sample,
-                             (uint32_t *)(sample + SAMPLE_SIZE), threads, &tkey);
+                             (uint32_t *)(sample + SAMPLE_SIZE), threads, &tkey, &count);
         if (r == DR_OK)
             return DR_OK;
         if (r == SPLIT_NONFINITE)
             return DR_E_NUMERIC;
-        if (r == SPLIT_FALLBACK)
-            return full_select(x, n, k, idx_out, val_out);
+        if (r == SPLIT_FEW)
+            return few_candidates(x, n, k, tkey, cand_idx, cand_val, count, idx_out, val_out);
         /* A part overflowed its share of the room: the candidates bunch in one part of x,
          * and one sweep with the whole room may still hold them. */
     } else {
         tkey = threshold_key(sampled_threshold(x, n, k, sample));
-        if (tkey == 0)
-            return full_select(x, n, k, idx_out, val_out);
     }
     count = dr_collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap, &top);
     if (count > cap) /* the estimate missed: the full select answers */
@@ -554,7 +600,7 @@ static int select_topk(const float *x, size_t n, size_t k, uint32_t *idx_out, fl
     if (val_out != NULL && top >= DR_NONFINITE_KEY)
         return DR_E_NUMERIC;
     if (count < k)
-        return full_select(x, n, k, idx_out, val_out);
+        return few_candidates(x, n, k, tkey, cand_idx, cand_val, count, idx_out, val_out);
     kth_largest(cand_val, count, k, tkey, &kth, &ties);
     write_answers(cand_idx, cand_val, count, k, kth, ties, idx_out, val_out);
     return DR_OK;

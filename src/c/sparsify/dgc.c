@@ -30,9 +30,12 @@ static size_t candidate_room(size_t n, size_t k)
 
 size_t dr_dgc_sparsify_workspace_size(size_t n, size_t k)
 {
+    size_t own, topk;
     if (k > n)
         return 0;
-    return dr_dgc_workspace_size(n) + candidate_room(n, k) * (sizeof(uint32_t) + sizeof(float));
+    own = dr_dgc_workspace_size(n) + candidate_room(n, k) * (sizeof(uint32_t) + sizeof(float));
+    topk = dr_topk_workspace_size(n, k); /* the fallback's, once the candidates are done with */
+    return own > topk ? own : topk;
 }
 
 size_t dr_dgc_max_count(size_t k)
@@ -69,6 +72,10 @@ static int from_candidates(const count_source *src, float thr)
 
 static int count_at(const count_source *src, float thr, size_t *c)
 {
+    if (thr == 0.0f && src->have_cut) { /* the sweep saw every entry finite: all reach 0 */
+        *c = src->n;
+        return DR_OK;
+    }
     return from_candidates(src, thr) ? dr_threshold_count(src->cand_val, src->ncand, thr, c)
                                      : dr_threshold_count(src->x, src->n, thr, c);
 }
@@ -175,6 +182,10 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
     st = dr_sp_kth_largest(cand_val, r, kk, rank_idx, &thr);
     if (st != DR_OK)
         return st;
+    /* A cut of zero (a sample of mostly zeros) would make every entry a candidate and
+     * overflow the room: the candidates are the nonzero entries then. */
+    if (!(src.cut > 0.0f))
+        src.cut = DR_SP_LEAST_POSITIVE;
 
     memcpy(&tkey, &src.cut, sizeof tkey);
     src.x = x;
@@ -202,7 +213,10 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
         dr_take_candidates(cand_idx, cand_val, src.ncand, tkey, c, idx_out, val_out);
         return DR_OK;
     }
-    st = in_band ? dr_threshold_select(x, n, thr, idx_out, cap, count)
-                 : fallback_topk(x, n, k, idx_out, cap, count);
+    if (!in_band) { /* the exact top-k with its values (dr_topk's answer, on its fast path) */
+        *count = k;
+        return cap < k ? DR_E_DST_TOO_SMALL : dr_topk_sparsify(x, n, k, idx_out, val_out, work);
+    }
+    st = dr_threshold_select(x, n, thr, idx_out, cap, count);
     return st != DR_OK ? st : dr_gather(x, n, idx_out, *count, val_out);
 }

@@ -1,8 +1,6 @@
 /* The threshold search shared by dgc and adaq (see estimate.h). */
 #include "estimate.h"
 
-#include <float.h>
-
 size_t dr_sp_sample_size(size_t n)
 {
     return n / 100u > 1u ? n / 100u : 1u;
@@ -49,7 +47,7 @@ float dr_sp_search_next(dr_sp_search *s, float thr, size_t c, size_t hi)
         if (!s->have_above)
             /* A zero threshold takes every entry, and 1.3*0 stays 0: step to the
              * smallest positive float, which leaves out exactly the zeros. */
-            return thr > 0.0f ? thr * 1.3f : FLT_MIN * FLT_EPSILON;
+            return thr > 0.0f ? thr * 1.3f : DR_SP_LEAST_POSITIVE;
     } else {
         s->above = thr;
         s->have_above = 1;

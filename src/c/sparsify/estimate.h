@@ -6,6 +6,8 @@
 #include "deepreduce.h"
 #include "sample.h"
 
+#include <float.h>
+
 /* The sample size for n entries: max(1, n/100). */
 size_t dr_sp_sample_size(size_t n);
 
@@ -27,6 +29,9 @@ typedef struct {
 } dr_sp_search;
 
 void dr_sp_search_init(dr_sp_search *s);
+
+/* The smallest positive float (a denormal): a threshold that leaves out exactly the zeros. */
+#define DR_SP_LEAST_POSITIVE (FLT_MIN * FLT_EPSILON)
 
 /* Threshold thr selected c entries, which is above hi or below the band: the next
  * threshold to try. Rescales by 1.3 or 0.7 until the answer is bracketed, then bisects. */

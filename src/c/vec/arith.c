@@ -81,6 +81,94 @@ int dr_axpby_finite(float a, const float *x, float b, const float *y, float *out
     return axpby_any(a, x, b, y, out, n) ? 0 : 1;
 }
 
+/* Whether the bits of f have an all-ones exponent (Inf or NaN). */
+DR_ALWAYS_INLINE uint32_t nonfinite_bits(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return (bits & 0x7f800000u) == 0x7f800000u;
+}
+
+/* dr_dgc_accumulate's sweep, and whether a u or a v had an all-ones exponent; `first`
+ * (u_old and v_old NULL): u = v = copy = g. */
+DR_ALWAYS_INLINE uint32_t accumulate(float m, const float *u_old, const float *v_old, const float *g, float *u,
+                                     float *v, float *copy, size_t n, int first)
+{
+    uint32_t nonfinite = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        float ui = first ? g[i] : m * u_old[i] + g[i], vi = first ? ui : v_old[i] + ui;
+        u[i] = ui;
+        v[i] = vi;
+        copy[i] = vi;
+        nonfinite |= nonfinite_bits(ui) | nonfinite_bits(vi);
+    }
+    return nonfinite;
+}
+
+#if DR_HAVE_X86_SIMD
+/* accumulate with the three outputs streamed past the caches (each 16-byte aligned):
+ * the same operations per lane, eight lanes at a time. */
+DR_TARGET_AVX2 static uint32_t accumulate_streamed_avx2(float m, const float *u_old, const float *v_old,
+                                                        const float *g, float *u, float *v, float *copy,
+                                                        size_t n, int first)
+{
+    const __m256 vm = _mm256_set1_ps(m);
+    const __m256i exponent = _mm256_set1_epi32(0x7f800000);
+    __m256i nonfinite = _mm256_setzero_si256();
+    size_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 ui = _mm256_loadu_ps(g + i), vi = ui;
+        __m256i either;
+        if (!first) {
+            ui = _mm256_add_ps(_mm256_mul_ps(vm, _mm256_loadu_ps(u_old + i)), ui);
+            vi = _mm256_add_ps(_mm256_loadu_ps(v_old + i), ui);
+        }
+        either = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(ui), exponent), exponent),
+                                 _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(vi), exponent), exponent));
+        nonfinite = _mm256_or_si256(nonfinite, either);
+        dr_store8_avx2(u + i, ui, 1);
+        dr_store8_avx2(v + i, vi, 1);
+        dr_store8_avx2(copy + i, vi, 1);
+    }
+    dr_stream_fence();
+    return (uint32_t)!_mm256_testz_si256(nonfinite, nonfinite) |
+           accumulate(m, first ? NULL : u_old + i, first ? NULL : v_old + i, g + i, u + i, v + i, copy + i,
+                      n - i, first);
+}
+
+/* Whether the three outputs are streamed: each large, aligned and apart from every input. */
+static int accumulate_streams(const float *u_old, const float *v_old, const float *g, float *u, float *v,
+                              float *copy, size_t n)
+{
+    const float *out[3] = {u, v, copy};
+    int k;
+    for (k = 0; k < 3; k++)
+        if (!dr_stream_output(out[k], n) || !apart(out[k], g, n) ||
+            (u_old != NULL && (!apart(out[k], u_old, n) || !apart(out[k], v_old, n))))
+            return 0;
+    return 1;
+}
+#endif
+
+int dr_dgc_accumulate(float m, const float *u_old, const float *v_old, const float *g, float *u, float *v,
+                      float *copy, size_t n)
+{
+    int first = u_old == NULL;
+    uint32_t nonfinite;
+    if ((u_old == NULL) != (v_old == NULL) ||
+        (n > 0 && (g == NULL || u == NULL || v == NULL || copy == NULL)))
+        return DR_E_ARG;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2 && accumulate_streams(u_old, v_old, g, u, v, copy, n))
+        nonfinite = accumulate_streamed_avx2(m, u_old, v_old, g, u, v, copy, n, first);
+    else
+#endif
+        nonfinite = first ? accumulate(m, NULL, NULL, g, u, v, copy, n, 1)
+                          : accumulate(m, u_old, v_old, g, u, v, copy, n, 0);
+    return nonfinite ? 0 : 1;
+}
+
 int dr_zero(float *x, size_t n)
 {
     if (n > 0 && x == NULL)

@@ -38,7 +38,9 @@ int dr_dgc_select(const float *x, size_t n, size_t k, uint64_t key, uint32_t *id
  * cut with their values and finds the largest magnitude. The counts at thresholds at or
  * above the cut, and the selection, then read those candidates; a threshold below the
  * cut, or more candidates than their room, reads x again (and checks it for Inf/NaN first
- * when the sweep stopped early). val_out has room for `cap` values, as idx_out.
+ * when the sweep stopped early). A cut of zero (a tensor of mostly zeros) takes the
+ * nonzero entries as candidates, and the exact top-k is dr_topk_sparsify's (fast on such
+ * tensors too). val_out has room for `cap` values, as idx_out.
  * `work` holds dr_dgc_sparsify_workspace_size(n, k) bytes (0: k > n), aligned for a
  * uint32. k == 0 writes nothing and still refuses Inf/NaN. Otherwise as dr_dgc_select. */
 size_t dr_dgc_sparsify_workspace_size(size_t n, size_t k);

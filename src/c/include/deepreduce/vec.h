@@ -15,6 +15,19 @@ int dr_axpby(float a, const float *x, float b, const float *y, float *out, size_
  * Inf or a NaN is not), and a sum of decoded tensors says whether it is. */
 int dr_axpby_finite(float a, const float *x, float b, const float *y, float *out, size_t n);
 
+/* Deep Gradient Compression's memory step (momentum correction, then local
+ * accumulation) in one sweep:
+ *     u[i] = m * u_old[i] + g[i],   v[i] = v_old[i] + u[i],   copy[i] = v[i],
+ * each rounded as written (no fused multiply-add): the bits of dr_axpby(m, u_old, 1, g, u),
+ * dr_axpby(1, v_old, 1, u, v) and a copy of v, which read and wrote every array in passes
+ * of their own. u_old and v_old both NULL (a tensor's first step): u = v = copy = g.
+ * u may alias u_old and v may alias v_old (entry by entry); no other arrays may overlap.
+ * Large outputs apart from the inputs are written past the caches (dr_axpby's rule).
+ * Returns 1 if every u[i] and v[i] is finite, 0 if one is Inf or NaN (g held one, or a
+ * sum overflowed), DR_E_ARG for a NULL array with n > 0 or just one of u_old, v_old NULL. */
+int dr_dgc_accumulate(float m, const float *u_old, const float *v_old, const float *g, float *u, float *v,
+                      float *copy, size_t n);
+
 /* PowerSGD's product of two thin factors, row-major: P (rows x rank) times Q^T, where Q
  * (cols x rank) is passed transposed, as qt (rank x cols):
  *     v[i][j] = p[i*rank] * qt[j] + p[i*rank + 1] * qt[cols + j] + ...
