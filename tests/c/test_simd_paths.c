@@ -577,7 +577,7 @@ static void test_eightbit_paths(void)
 
 /* adaq's one sweep (its counts, maxima and candidates) on every path: tensors large
  * enough for the candidates (with a ragged tail), ratios that take them and ones that
- * sweep x per count instead (their selection staged a block at a time, up to every
+ * sweep x per count instead (their selection taken a vector at a time, up to every
  * entry), signs out of balance, and a tensor whose sample sets the cut at a value most
  * entries share, so the candidates overflow their room. */
 static void test_adaq_paths(void)

@@ -16,18 +16,22 @@
  * by the next append) and returns how many. Compressed in registers and stored whole (a
  * compressing store to memory is slow on some cores); only the low halves when they hold
  * every lane, as almost always at a few percent: a quarter off a sweep's time on the
- * development machine (AMD Zen 5), fewer cache lines written and crossed. */
+ * development machine (AMD Zen 5), fewer cache lines written and crossed. val may be
+ * NULL (a constant, so the inlined code keeps no test): the indices alone. */
 DR_TARGET_AVX512 DR_ALWAYS_INLINE unsigned dr_append_avx512(__mmask16 m, __m512i lanes, __m512i v,
                                                           uint32_t *idx, void *val)
 {
-    __m512i ci = _mm512_maskz_compress_epi32(m, lanes), cv = _mm512_maskz_compress_epi32(m, v);
+    __m512i ci = _mm512_maskz_compress_epi32(m, lanes);
+    __m512i cv = val != NULL ? _mm512_maskz_compress_epi32(m, v) : ci;
     unsigned k = (unsigned)_mm_popcnt_u32(m);
     if (k <= 8) {
         _mm256_storeu_si256((__m256i *)(void *)idx, _mm512_castsi512_si256(ci));
-        _mm256_storeu_si256((__m256i *)val, _mm512_castsi512_si256(cv));
+        if (val != NULL)
+            _mm256_storeu_si256((__m256i *)val, _mm512_castsi512_si256(cv));
     } else {
         _mm512_storeu_si512(idx, ci);
-        _mm512_storeu_si512(val, cv);
+        if (val != NULL)
+            _mm512_storeu_si512(val, cv);
     }
     return k;
 }

@@ -135,54 +135,92 @@ DR_TARGET_AVX512 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t 
     return i;
 }
 
-DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, float thr_pos,
-                                         float thr_neg, uint32_t *pidx, float *pval, size_t *kp,
-                                         uint32_t *nidx, float *nval, size_t *kn)
+/* sum[0..4) += the four floats of v as doubles where their lanes of the compare `taken`
+ * are set, +0.0 elsewhere (a partial sum of one sign is never -0.0, so adding +0.0
+ * leaves it as it was, as the scalar loop's masked add does). */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256d add_taken_avx2(__m256d sum, __m128 v, __m128i taken)
 {
-    const __m256 zero = _mm256_setzero_ps(), tp = _mm256_set1_ps(thr_pos), tn = _mm256_set1_ps(-thr_neg);
-    const __m256i step = _mm256_set1_epi32(8);
+    __m256d keep = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(taken));
+    return _mm256_add_pd(sum, _mm256_and_pd(_mm256_cvtps_pd(v), keep));
+}
+
+DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, uint32_t pkey,
+                                         uint32_t nkey, uint32_t *pidx, size_t *kp, double *psum,
+                                         uint32_t *nidx, size_t *kn, double *nsum)
+{
+    /* Signed compares only, as in the sweep: "a >= b" is "a > b - 1" (pkey >= 1 and
+     * nkey ^ 2^31 >= 1), and u >= nkey unsigned is (u ^ 2^31) >= (nkey ^ 2^31) signed. */
+    const __m256i flip = _mm256_set1_epi32(INT32_MIN), step = _mm256_set1_epi32(8);
+    const __m256i pbelow = _mm256_set1_epi32((int32_t)pkey - 1);
+    const __m256i nbelow = _mm256_set1_epi32((int32_t)(nkey ^ 0x80000000u) - 1);
     __m256i lanes = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)start));
+    __m256d ps[4], ns[4]; /* partial sums 4h..4h+3 */
     size_t i = 0, p = *kp, q = *kn;
-    for (; i + 8 <= len; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        unsigned mp = (unsigned)_mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_GT_OQ),
-                                                                 _mm256_cmp_ps(v, tp, _CMP_GE_OQ)));
-        /* -v >= thr_neg is v <= -thr_neg: negation is exact. */
-        unsigned mn = (unsigned)_mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_LT_OQ),
-                                                                 _mm256_cmp_ps(v, tn, _CMP_LE_OQ)));
-        __m256i u = _mm256_castps_si256(v), op = left_pack_order(mp), on = left_pack_order(mn);
-        _mm256_storeu_si256((__m256i *)(void *)(pidx + p), _mm256_permutevar8x32_epi32(lanes, op));
-        _mm256_storeu_si256((__m256i *)(void *)(pval + p), _mm256_permutevar8x32_epi32(u, op));
-        _mm256_storeu_si256((__m256i *)(void *)(nidx + q), _mm256_permutevar8x32_epi32(lanes, on));
-        _mm256_storeu_si256((__m256i *)(void *)(nval + q), _mm256_permutevar8x32_epi32(u, on));
-        p += (size_t)__builtin_popcount(mp);
-        q += (size_t)__builtin_popcount(mn);
-        lanes = _mm256_add_epi32(lanes, step);
+    int h;
+    for (h = 0; h < 4; h++) {
+        ps[h] = _mm256_loadu_pd(psum + 4 * h);
+        ns[h] = _mm256_loadu_pd(nsum + 4 * h);
+    }
+    /* Two vectors a step: the first adds into partial sums 0..7, the second 8..15. */
+    for (; i + 16 <= len; i += 16) {
+        for (h = 0; h < 2; h++) {
+            __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i + 8 * h));
+            __m256i tp = _mm256_cmpgt_epi32(u, pbelow);
+            __m256i tn = _mm256_cmpgt_epi32(_mm256_xor_si256(u, flip), nbelow);
+            unsigned mp = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(tp));
+            unsigned mn = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(tn));
+            __m256 v = _mm256_castsi256_ps(u);
+            __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+            __m256i op = left_pack_order(mp), on = left_pack_order(mn);
+            _mm256_storeu_si256((__m256i *)(void *)(pidx + p), _mm256_permutevar8x32_epi32(lanes, op));
+            _mm256_storeu_si256((__m256i *)(void *)(nidx + q), _mm256_permutevar8x32_epi32(lanes, on));
+            p += (size_t)__builtin_popcount(mp);
+            q += (size_t)__builtin_popcount(mn);
+            ps[2 * h] = add_taken_avx2(ps[2 * h], lo, _mm256_castsi256_si128(tp));
+            ps[2 * h + 1] = add_taken_avx2(ps[2 * h + 1], hi, _mm256_extracti128_si256(tp, 1));
+            ns[2 * h] = add_taken_avx2(ns[2 * h], lo, _mm256_castsi256_si128(tn));
+            ns[2 * h + 1] = add_taken_avx2(ns[2 * h + 1], hi, _mm256_extracti128_si256(tn, 1));
+            lanes = _mm256_add_epi32(lanes, step);
+        }
+    }
+    for (h = 0; h < 4; h++) {
+        _mm256_storeu_pd(psum + 4 * h, ps[h]);
+        _mm256_storeu_pd(nsum + 4 * h, ns[h]);
     }
     *kp = p;
     *kn = q;
     return i;
 }
 
-DR_TARGET_AVX512 size_t dr_adaq_stage_avx512(const float *x, size_t start, size_t len, float thr_pos,
-                                             float thr_neg, uint32_t *pidx, float *pval, size_t *kp,
-                                             uint32_t *nidx, float *nval, size_t *kn)
+DR_TARGET_AVX512 size_t dr_adaq_stage_avx512(const float *x, size_t start, size_t len, uint32_t pkey,
+                                             uint32_t nkey, uint32_t *pidx, size_t *kp, double *psum,
+                                             uint32_t *nidx, size_t *kn, double *nsum)
 {
-    const __m512 zero = _mm512_setzero_ps(), tp = _mm512_set1_ps(thr_pos), tn = _mm512_set1_ps(-thr_neg);
+    const __m512i pk = _mm512_set1_epi32((int32_t)pkey), nk = _mm512_set1_epi32((int32_t)nkey);
     const __m512i step = _mm512_set1_epi32(16);
     __m512i lanes = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                      _mm512_set1_epi32((int32_t)start));
+    __m512d pl = _mm512_loadu_pd(psum), ph = _mm512_loadu_pd(psum + 8);
+    __m512d nl = _mm512_loadu_pd(nsum), nh = _mm512_loadu_pd(nsum + 8);
     size_t i = 0, p = *kp, q = *kn;
     for (; i + 16 <= len; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i);
-        __mmask16 mp = _mm512_cmp_ps_mask(v, zero, _CMP_GT_OQ) & _mm512_cmp_ps_mask(v, tp, _CMP_GE_OQ);
-        /* -v >= thr_neg is v <= -thr_neg: negation is exact. */
-        __mmask16 mn = _mm512_cmp_ps_mask(v, zero, _CMP_LT_OQ) & _mm512_cmp_ps_mask(v, tn, _CMP_LE_OQ);
-        __m512i u = _mm512_castps_si512(v);
-        p += dr_append_avx512(mp, lanes, u, pidx + p, pval + p);
-        q += dr_append_avx512(mn, lanes, u, nidx + q, nval + q);
+        __m512i u = _mm512_loadu_si512(x + i);
+        __mmask16 mp = _mm512_cmpge_epi32_mask(u, pk), mn = _mm512_cmpge_epu32_mask(u, nk);
+        __m512 v = _mm512_castsi512_ps(u);
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        p += dr_append_avx512(mp, lanes, u, pidx + p, NULL);
+        q += dr_append_avx512(mn, lanes, u, nidx + q, NULL);
+        pl = _mm512_mask_add_pd(pl, (__mmask8)mp, pl, lo);
+        ph = _mm512_mask_add_pd(ph, (__mmask8)(mp >> 8), ph, hi);
+        nl = _mm512_mask_add_pd(nl, (__mmask8)mn, nl, lo);
+        nh = _mm512_mask_add_pd(nh, (__mmask8)(mn >> 8), nh, hi);
         lanes = _mm512_add_epi32(lanes, step);
     }
+    _mm512_storeu_pd(psum, pl);
+    _mm512_storeu_pd(psum + 8, ph);
+    _mm512_storeu_pd(nsum, nl);
+    _mm512_storeu_pd(nsum + 8, nh);
     *kp = p;
     *kn = q;
     return i;

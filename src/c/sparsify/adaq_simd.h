@@ -22,6 +22,9 @@ typedef struct {
                           positive's when there is no negative) */
 } dr_adaq_tally;
 
+/* Partial sums per side of the selected values (sparsify.h: adaq's mean). */
+#define DR_ADAQ_LANES 16
+
 #if DR_HAVE_X86_SIMD
 /* Each takes a prefix of whole vectors of x, adds it to *t, appends its candidates'
  * indices and values to idx[*count..] and val[*count..], and returns the prefix length.
@@ -33,17 +36,19 @@ size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey
 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint32_t *idx,
                             float *val, size_t cap, size_t *count, dr_adaq_tally *t);
 
-/* take_all's staging (adaq.c) over whole vectors of x[0..len), whose first entry has
- * index `start`: the positives v >= thr_pos (v > 0) appended in index order to
- * pidx[*kp..] and pval[*kp..], the negatives -v >= thr_neg (v < 0) to nidx[*kn..] and
- * nval[*kn..], by the scalar loop's float compares. Returns the prefix length taken;
- * stores 16 (AVX2: 8) lanes past each count. */
-size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, float thr_pos, float thr_neg,
-                          uint32_t *pidx, float *pval, size_t *kp, uint32_t *nidx, float *nval,
-                          size_t *kn);
-size_t dr_adaq_stage_avx512(const float *x, size_t start, size_t len, float thr_pos, float thr_neg,
-                            uint32_t *pidx, float *pval, size_t *kp, uint32_t *nidx, float *nval,
-                            size_t *kn);
+/* take's staging (adaq.c) over whole vectors of x[0..len), whose first entry has index
+ * `start` (a multiple of 16): the entries taken, positives by (int32)u >= (int32)pkey and
+ * negatives by u >= nkey (as the sweep's candidates; the caller makes the keys from its
+ * thresholds), have their indices appended in index order to pidx[*kp..] and
+ * nidx[*kn..] and their values added, as doubles, to psum[i % 16] and nsum[i % 16]
+ * (sparsify.h: adaq's sums). Returns the prefix length taken; stores 16 (AVX2: 8) lanes
+ * past each count. */
+size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, uint32_t pkey, uint32_t nkey,
+                          uint32_t *pidx, size_t *kp, double *psum, uint32_t *nidx, size_t *kn,
+                          double *nsum);
+size_t dr_adaq_stage_avx512(const float *x, size_t start, size_t len, uint32_t pkey, uint32_t nkey,
+                            uint32_t *pidx, size_t *kp, double *psum, uint32_t *nidx, size_t *kn,
+                            double *nsum);
 #endif
 
 #endif

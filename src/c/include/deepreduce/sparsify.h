@@ -53,7 +53,11 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
  * target t = ceil(|P|*ratio); thr from the sampled positives as in dgc step 1 (the
  * largest positive when none was sampled), corrected as in dgc step 2 against
  * #{x >= thr} with the same band around t. The positives with x >= thr are sent as
- * indices plus one value, their mean. Likewise for the negatives (x < 0, by |x|).
+ * indices plus one value, their mean: float32(sum / count), the sum in double as 16
+ * partial sums, the entry at index i added to partial i % 16 in index order, the
+ * partials then added pairwise (partial l += partial l + h for l < h, h = 8, 4, 2, 1;
+ * the sum is partial 0), so that every path, scalar or vector, sends the same bits.
+ * Likewise for the negatives (x < 0, by |x|).
  * Unlike dgc there is no exact fallback: a tensor whose magnitudes are few and
  * repeated may select more than 1.3t (every entry sharing the threshold's magnitude).
  * When the adjustments end below the band, the highest threshold tried that selected
@@ -76,9 +80,12 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
  * frame size needed in *written (cap >= dr_adaq_bound(n) always suffices).
  * DR_E_NUMERIC if x holds Inf/NaN.
  * dr_adaq_decode: writes all of out[0..n): mean_pos at the positive indices, mean_neg at
- * the negative ones, 0 elsewhere. Refuses (before writing) indices >= n, lists not
- * strictly ascending, an index in both lists, mean_pos < 0, mean_neg > 0 or non-finite
- * means, besides the frame checks every decoder makes (see quant.h).
+ * the negative ones, 0 elsewhere. Refuses indices >= n, lists not strictly ascending,
+ * an index in both lists, mean_pos < 0, mean_neg > 0 or non-finite means, besides the
+ * frame checks every decoder makes (see quant.h), all before writing but one: where
+ * the lists select more than one entry in 64 (and mean_pos is not +0.0), an index in
+ * both lists is found while out is written, block by block (one read of each list
+ * instead of two), so after that DR_E_CORRUPT out[0..n) is unspecified.
  * dr_adaq_decode_add: the same checks, then adds mean_pos at the positive indices and
  * mean_neg at the negative ones to out, leaving the other entries as they are: on a
  * zeroed out (e.g. fresh pages from calloc, which need no clearing pass) it gives what
