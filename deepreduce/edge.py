@@ -166,9 +166,7 @@ def unaliased(result, original, outputs=None, name=None):
         return _torch().from_numpy(outputs.copy_of(name, result.numpy()))
     if not (isinstance(original, np.ndarray) and np.may_share_memory(result, original)):
         return result
-    if outputs is None or result.dtype != _F32 or not result.flags.c_contiguous:
-        return result.copy()
-    return outputs.copy_of(name, result)
+    return result.copy() if outputs is None else outputs.copy_of(name, result)
 
 
 def as_numpy(payload):

@@ -175,8 +175,10 @@ class Outputs:
         return fresh[:size] if self.grow else fresh
 
     def copy_of(self, name, array):
-        """A copy of ``array`` (C-contiguous, of the pool's dtype) in a buffer ``take``
-        gives for ``name``, in ``array``'s shape."""
+        """A C-contiguous copy of the NumPy ``array``, in its shape: in a buffer ``take``
+        gives for ``name`` where it is of the pool's dtype, else a new array."""
+        if array.dtype != self.dtype:
+            return array.copy()
         copy = self.take(name, array.size).reshape(array.shape)
         np.copyto(copy, array)
         return copy

@@ -23,13 +23,7 @@ class Allreduce(Communicator):
         in_place = getattr(self.compressor, "payload_is_scratch", False) is True
         reduced = []
         for i, (payload, original) in enumerate(zip(payloads, tensors)):
-            summed = self.transport.allreduce(payload if in_place else self._copy(payload, ("summed", name, i)),
+            summed = self.transport.allreduce(payload if in_place else self.buffers.copy_of(("summed", name, i), payload),
                                               name if i == 0 else f"{name}#{i}")
             reduced.append(self.average(edge.like(summed, original)))
         return self.decompress(reduced, ctx)
-
-    def _copy(self, payload, key):
-        """A copy of ``payload`` to sum in place: a float32 one in a buffer of ``buffers``."""
-        if payload.dtype != edge.CORE_DTYPE or not payload.flags.c_contiguous:
-            return payload.copy()
-        return self.buffers.copy_of(key, payload)

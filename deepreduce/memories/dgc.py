@@ -51,12 +51,11 @@ class DgcMemory(Memory):
             flat = self._clip(flat, name)
         u, u_old = self.residuals.write(name, restore, flat.size)
         v, v_old = self.gradients.write(name, restore, flat.size)
-        if u_old is None or v_old is None:  # the first step: u = v = g
-            u_old = v_old = None
+        first = u_old is None or v_old is None  # the first step: u = v = g
         compensated = self._compensated.take(name, flat.size)
         # u, v and the copy of v in one sweep, which also says whether they are finite.
-        finite = lib.dr_dgc_accumulate(self.momentum, ffi.NULL if u_old is None else f32(u_old),
-                                       ffi.NULL if v_old is None else f32(v_old), f32(flat), f32(u), f32(v),
+        finite = lib.dr_dgc_accumulate(self.momentum, ffi.NULL if first else f32(u_old),
+                                       ffi.NULL if first else f32(v_old), f32(flat), f32(u), f32(v),
                                        f32(compensated), flat.size)
         check(min(finite, 0), "dgc momentum and accumulation")
         if not finite:  # an Inf or a NaN (in g, or a sum overflowed): the step will be

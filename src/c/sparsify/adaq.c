@@ -591,12 +591,6 @@ static int adaq_parse(const uint8_t *buf, size_t len, const float *out, size_t n
     return DR_OK;
 }
 
-/* Whether the parsed lists share an index (a frame the encoder cannot make). */
-static int lists_overlap(const adaq_parts *p)
-{
-    return overlap(p->ip, p->np, p->in, p->nn);
-}
-
 /* What write_lists does to out. */
 typedef enum { PUT, ADD } write_mode;
 
@@ -690,7 +684,7 @@ int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     memcpy(&pos_bits, &p.mean_pos, 4);
     if ((p.np + p.nn) * SPARSE_SPACING >= n && (pos_bits != 0 || p.np == 0))
         return write_dense_checked(out, n, &p) ? DR_E_CORRUPT : DR_OK;
-    if (lists_overlap(&p))
+    if (overlap(p.ip, p.np, p.in, p.nn))
         return DR_E_CORRUPT;
     dr_zero(out, n);
     write_lists(out, n, &p, PUT);
@@ -703,7 +697,7 @@ int dr_adaq_decode_add(const uint8_t *buf, size_t len, float *out, size_t n)
     int st = adaq_parse(buf, len, out, n, &p);
     if (st != DR_OK)
         return st;
-    if (lists_overlap(&p))
+    if (overlap(p.ip, p.np, p.in, p.nn))
         return DR_E_CORRUPT;
     write_lists(out, n, &p, ADD);
     return DR_OK;

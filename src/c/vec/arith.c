@@ -8,6 +8,14 @@
 #include <math.h>
 #include <string.h>
 
+/* Whether the bits of f have an all-ones exponent (Inf or NaN). */
+DR_ALWAYS_INLINE uint32_t nonfinite_bits(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return (bits & 0x7f800000u) == 0x7f800000u;
+}
+
 /* out = a x + b y, and whether an output had an all-ones exponent (Inf or NaN). Inlined
  * into both entry points (through axpby_any): dr_axpby drops the unused test. */
 DR_ALWAYS_INLINE uint32_t axpby(float a, const float *x, float b, const float *y, float *out, size_t n)
@@ -16,15 +24,21 @@ DR_ALWAYS_INLINE uint32_t axpby(float a, const float *x, float b, const float *y
     size_t i;
     for (i = 0; i < n; i++) {
         float v = a * x[i] + b * y[i];
-        uint32_t bits;
         out[i] = v;
-        memcpy(&bits, &v, sizeof bits);
-        nonfinite |= (bits & 0x7f800000u) == 0x7f800000u;
+        nonfinite |= nonfinite_bits(v);
     }
     return nonfinite;
 }
 
 #if DR_HAVE_X86_SIMD
+/* All ones in the lanes of v with an all-ones exponent (Inf or NaN), the vector form of
+ * nonfinite_bits. */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i nonfinite_lanes_avx2(__m256 v)
+{
+    const __m256i exponent = _mm256_set1_epi32(0x7f800000);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), exponent), exponent);
+}
+
 /* axpby with out streamed past the caches (out 16-byte aligned): the same operations per
  * lane (a product each, then their sum, rounded as the plain loop rounds them), eight
  * lanes at a time. */
@@ -32,13 +46,11 @@ DR_TARGET_AVX2 static uint32_t axpby_streamed_avx2(float a, const float *x, floa
                                                    size_t n)
 {
     const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
-    const __m256i exponent = _mm256_set1_epi32(0x7f800000);
     __m256i nonfinite = _mm256_setzero_si256();
     size_t i;
     for (i = 0; i + 8 <= n; i += 8) {
         __m256 v = _mm256_add_ps(_mm256_mul_ps(va, _mm256_loadu_ps(x + i)), _mm256_mul_ps(vb, _mm256_loadu_ps(y + i)));
-        nonfinite = _mm256_or_si256(nonfinite, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), exponent),
-                                                                  exponent));
+        nonfinite = _mm256_or_si256(nonfinite, nonfinite_lanes_avx2(v));
         dr_store8_avx2(out + i, v, 1);
     }
     dr_stream_fence();
@@ -81,14 +93,6 @@ int dr_axpby_finite(float a, const float *x, float b, const float *y, float *out
     return axpby_any(a, x, b, y, out, n) ? 0 : 1;
 }
 
-/* Whether the bits of f have an all-ones exponent (Inf or NaN). */
-DR_ALWAYS_INLINE uint32_t nonfinite_bits(float f)
-{
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    return (bits & 0x7f800000u) == 0x7f800000u;
-}
-
 /* dr_dgc_accumulate's sweep, and whether a u or a v had an all-ones exponent; `first`
  * (u_old and v_old NULL): u = v = copy = g. */
 DR_ALWAYS_INLINE uint32_t accumulate(float m, const float *u_old, const float *v_old, const float *g, float *u,
@@ -114,19 +118,15 @@ DR_TARGET_AVX2 static uint32_t accumulate_streamed_avx2(float m, const float *u_
                                                         size_t n, int first)
 {
     const __m256 vm = _mm256_set1_ps(m);
-    const __m256i exponent = _mm256_set1_epi32(0x7f800000);
     __m256i nonfinite = _mm256_setzero_si256();
     size_t i;
     for (i = 0; i + 8 <= n; i += 8) {
         __m256 ui = _mm256_loadu_ps(g + i), vi = ui;
-        __m256i either;
         if (!first) {
             ui = _mm256_add_ps(_mm256_mul_ps(vm, _mm256_loadu_ps(u_old + i)), ui);
             vi = _mm256_add_ps(_mm256_loadu_ps(v_old + i), ui);
         }
-        either = _mm256_or_si256(_mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(ui), exponent), exponent),
-                                 _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(vi), exponent), exponent));
-        nonfinite = _mm256_or_si256(nonfinite, either);
+        nonfinite = _mm256_or_si256(nonfinite, _mm256_or_si256(nonfinite_lanes_avx2(ui), nonfinite_lanes_avx2(vi)));
         dr_store8_avx2(u + i, ui, 1);
         dr_store8_avx2(v + i, vi, 1);
         dr_store8_avx2(copy + i, vi, 1);
