@@ -604,6 +604,46 @@ static void test_adaq_paths(void)
     free(x);
 }
 
+/* adaq's dense decoder past the streamed-store threshold on every path, into an output
+ * at a cache line's start and 16, 32 and 48 bytes past it (whose first floats of each
+ * block are streamed 16 bytes at a time, then whole lines): the same floats as the
+ * scalar path's, and the floats around out[0..n) untouched. */
+static void test_adaq_streamed_decode(void)
+{
+    const size_t n = STREAMED_N, room = n + 32;
+    float *x = malloc(n * sizeof *x), *want = malloc(n * sizeof *want);
+    float *mem = malloc((room + 16) * sizeof *mem);
+    float *got = (float *)(void *)(((uintptr_t)mem + 63u) & ~(uintptr_t)63u); /* a cache line's start */
+    uint8_t *buf = malloc(dr_adaq_bound(n));
+    size_t len = 0, p, off, i;
+    int same = 1;
+    g_adaq_work = malloc(dr_adaq_workspace_size(n));
+    fill(x, n, 41, 1.0f);
+    g_ratio = 0.3f;
+    CHECK_OK(enc_adaq(x, n, buf, dr_adaq_bound(n), &len));
+    setenv("DEEPREDUCE_SIMD", "scalar", 1);
+    CHECK_OK(dr_adaq_decode(buf, len, want, n));
+    for (p = 1; p < sizeof paths / sizeof *paths; p++) {
+        setenv("DEEPREDUCE_SIMD", paths[p], 1);
+        for (off = 0; off <= 12; off += 4) {
+            for (i = 0; i < room; i++)
+                got[i] = 7.0f;
+            CHECK_OK(dr_adaq_decode(buf, len, got + off, n));
+            same &= memcmp(got + off, want, n * sizeof *want) == 0;
+            for (i = 0; i < room; i++)
+                same &= (i >= off && i < off + n) || got[i] == 7.0f;
+        }
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    g_ratio = 0.01f;
+    CHECK(same);
+    free(g_adaq_work);
+    free(buf);
+    free(mem);
+    free(want);
+    free(x);
+}
+
 /* dr_crc32 on every path equals zlib's crc32, for lengths around the vector loop's
  * steps, unaligned starts and a running crc carried in. */
 static void test_crc32_paths(void)
@@ -853,6 +893,7 @@ static void test_kernels(void)
     test_threads_same_bytes();
     test_randomk_paths();
     test_adaq_paths();
+    test_adaq_streamed_decode();
     test_eightbit_paths();
     test_inceptionn_band_edges();
     test_inceptionn_blocks();

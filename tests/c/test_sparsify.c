@@ -438,8 +438,8 @@ static void test_adaq_long_lists(void)
         for (i = 0; i < n; i++)
             same &= sum[i] == 1.0f;
         CHECK(same);
-        /* mean_pos +0.0 (the dense decoder cannot tell the positives' slots from the
-         * cleared ones then): the check before the writes finds the shared index. */
+        /* mean_pos +0.0, the bits of a cleared entry: the shared index is still found
+         * (the dense decoder marks which list holds an entry, not its float). */
         memset(buf + 56, 0, 4);
         reseal(buf, len);
         CHECK_STATUS(dr_adaq_decode(buf, len, out, n), DR_E_CORRUPT);

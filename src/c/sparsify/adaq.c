@@ -10,7 +10,10 @@
  * at or above the cut is then a count over the candidates, and so is the selection, in
  * the same index order: the frame is bit for bit what full sweeps give. A threshold the
  * search sends below a cut (the sample misled it by far more than the band), a side that
- * had no sample, and a cut that would take too many candidates fall back to sweeps of x. */
+ * had no sample, and a cut that would take too many candidates fall back to sweeps of x.
+ * Where no cut is taken (large ratios: the candidates would not fit), the one sweep
+ * counts each side at its first threshold instead (see `side`), so the first counts
+ * need no sweep of their own. */
 #include "adaq_simd.h"
 #include "estimate.h"
 #include "stream_simd.h"
@@ -54,6 +57,14 @@ typedef struct {
     size_t r;
     int has_cut;       /* whether the candidates hold every entry of the side with */
     float cut;         /* magnitude >= cut (> 0) */
+    /* Where no cut is taken, the sweep counts at the side's first threshold: the sampled
+     * magnitude at rank kk = round(ceil(total*ratio) * m / total) (first_threshold),
+     * where the total is the sweep's own result. For a total much larger than m, kk is
+     * round(ratio*m) or one more (the ceil adds less than m/total to the product), so
+     * the sweep counts at both; any other kk is counted after the sweep, as before. */
+    size_t probe_rank;     /* the first of the two ranks (0: no probes) */
+    float probe_thr[2];    /* the sampled magnitudes at probe_rank and probe_rank + 1 */
+    size_t probe_count[2]; /* the side's entries with magnitude >= probe_thr[j] */
 } side;
 
 /* What the counts and the selection read: x itself, and the candidates. */
@@ -75,6 +86,20 @@ static size_t count_side(const float *v, size_t n, float sign, float thr)
         c += (uint32_t)((a > 0.0f) & (a >= thr)); /* & not &&: no branch, vectorises */
     }
     return c;
+}
+
+/* Sampled entries the selections should hold: a few thousand place a threshold within a
+ * few percent of its target rank (the relative error of a count estimated from j
+ * sampled selections is about 1/sqrt(j)), well inside the band of 30%. */
+#define SAMPLED_SELECTIONS 2560u
+
+/* The sample's size: 1% of n (dgc's), or fewer where a large ratio reaches
+ * SAMPLED_SELECTIONS with fewer (each sampled entry is a cache and TLB miss: 255k of
+ * them took 3-4 ms of a 25.6M encode at ratio 0.3, which 8.5k place as well). */
+static size_t sample_size(size_t n, float ratio)
+{
+    size_t m = dr_sp_sample_size(n), enough = (size_t)ceil((double)SAMPLED_SELECTIONS / (double)ratio);
+    return m < enough ? m : enough;
 }
 
 /* The entries the side should select: ceil(total*ratio). */
@@ -118,15 +143,22 @@ static void count_both(const float *x, size_t n, float thr_pos, float thr_neg, s
 }
 
 /* The side's first threshold: its sampled magnitude at the target's rank, or its largest
- * entry when none was sampled (+Inf for an empty side). */
-static int first_threshold(const side *s, float ratio, uint32_t *rank_idx, float *thr)
+ * entry when none was sampled (+Inf for an empty side); and in *count the side's count
+ * there when the sweep made it at a probe, else SIZE_MAX. */
+static int first_threshold(const side *s, float ratio, uint32_t *rank_idx, float *thr, size_t *count)
 {
     size_t kk;
     *thr = s->total == 0 ? INFINITY : s->largest;
+    *count = SIZE_MAX;
     if (s->total == 0 || s->m == 0)
         return DR_OK;
-    /* The kk-th largest sample is among the r largest when kk <= r. */
     kk = dr_sp_scaled_rank(target_of(s, ratio), s->m, s->total);
+    if (s->probe_rank != 0 && kk >= s->probe_rank && kk - s->probe_rank < 2) {
+        *thr = s->probe_thr[kk - s->probe_rank];
+        *count = s->probe_count[kk - s->probe_rank];
+        return DR_OK;
+    }
+    /* The kk-th largest sample is among the r largest when kk <= r. */
     return s->has_cut && kk <= s->r ? dr_sp_kth_largest(s->top, s->r, kk, rank_idx, thr)
                                     : dr_sp_kth_largest(s->mag, s->m, kk, rank_idx, thr);
 }
@@ -201,6 +233,42 @@ static int take_cut(side *s, uint32_t *rank_idx)
     return DR_OK;
 }
 
+/* The side's probes (see `side`): the sampled magnitudes at ranks kk = round(ratio*m)
+ * and kk + 1 (kk when kk = m), from one selection of the kk + 1 largest: the least of
+ * them and the least but one. */
+static int take_probes(side *s, float ratio, uint32_t *rank_idx)
+{
+    size_t kk, k1, j;
+    float least = INFINITY, second = INFINITY;
+    int st;
+    if (s->m == 0)
+        return DR_OK;
+    kk = (size_t)((double)ratio * (double)s->m + 0.5);
+    kk = kk < 1u ? 1u : (kk > s->m ? s->m : kk);
+    k1 = kk < s->m ? kk + 1 : kk;
+    st = dr_topk(s->mag, s->m, k1, rank_idx);
+    if (st != DR_OK)
+        return st;
+    for (j = 0; j < k1; j++) {
+        float v = s->mag[rank_idx[j]];
+        second = v < least ? least : (v < second ? v : second);
+        least = v < least ? v : least;
+    }
+    s->probe_rank = kk;
+    s->probe_thr[0] = k1 > kk ? second : least;
+    s->probe_thr[1] = least;
+    return DR_OK;
+}
+
+/* One entry's part of the tally, from its bit pattern u. */
+static void tally_entry(dr_adaq_tally *t, uint32_t u)
+{
+    t->pos += (size_t)((int32_t)u > 0);
+    t->neg += (size_t)(u > 0x80000000u);
+    t->smax = (int32_t)u > t->smax ? (int32_t)u : t->smax;
+    t->umax = u > t->umax ? u : t->umax;
+}
+
 /* The sweep: tally the signs and append the candidates (bit patterns at or beyond pkey
  * or nkey, see adaq_simd.h). Returns 0 when the candidates outgrew cap (the tally is
  * still whole). */
@@ -219,10 +287,7 @@ static int sweep(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint32_
     for (; i < n; i++) {
         uint32_t u;
         memcpy(&u, x + i, sizeof u);
-        t->pos += (size_t)((int32_t)u > 0);
-        t->neg += (size_t)(u > 0x80000000u);
-        t->smax = (int32_t)u > t->smax ? (int32_t)u : t->smax;
-        t->umax = u > t->umax ? u : t->umax;
+        tally_entry(t, u);
         if ((int32_t)u >= (int32_t)pkey || u >= nkey) {
             if (c == cap)
                 fits = 0;
@@ -254,6 +319,44 @@ static uint32_t taken_key(float thr)
     if (thr > 0.0f)
         memcpy(&u, &thr, sizeof u);
     return u;
+}
+
+/* Keys that take no finite entry: only NaN patterns reach them, and a tensor with NaN is
+ * refused after the sweep. */
+#define NO_POSITIVE_KEY 0x7fffffffu
+#define NO_NEGATIVE_KEY 0xffffffffu
+
+/* The sweep where no cut is taken: the tally, and each side's counts at its probes. */
+static void count_sweep(const float *x, size_t n, side *pos, side *neg, dr_adaq_tally *t)
+{
+    uint32_t key[DR_ADAQ_PROBES] = {NO_POSITIVE_KEY, NO_POSITIVE_KEY, NO_NEGATIVE_KEY, NO_NEGATIVE_KEY};
+    size_t at[DR_ADAQ_PROBES] = {0, 0, 0, 0}, i = 0;
+    int p;
+    if (pos->probe_rank != 0) {
+        key[0] = taken_key(pos->probe_thr[0]);
+        key[1] = taken_key(pos->probe_thr[1]);
+    }
+    if (neg->probe_rank != 0) {
+        key[2] = 0x80000000u | taken_key(neg->probe_thr[0]);
+        key[3] = 0x80000000u | taken_key(neg->probe_thr[1]);
+    }
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_adaq_count_avx512(x, n, key, t, at);
+    else if (dr_simd_active() >= DR_SIMD_AVX2)
+        i = dr_adaq_count_avx2(x, n, key, t, at);
+#endif
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        tally_entry(t, u);
+        for (p = 0; p < DR_ADAQ_PROBES; p++)
+            at[p] += (size_t)(p < 2 ? (int32_t)u >= (int32_t)key[p] : u >= key[p]);
+    }
+    pos->probe_count[0] = at[0];
+    pos->probe_count[1] = at[1];
+    neg->probe_count[0] = at[2];
+    neg->probe_count[1] = at[3];
 }
 
 /* v as a double where take is 1, +0.0 where it is 0, without a branch. Adding +0.0
@@ -391,15 +494,15 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
     source src;
     dr_adaq_tally tally = {0, 0, 0, 0};
     float *sample = (float *)work, thr_pos, thr_neg, mean_pos, mean_neg;
-    uint32_t *rank_idx, pkey = 0x7fffffffu, nkey = 0xffffffffu; /* no candidates */
+    uint32_t *rank_idx, pkey = NO_POSITIVE_KEY, nkey = NO_NEGATIVE_KEY; /* no candidates */
     double sum_pos = 0.0, sum_neg = 0.0;
     size_t m, mp = 0, mn = 0, np, nn, total, ncap;
     dr_frame f;
-    int st;
+    int st, cut;
     if (written == NULL || buf == NULL || work == NULL || (n > 0 && x == NULL) ||
         !(ratio > 0.0f && ratio <= 1.0f) || dtype > DR_DTYPE_FLOAT64 || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
-    m = dr_sp_sample_size(n);
+    m = sample_size(n, ratio);
     rank_idx = (uint32_t *)(sample + m);
     ncap = candidate_cap(n);
     if (n > 0) {
@@ -419,8 +522,9 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
     pos.r = cut_rank(&pos, ratio);
     neg.r = cut_rank(&neg, ratio);
     /* Cut only when the candidates expected (r of m samples stand for r*n/m entries)
-     * fill at most half the room: a large ratio sweeps x per count instead. */
-    if ((double)(pos.r + neg.r) * ((double)n / (double)m) <= 0.5 * (double)ncap) {
+     * fill at most half the room: a large ratio probes its first counts instead. */
+    cut = (double)(pos.r + neg.r) * ((double)n / (double)m) <= 0.5 * (double)ncap;
+    if (cut) {
         if (pos.m > 0) {
             st = take_cut(&pos, rank_idx);
             if (st != DR_OK)
@@ -434,13 +538,22 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
             memcpy(&nkey, &neg.cut, sizeof nkey);
             nkey |= 0x80000000u;
         }
+    } else {
+        st = take_probes(&pos, ratio, rank_idx);
+        if (st == DR_OK)
+            st = take_probes(&neg, ratio, rank_idx);
+        if (st != DR_OK)
+            return st;
     }
     src.x = x;
     src.n = n;
     src.cand_idx = (uint32_t *)(pos.top + m);
     src.cand_val = (float *)(src.cand_idx + ncap);
-    if (!sweep(x, n, pkey, nkey, (uint32_t *)src.cand_idx, (float *)src.cand_val, ncap, &src.ncand,
-               &tally))
+    src.ncand = 0;
+    if (!cut)
+        count_sweep(x, n, &pos, &neg, &tally);
+    else if (!sweep(x, n, pkey, nkey, (uint32_t *)src.cand_idx, (float *)src.cand_val, ncap,
+                    &src.ncand, &tally))
         pos.has_cut = neg.has_cut = 0;
     /* Inf/NaN: a positive pattern at or past +Inf's is the largest as int32, a negative
      * one at or past -Inf's the largest as uint32. */
@@ -451,16 +564,16 @@ int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t 
     pos.largest = from_bits((uint32_t)tally.smax);
     neg.largest = tally.umax > 0x80000000u ? from_bits(tally.umax & 0x7fffffffu) : 0.0f;
 
-    st = first_threshold(&pos, ratio, rank_idx, &thr_pos);
+    st = first_threshold(&pos, ratio, rank_idx, &thr_pos, &np);
     if (st == DR_OK)
-        st = first_threshold(&neg, ratio, rank_idx, &thr_neg);
+        st = first_threshold(&neg, ratio, rank_idx, &thr_neg, &nn);
     if (st != DR_OK)
         return st;
-    if (counts_from_x(&pos, thr_pos) && counts_from_x(&neg, thr_neg)) {
+    if (np == SIZE_MAX && nn == SIZE_MAX && counts_from_x(&pos, thr_pos) && counts_from_x(&neg, thr_neg)) {
         count_both(x, n, thr_pos, thr_neg, &np, &nn);
     } else {
-        np = count_at(&src, &pos, thr_pos);
-        nn = count_at(&src, &neg, thr_neg);
+        np = np == SIZE_MAX ? count_at(&src, &pos, thr_pos) : np;
+        nn = nn == SIZE_MAX ? count_at(&src, &neg, thr_neg) : nn;
     }
     correct_threshold(&src, &pos, ratio, &thr_pos, &np);
     correct_threshold(&src, &neg, ratio, &thr_neg, &nn);
@@ -627,38 +740,52 @@ static void write_lists(float *out, size_t n, const adaq_parts *p, write_mode mo
     }
 }
 
+/* out[t] = value[mark[t]] for t < len (marks 0, 1 or 2), streamed where `stream` is set
+ * (out 16-byte aligned) by the vector paths. */
+static void expand_marks(const uint8_t *mark, size_t len, const float *value, float *out, int stream)
+{
+    size_t t = 0;
+#if DR_HAVE_X86_SIMD
+    int simd = dr_simd_active();
+    if (simd >= DR_SIMD_AVX512)
+        t = dr_adaq_expand_avx512(mark, len, value, out, stream);
+    else if (simd >= DR_SIMD_AVX2)
+        t = dr_adaq_expand_avx2(mark, len, value, out, stream);
+#else
+    (void)stream; /* the loop below stores through the cache */
+#endif
+    for (; t < len; t++)
+        out[t] = value[mark[t]];
+}
+
 /* dr_adaq_decode of a dense selection, checking the lists' overlap as it writes: block
- * by block, the block is built in a buffer in L1 (cleared, the positives' mean at their
- * indices, then the negatives' at theirs, each looking at what it replaces: the
- * positives' mean, whose bits are not zero here, where the lists share an index) and
- * copied to out, streamed past the cache when out is large (dr_stream_output: its old
- * lines are not read first). Returns whether the lists share an index; out is then
- * unspecified. One read of each list where a check before the writes read them again
- * (25.6M at 0.3: 13 ms, of which the check 4). */
+ * by block, a byte per entry says which list holds it (cleared, 1 at the positives'
+ * indices, then 2 at the negatives', each looking at what it replaces), and the marks
+ * are expanded to out (0, mean_pos or mean_neg), streamed past the cache when out is
+ * large. Returns whether the lists share an index; out is then unspecified. One read of
+ * each list where a check before the writes read them again, and a quarter of the
+ * bytes cleared and read back that a block of floats built in cache took (25.6M at
+ * 0.3: 13 ms with a check first; 10.3 with the block of floats; 6.7 with the marks). */
 static int write_dense_checked(float *out, size_t n, const adaq_parts *p)
 {
-    uint32_t block[WRITE_BLOCK], pos_bits, neg_bits, replaced = 0;
+    uint8_t mark[WRITE_BLOCK], replaced = 0;
+    float value[3] = {0.0f, p->mean_pos, p->mean_neg}; /* by mark */
     size_t base, i = 0, j = 0, k;
     int stream = dr_stream_output(out, n);
-    memcpy(&pos_bits, &p->mean_pos, 4);
-    memcpy(&neg_bits, &p->mean_neg, 4);
     for (base = 0; base < n; base += WRITE_BLOCK) {
         size_t len = n - base < WRITE_BLOCK ? n - base : WRITE_BLOCK;
         uint64_t end = (uint64_t)base + len;
         size_t i_end = first_at_or_past(p->ip, i, p->np, end, WRITE_BLOCK);
         size_t j_end = first_at_or_past(p->in, j, p->nn, end, WRITE_BLOCK);
-        memset(block, 0, len * sizeof *block);
+        memset(mark, 0, len);
         for (k = i; k < i_end; k++)
-            block[index_at(p->ip, k) - base] = pos_bits;
+            mark[index_at(p->ip, k) - base] = 1;
         for (k = j; k < j_end; k++) {
-            uint32_t *slot = block + (index_at(p->in, k) - base);
+            uint8_t *slot = mark + (index_at(p->in, k) - base);
             replaced |= *slot;
-            *slot = neg_bits;
+            *slot = 2;
         }
-        if (stream)
-            dr_stream_copy((uint8_t *)(out + base), (const uint8_t *)block, len * sizeof *block);
-        else
-            memcpy(out + base, block, len * sizeof *block);
+        expand_marks(mark, len, value, out + base, stream);
         i = i_end;
         j = j_end;
     }
@@ -671,18 +798,16 @@ static int write_dense_checked(float *out, size_t n, const adaq_parts *p)
 
 /* Below one selected entry per SPARSE_SPACING elements (about 1.6%), dr_adaq_decode
  * clears out in one go and then writes the entries: the clear streams past the cache and
- * the entries touch few lines. Above it, each block is built in cache and copied out. */
+ * the entries touch few lines. Above it, each block is marked in cache and expanded. */
 #define SPARSE_SPACING 64u
 
 int dr_adaq_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     adaq_parts p;
-    uint32_t pos_bits;
     int st = adaq_parse(buf, len, out, n, &p);
     if (st != DR_OK)
         return st;
-    memcpy(&pos_bits, &p.mean_pos, 4);
-    if ((p.np + p.nn) * SPARSE_SPACING >= n && (pos_bits != 0 || p.np == 0))
+    if ((p.np + p.nn) * SPARSE_SPACING >= n)
         return write_dense_checked(out, n, &p) ? DR_E_CORRUPT : DR_OK;
     if (overlap(p.ip, p.np, p.in, p.nn))
         return DR_E_CORRUPT;

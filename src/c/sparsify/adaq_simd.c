@@ -2,9 +2,12 @@
  * counts and maxima on the integer patterns and the candidates' indices and values
  * appended in lane order, without a branch per lane (AVX-512: compressed in registers
  * and stored whole; AVX2: permuted by a table of left-packing orders and stored whole),
- * the count advanced by the mask's popcount. */
+ * the count advanced by the mask's popcount; or, where nothing is appended, counts at
+ * four keys. Then the staging of the selections, and the dense decoder's expansion of
+ * its marks (a table lookup per lane by a permute). */
 #include "adaq_simd.h"
 #include "append_simd.h"
+#include "stream_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -54,6 +57,35 @@ DR_TARGET_AVX2 static __m256i left_pack_order(unsigned m)
     return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int32_t)left_pack[m]), nibble), low4);
 }
 
+/* The count a vector of compare results added up: each lane holds minus its count. */
+DR_TARGET_AVX2 static size_t lanes_count_avx2(__m256i minus_count)
+{
+    uint32_t lane[8];
+    size_t total = 0;
+    int j;
+    _mm256_storeu_si256((__m256i *)(void *)lane, _mm256_sub_epi32(_mm256_setzero_si256(), minus_count));
+    for (j = 0; j < 8; j++)
+        total += lane[j];
+    return total;
+}
+
+/* Adds a loop's lanes to *t: the signs' counts (as lanes_count_avx2 reads them) and the
+ * patterns' maxima, as int32 and as uint32. */
+DR_TARGET_AVX2 static void tally_lanes_avx2(dr_adaq_tally *t, __m256i npos, __m256i nneg, __m256i smax,
+                                            __m256i umax)
+{
+    uint32_t lane[8];
+    int j;
+    t->pos += lanes_count_avx2(npos);
+    t->neg += lanes_count_avx2(nneg);
+    _mm256_storeu_si256((__m256i *)(void *)lane, smax);
+    for (j = 0; j < 8; j++)
+        t->smax = (int32_t)lane[j] > t->smax ? (int32_t)lane[j] : t->smax;
+    _mm256_storeu_si256((__m256i *)(void *)lane, umax);
+    for (j = 0; j < 8; j++)
+        t->umax = lane[j] > t->umax ? lane[j] : t->umax;
+}
+
 DR_TARGET_AVX2 size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey,
                                          uint32_t *idx, float *val, size_t cap, size_t *count,
                                          dr_adaq_tally *t)
@@ -68,9 +100,7 @@ DR_TARGET_AVX2 size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey
     __m256i npos = zero, nneg = zero; /* per lane, minus the count (compares give -1) */
     __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i step = _mm256_set1_epi32(8);
-    uint32_t lane_count[8];
     size_t i = 0, c = *count;
-    int j;
     for (; i + 8 <= n && c + 8 <= cap; i += 8) {
         __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
         __m256i mag = _mm256_xor_si256(u, flip);
@@ -86,20 +116,54 @@ DR_TARGET_AVX2 size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey
         c += (size_t)__builtin_popcount(m);
         lanes = _mm256_add_epi32(lanes, step);
     }
-    _mm256_storeu_si256((__m256i *)(void *)lane_count, _mm256_sub_epi32(zero, npos));
-    for (j = 0; j < 8; j++)
-        t->pos += lane_count[j];
-    _mm256_storeu_si256((__m256i *)(void *)lane_count, _mm256_sub_epi32(zero, nneg));
-    for (j = 0; j < 8; j++)
-        t->neg += lane_count[j];
-    _mm256_storeu_si256((__m256i *)(void *)lane_count, smax);
-    for (j = 0; j < 8; j++)
-        t->smax = (int32_t)lane_count[j] > t->smax ? (int32_t)lane_count[j] : t->smax;
-    _mm256_storeu_si256((__m256i *)(void *)lane_count, umax);
-    for (j = 0; j < 8; j++)
-        t->umax = lane_count[j] > t->umax ? lane_count[j] : t->umax;
+    tally_lanes_avx2(t, npos, nneg, smax, umax);
     *count = c;
     return i;
+}
+
+DR_TARGET_AVX2 size_t dr_adaq_count_avx2(const float *x, size_t n, const uint32_t *key, dr_adaq_tally *t,
+                                         size_t *at)
+{
+    /* Signed compares, as in the sweep: a positive key's "u >= key" is "u > key - 1", a
+     * negative key's is "(u ^ 2^31) > (key ^ 2^31) - 1". */
+    const __m256i flip = _mm256_set1_epi32(INT32_MIN), zero = _mm256_setzero_si256();
+    const __m256i below0 = _mm256_set1_epi32((int32_t)key[0] - 1);
+    const __m256i below1 = _mm256_set1_epi32((int32_t)key[1] - 1);
+    const __m256i below2 = _mm256_set1_epi32((int32_t)(key[2] ^ 0x80000000u) - 1);
+    const __m256i below3 = _mm256_set1_epi32((int32_t)(key[3] ^ 0x80000000u) - 1);
+    __m256i smax = _mm256_set1_epi32(t->smax), umax = _mm256_set1_epi32((int32_t)t->umax);
+    __m256i npos = zero, nneg = zero, at0 = zero, at1 = zero, at2 = zero, at3 = zero; /* minus */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
+        __m256i mag = _mm256_xor_si256(u, flip);
+        npos = _mm256_add_epi32(npos, _mm256_cmpgt_epi32(u, zero));
+        nneg = _mm256_add_epi32(nneg, _mm256_cmpgt_epi32(mag, zero));
+        at0 = _mm256_add_epi32(at0, _mm256_cmpgt_epi32(u, below0));
+        at1 = _mm256_add_epi32(at1, _mm256_cmpgt_epi32(u, below1));
+        at2 = _mm256_add_epi32(at2, _mm256_cmpgt_epi32(mag, below2));
+        at3 = _mm256_add_epi32(at3, _mm256_cmpgt_epi32(mag, below3));
+        smax = _mm256_max_epi32(smax, u);
+        umax = _mm256_max_epu32(umax, u);
+    }
+    tally_lanes_avx2(t, npos, nneg, smax, umax);
+    at[0] += lanes_count_avx2(at0);
+    at[1] += lanes_count_avx2(at1);
+    at[2] += lanes_count_avx2(at2);
+    at[3] += lanes_count_avx2(at3);
+    return i;
+}
+
+/* Adds a loop's lanes to *t: the signs' counts and the patterns' maxima. */
+DR_TARGET_AVX512 static void tally_lanes_avx512(dr_adaq_tally *t, __m512i npos, __m512i nneg, __m512i smax,
+                                                __m512i umax)
+{
+    int32_t s = _mm512_reduce_max_epi32(smax);
+    uint32_t v = _mm512_reduce_max_epu32(umax);
+    t->pos += (uint32_t)_mm512_reduce_add_epi32(npos);
+    t->neg += (uint32_t)_mm512_reduce_add_epi32(nneg);
+    t->smax = s > t->smax ? s : t->smax;
+    t->umax = v > t->umax ? v : t->umax;
 }
 
 DR_TARGET_AVX512 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t pkey, uint32_t nkey,
@@ -123,15 +187,37 @@ DR_TARGET_AVX512 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t 
         c += dr_append_avx512(m, lanes, u, idx + c, val + c);
         lanes = _mm512_add_epi32(lanes, step);
     }
-    t->pos += (uint32_t)_mm512_reduce_add_epi32(npos);
-    t->neg += (uint32_t)_mm512_reduce_add_epi32(nneg);
-    {
-        int32_t s = _mm512_reduce_max_epi32(smax);
-        uint32_t v = _mm512_reduce_max_epu32(umax);
-        t->smax = s > t->smax ? s : t->smax;
-        t->umax = v > t->umax ? v : t->umax;
-    }
+    tally_lanes_avx512(t, npos, nneg, smax, umax);
     *count = c;
+    return i;
+}
+
+DR_TARGET_AVX512 size_t dr_adaq_count_avx512(const float *x, size_t n, const uint32_t *key,
+                                             dr_adaq_tally *t, size_t *at)
+{
+    const __m512i k0 = _mm512_set1_epi32((int32_t)key[0]), k1 = _mm512_set1_epi32((int32_t)key[1]);
+    const __m512i k2 = _mm512_set1_epi32((int32_t)key[2]), k3 = _mm512_set1_epi32((int32_t)key[3]);
+    const __m512i zero = _mm512_setzero_si512(), negzero = _mm512_set1_epi32(INT32_MIN);
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i smax = _mm512_set1_epi32(t->smax), umax = _mm512_set1_epi32((int32_t)t->umax);
+    __m512i npos = zero, nneg = zero, at0 = zero, at1 = zero, at2 = zero, at3 = zero;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i u = _mm512_loadu_si512(x + i);
+        npos = _mm512_mask_add_epi32(npos, _mm512_cmpgt_epi32_mask(u, zero), npos, one);
+        nneg = _mm512_mask_add_epi32(nneg, _mm512_cmpgt_epu32_mask(u, negzero), nneg, one);
+        at0 = _mm512_mask_add_epi32(at0, _mm512_cmpge_epi32_mask(u, k0), at0, one);
+        at1 = _mm512_mask_add_epi32(at1, _mm512_cmpge_epi32_mask(u, k1), at1, one);
+        at2 = _mm512_mask_add_epi32(at2, _mm512_cmpge_epu32_mask(u, k2), at2, one);
+        at3 = _mm512_mask_add_epi32(at3, _mm512_cmpge_epu32_mask(u, k3), at3, one);
+        smax = _mm512_max_epi32(smax, u);
+        umax = _mm512_max_epu32(umax, u);
+    }
+    tally_lanes_avx512(t, npos, nneg, smax, umax);
+    at[0] += (uint32_t)_mm512_reduce_add_epi32(at0);
+    at[1] += (uint32_t)_mm512_reduce_add_epi32(at1);
+    at[2] += (uint32_t)_mm512_reduce_add_epi32(at2);
+    at[3] += (uint32_t)_mm512_reduce_add_epi32(at3);
     return i;
 }
 
@@ -224,5 +310,47 @@ DR_TARGET_AVX512 size_t dr_adaq_stage_avx512(const float *x, size_t start, size_
     *kp = p;
     *kn = q;
     return i;
+}
+
+DR_TARGET_AVX2 size_t dr_adaq_expand_avx2(const uint8_t *mark, size_t len, const float *value, float *out,
+                                          int stream)
+{
+    const __m256 table = _mm256_setr_ps(value[0], value[1], value[2], 0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
+    size_t t = 0;
+    for (; t + 8 <= len; t += 8) {
+        __m256i m = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(mark + t)));
+        dr_store8_avx2(out + t, _mm256_permutevar8x32_ps(table, m), stream);
+    }
+    return t;
+}
+
+/* The floats of marks mark[0..16) by `table` (value by mark). */
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512 marked_values_avx512(const uint8_t *mark, __m512 table)
+{
+    return _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)mark)), table);
+}
+
+DR_TARGET_AVX512 size_t dr_adaq_expand_avx512(const uint8_t *mark, size_t len, const float *value,
+                                              float *out, int stream)
+{
+    const __m512 table = _mm512_maskz_loadu_ps(0x7, value);
+    size_t t = 0, q;
+    if (!stream) {
+        for (; t + 16 <= len; t += 16)
+            _mm512_storeu_ps(out + t, marked_values_avx512(mark + t, table));
+        return t;
+    }
+    /* Whole lines streamed a vector at a time (a quarter of the store instructions of
+     * 16-byte streams); the floats before out's first line start (out is 16-byte
+     * aligned: a multiple of 4) streamed 16 bytes at a time. */
+    q = ((64u - ((uintptr_t)out & 63u)) & 63u) / sizeof *out;
+    if (q > 0 && len >= 16) {
+        __m512 v = marked_values_avx512(mark, table);
+        for (; t < q; t += 4)
+            _mm_stream_ps(out + t, _mm512_castps512_ps128(_mm512_maskz_compress_ps((__mmask16)(0xfu << t), v)));
+    }
+    for (; t + 16 <= len; t += 16)
+        _mm512_stream_ps(out + t, marked_values_avx512(mark + t, table));
+    return t;
 }
 #endif

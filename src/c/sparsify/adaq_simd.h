@@ -1,5 +1,5 @@
-/* Internal: adaq's one sweep over x (see adaq.c), its AVX2 and AVX-512 variants. Not part
- * of the public API.
+/* Internal: adaq's one sweep over x (see adaq.c), its staging of the selections and its
+ * dense decoder's expansion, their AVX2 and AVX-512 variants. Not part of the public API.
  *
  * The sweep works on the entries' bit patterns u (as int32 and as uint32), which order
  * like the values within a sign: an entry is positive when (int32)u > 0, negative when
@@ -22,6 +22,10 @@ typedef struct {
                           positive's when there is no negative) */
 } dr_adaq_tally;
 
+/* Keys of the counting sweep: how many positives have (int32)u >= (int32)key[0] and
+ * key[1], how many negatives u >= key[2] and key[3]. */
+#define DR_ADAQ_PROBES 4
+
 /* Partial sums per side of the selected values (sparsify.h: adaq's mean). */
 #define DR_ADAQ_LANES 16
 
@@ -35,6 +39,23 @@ size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey
                           float *val, size_t cap, size_t *count, dr_adaq_tally *t);
 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint32_t *idx,
                             float *val, size_t cap, size_t *count, dr_adaq_tally *t);
+
+/* The sweep of a large ratio, where nothing is appended (no cut holds the selections):
+ * the tally, and at[p] += the entries at or beyond key[p] (DR_ADAQ_PROBES), over a
+ * prefix of whole vectors of x, whose length they return. */
+size_t dr_adaq_count_avx2(const float *x, size_t n, const uint32_t *key, dr_adaq_tally *t,
+                          size_t *at);
+size_t dr_adaq_count_avx512(const float *x, size_t n, const uint32_t *key, dr_adaq_tally *t,
+                            size_t *at);
+
+/* The dense decoder's expansion (adaq.c): out[t] = value[mark[t]] (marks 0, 1 or 2)
+ * over a prefix of mark[0..len), whose length they return; streamed past the cache
+ * where `stream` is set (out then 16-byte aligned; the prefix may then end up to 15
+ * floats before the last whole vector, where out's next cache line starts). */
+size_t dr_adaq_expand_avx2(const uint8_t *mark, size_t len, const float *value, float *out,
+                           int stream);
+size_t dr_adaq_expand_avx512(const uint8_t *mark, size_t len, const float *value, float *out,
+                             int stream);
 
 /* take's staging (adaq.c) over whole vectors of x[0..len), whose first entry has index
  * `start` (a multiple of 16): the entries taken, positives by (int32)u >= (int32)pkey and

@@ -2,8 +2,9 @@
  * deepreduce/sparsify.h - adaptive sparsifiers of the GRACE set: DGC threshold estimation
  * from a sample, AdaComp-style (adaq) selection.
  *
- * Both estimate a magnitude threshold from a 1% sample and then correct it against exact
- * counts over the whole tensor, so their cost is a few streaming reads, never a sort.
+ * Both estimate a magnitude threshold from a sample (1% of the tensor, or for adaq at large
+ * ratios fewer: see there) and then correct it against exact counts over the whole
+ * tensor, so their cost is a few streaming reads, never a sort.
  * Samples are positions drawn with replacement from the counter stream `key` (see
  * dr_rng_key): the same key gives the same selection on every rank and SIMD path.
  */
@@ -50,9 +51,12 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
 /* --------------------------------------------------------------------------- adaq */
 /* AdaComp-style quantised sparsification (after Chen et al. 2018 and GRACE's adaq): the
  * positive and the negative entries are treated apart. For the positives P (x > 0):
- * target t = ceil(|P|*ratio); thr from the sampled positives as in dgc step 1 (the
- * largest positive when none was sampled), corrected as in dgc step 2 against
- * #{x >= thr} with the same band around t. The positives with x >= thr are sent as
+ * target t = ceil(|P|*ratio); S = min(max(1, n/100), ceil(2560/ratio)) positions are
+ * sampled (a few thousand sampled selections place a threshold well inside the band;
+ * fewer random reads at large ratios), of which Sp are positive; thr = the kk-th
+ * largest of those Sp, kk = clamp(round(t*Sp/|P|), 1, Sp) (the largest positive when
+ * Sp = 0), corrected as in dgc step 2 against #{x >= thr} with the same band around t.
+ * The positives with x >= thr are sent as
  * indices plus one value, their mean: float32(sum / count), the sum in double as 16
  * partial sums, the entry at index i added to partial i % 16 in index order, the
  * partials then added pairwise (partial l += partial l + h for l < h, h = 8, 4, 2, 1;
@@ -83,9 +87,9 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
  * the negative ones, 0 elsewhere. Refuses indices >= n, lists not strictly ascending,
  * an index in both lists, mean_pos < 0, mean_neg > 0 or non-finite means, besides the
  * frame checks every decoder makes (see quant.h), all before writing but one: where
- * the lists select more than one entry in 64 (and mean_pos is not +0.0), an index in
- * both lists is found while out is written, block by block (one read of each list
- * instead of two), so after that DR_E_CORRUPT out[0..n) is unspecified.
+ * the lists select more than one entry in 64, an index in both lists is found while
+ * out is written, block by block (one read of each list instead of two), so after that
+ * DR_E_CORRUPT out[0..n) is unspecified.
  * dr_adaq_decode_add: the same checks, then adds mean_pos at the positive indices and
  * mean_neg at the negative ones to out, leaving the other entries as they are: on a
  * zeroed out (e.g. fresh pages from calloc, which need no clearing pass) it gives what
