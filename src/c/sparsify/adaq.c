@@ -98,8 +98,10 @@ static size_t count_side(const float *v, size_t n, float sign, float thr)
  * them took 3-4 ms of a 25.6M encode at ratio 0.3, which 8.5k place as well). */
 static size_t sample_size(size_t n, float ratio)
 {
-    size_t m = dr_sp_sample_size(n), enough = (size_t)ceil((double)SAMPLED_SELECTIONS / (double)ratio);
-    return m < enough ? m : enough;
+    size_t m = dr_sp_sample_size(n);
+    /* In double: at a tiny ratio the quotient overflows a size_t. */
+    double enough = ceil((double)SAMPLED_SELECTIONS / (double)ratio);
+    return (double)m < enough ? m : (size_t)enough;
 }
 
 /* The entries the side should select: ceil(total*ratio). */
