@@ -10,6 +10,8 @@
 
 #include "check.h"
 #include "../../src/c/core/lane_tables.h"
+#include "../../src/c/quant/lookup_simd.h"
+#include "../../src/c/quant/sketch_simd.h"
 
 typedef int (*encode_fn)(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written);
 typedef int (*decode_fn)(const uint8_t *, size_t, float *, size_t);
@@ -233,6 +235,97 @@ static void test_half_streamed(void)
     free(got);
 }
 
+#if DR_HAVE_X86_SIMD
+/* A byte-code lookup kernel: writes out[i] for i below the length it returns. */
+typedef size_t (*lookup_fn)(const uint8_t *codes, size_t n, const float *table, uint32_t entries, float *out);
+
+static size_t planes(const uint8_t *codes, size_t n, const float *table, uint32_t entries, float *out)
+{
+    return dr_lookup_planes_avx512(codes, n, table, entries, out);
+}
+
+static size_t sketch_read(const uint8_t *codes, size_t n, const float *table, uint32_t entries, float *out)
+{
+    (void)entries;
+    return dr_sketch_read_avx512(codes, n, table, out);
+}
+
+/* The 8-bit decoder's: table[c & 127], negated by bit 7 (`table` holds both signs). */
+static size_t signed_lookup(const uint8_t *codes, size_t n, const float *table, uint32_t entries, float *out)
+{
+    (void)entries;
+    return dr_signed_lookup128_avx512(codes, n, table, out);
+}
+
+/* `lookup` against table[codes[i]]: every float bit-equal where it wrote (its prefix at
+ * least n - 63 long), the floats around out[0..n) untouched, for n from 0 to past the
+ * streamed-store threshold and outputs at a cache line's start and 4, 16, 32 and 48 bytes
+ * past it (the ones on the 16-byte grid streamed, their floats before the first line
+ * start another way). */
+static int check_lookup(lookup_fn lookup, const float *table, uint32_t entries)
+{
+    static const size_t sizes[] = {0, 1, 15, 63, 64, 65, 200, 4099, STREAMED_N};
+    static const size_t offsets[] = {0, 1, 4, 8, 12};
+    const size_t most = STREAMED_N, room = most + 32;
+    uint8_t *codes = malloc(most);
+    float *mem = malloc((room + 16) * sizeof *mem);
+    float *line = (float *)(void *)(((uintptr_t)mem + 63u) & ~(uintptr_t)63u);
+    size_t s, o, i;
+    int same = 1;
+    for (i = 0; i < most; i++)
+        codes[i] = (uint8_t)(dr_rng_u64(77, i) % entries);
+    for (s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (o = 0; o < sizeof offsets / sizeof *offsets; o++) {
+            size_t n = sizes[s], done;
+            float *out = line + offsets[o];
+            for (i = 0; i < room; i++)
+                line[i] = 7.0f;
+            done = lookup(codes, n, table, entries, out);
+            same &= done <= n && done + 63 >= n;
+            for (i = 0; i < done; i++)
+                same &= memcmp(&out[i], &table[codes[i]], sizeof *out) == 0;
+            for (i = 0; i < room; i++)
+                same &= (i >= offsets[o] && i < offsets[o] + done) || line[i] == 7.0f;
+        }
+    free(mem);
+    free(codes);
+    return same;
+}
+
+/* The decoders' byte lookups called directly, so that each AVX-512 kernel is compared
+ * on a CPU that dispatches to another (the byte planes where VBMI is, the 16-lane
+ * lookups elsewhere): 64, 128 and 256 entries, every entry a distinct bit pattern
+ * (negative zero, a NaN payload and subnormals among them, so no byte of a plane is
+ * lost). */
+static void test_byte_lookups(void)
+{
+    static const uint32_t entries[] = {64, 128, 256};
+    float table[256], signed_table[256];
+    size_t e;
+    uint32_t c;
+    if (dr_simd_supported() < DR_SIMD_AVX512)
+        return;
+    for (c = 0; c < 256u; c++) {
+        uint32_t u = (uint32_t)dr_rng_u64(78, c);
+        if (c == 5)
+            u = 0x80000000u;
+        if (c == 6)
+            u = 0x7fc01234u;
+        if (c == 7)
+            u &= 0x807fffffu;
+        memcpy(&table[c], &u, sizeof u);
+        u = (uint32_t)dr_rng_u64(78, c & 127u) ^ (c & 128u ? 0x80000000u : 0u);
+        memcpy(&signed_table[c], &u, sizeof u);
+    }
+    for (e = 0; e < sizeof entries / sizeof *entries; e++) {
+        if (dr_cpu_has_vbmi())
+            CHECK(check_lookup(planes, table, entries[e]));
+        CHECK(check_lookup(sketch_read, table, entries[e]));
+    }
+    CHECK(check_lookup(signed_lookup, signed_table, 256));
+}
+#endif
+
 /* The kernels whose vector decoders write their output with non-temporal stores past the
  * threshold (sign kernels; natural; qsgd with buckets of 5, so outputs on and off the
  * 16-byte grid; the sketch's AVX2 decoder): the same frames and outputs on every path,
@@ -251,7 +344,11 @@ static void test_streamed(void)
     check_paths("sketch streamed", enc_sketch, dr_sketch_decode, x, STREAMED_N, dr_sketch_size(STREAMED_N, 127));
     free(x);
     test_half_streamed();
+#if DR_HAVE_X86_SIMD
+    test_byte_lookups();
+#endif
 }
+
 
 /* Natural compression where whole vectors hold normal values only, which the vector
  * encoders code by one carry add on the float bits: every exponent of the normal range

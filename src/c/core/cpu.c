@@ -2,6 +2,7 @@
  * and of DEEPREDUCE_SIMD, so there is no global state to race on. Kernels call
  * dr_simd_active() once per call, never per element. */
 #include "deepreduce.h"
+#include "simd_config.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,14 @@ int dr_simd_supported(void)
 #endif
     return DR_SIMD_SCALAR;
 }
+
+#if DR_HAVE_X86_SIMD
+int dr_cpu_has_vbmi(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi");
+}
+#endif
 
 int dr_simd_active(void)
 {

@@ -16,6 +16,12 @@
 #define DR_AVX512_FEATURES "avx512f,avx512bw,avx512vl,avx512dq," DR_AVX2_FEATURES
 #define DR_TARGET_AVX2 __attribute__((target(DR_AVX2_FEATURES)))
 #define DR_TARGET_AVX512 __attribute__((target(DR_AVX512_FEATURES)))
+/* AVX-512 with VBMI's byte permutes (a 128-byte table read from two registers, 64 lanes
+ * at a time): AMD from Zen 4, Intel from Ice Lake, not Skylake's AVX-512. Kernels built
+ * for it run where the level is AVX-512 and dr_cpu_has_vbmi() holds. */
+#define DR_TARGET_AVX512_VBMI __attribute__((target(DR_AVX512_FEATURES ",avx512vbmi")))
+/* 1 when the CPU has AVX-512 VBMI (cpu.c). */
+int dr_cpu_has_vbmi(void);
 #else
 #define DR_HAVE_X86_SIMD 0
 #endif

@@ -25,6 +25,15 @@ static inline int dr_stream_output(const float *out, size_t n)
     return n >= DR_STREAM_MIN_N && ((uintptr_t)out & 15u) == 0;
 }
 
+/* How many floats at out come before its first 64-byte line start (0 to 15, at most n).
+ * A kernel that streams whole lines, one 512-bit store each (which must be aligned),
+ * writes these first another way. */
+static inline size_t dr_stream_lead(const float *out, size_t n)
+{
+    size_t lead = ((64u - ((uintptr_t)out & 63u)) & 63u) / sizeof *out;
+    return lead < n ? lead : n;
+}
+
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 

@@ -292,7 +292,7 @@ int dr_eightbit_encode(const float *x, size_t n, uint8_t dtype, uint8_t *buf, si
         code_bounds(table, steps, scale, bound);
 #if DR_HAVE_X86_SIMD
         dr_eightbit_guess guess;
-        if (simd >= DR_SIMD_AVX512 && dr_eightbit_guess_supported() && build_guess(bound, scale, top, &guess)) {
+        if (simd >= DR_SIMD_AVX512 && dr_cpu_has_vbmi() && build_guess(bound, scale, top, &guess)) {
             i = dr_eightbit_guess_avx512(x, n, &guess, codes);
             for (; i < n; i++)
                 codes[i] = signed_code(bits_at(x, i), nearest(table, steps, fabsf(x[i]) / scale));
@@ -336,7 +336,9 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     i = 0;
 #if DR_HAVE_X86_SIMD
     simd = dr_simd_active();
-    if (simd >= DR_SIMD_AVX512)
+    if (simd >= DR_SIMD_AVX512 && dr_cpu_has_vbmi())
+        i = dr_lookup_planes_avx512(codes, n, value, 256u, out);
+    else if (simd >= DR_SIMD_AVX512)
         i = dr_signed_lookup128_avx512(codes, n, table, out);
     else if (simd >= DR_SIMD_AVX2 && dr_stream_output(out, n))
         i = dr_lookup256_stream_avx2(codes, n, value, out);

@@ -11,15 +11,6 @@
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
-/* AVX-512 with VBMI's byte permutes, which read a 128-byte table from two registers. */
-#define DR_TARGET_AVX512_VBMI __attribute__((target(DR_AVX512_FEATURES ",avx512vbmi")))
-
-int dr_eightbit_guess_supported(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi");
-}
-
 DR_TARGET_AVX512_VBMI size_t dr_eightbit_guess_avx512(const float *x, size_t n, const dr_eightbit_guess *g,
                                                       uint8_t *codes)
 {

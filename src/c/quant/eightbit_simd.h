@@ -24,11 +24,9 @@ typedef struct {
 } dr_eightbit_guess;
 
 #if DR_HAVE_X86_SIMD
-/* 1 when the CPU has AVX-512 VBMI, which dr_eightbit_guess_avx512 needs (where it lacks
- * it, the AVX-512 level takes the AVX2 buckets). */
-int dr_eightbit_guess_supported(void);
 /* codes of x[0..n) (every |x| at most the scale the guess was built for) by the guess, for
- * a prefix of whole groups of 16; returns its length. */
+ * a prefix of whole groups of 16; returns its length. Needs AVX-512 VBMI: where
+ * dr_cpu_has_vbmi() is 0, the AVX-512 level takes the AVX2 buckets. */
 size_t dr_eightbit_guess_avx512(const float *x, size_t n, const dr_eightbit_guess *g, uint8_t *codes);
 /* codes of x[0..n) from the encoder's bucket entries (eightbit.c, code_buckets: bucket b
  * for the magnitude bit patterns (base + b) << 16 onwards, every finite |x| <= the scale

@@ -3,6 +3,8 @@
 #include "lookup_simd.h"
 #include "stream_simd.h"
 
+#include <string.h>
+
 #if DR_HAVE_X86_SIMD
 DR_TARGET_AVX512 size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t n, const float *table,
                                                    float *out)
@@ -21,6 +23,73 @@ DR_TARGET_AVX512 size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t 
         __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24);
         __m512 v = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(dr_lookup128_avx512(t, c)), sign));
         dr_store16_avx512(out + i, v, stream);
+    }
+    if (stream)
+        dr_stream_fence();
+    return i;
+}
+
+/* The 64 codes at codes, their dwords reordered so that the unpacks in
+ * dr_lookup_planes_avx512 leave vector r holding the values of codes 16r..16r+15. The
+ * unpacks interleave within 128-bit lanes, so vector r lane L (4 floats) would take the
+ * codes of dword 4L + r; dword 4r + L is moved there. */
+DR_TARGET_AVX512_VBMI DR_ALWAYS_INLINE __m512i planes_order(const uint8_t *codes)
+{
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_epi32(order, _mm512_loadu_si512((const void *)codes));
+}
+
+DR_TARGET_AVX512_VBMI size_t dr_lookup_planes_avx512(const uint8_t *codes, size_t n, const float *table,
+                                                     uint32_t entries, float *out)
+{
+    const int stream = dr_stream_output(out, n);
+    uint8_t bytes[4][256];
+    __m512i plane[4][4]; /* byte j of the entries 0-63, 64-127, 128-191, 192-255 */
+    size_t i = 0;
+    int j, r;
+    uint32_t c;
+    for (c = 0; c < 256u; c++) {
+        uint32_t u;
+        memcpy(&u, table + c, 4);
+        for (j = 0; j < 4; j++)
+            bytes[j][c] = (uint8_t)(u >> (8 * j));
+    }
+    for (j = 0; j < 4; j++)
+        for (r = 0; r < 4; r++)
+            plane[j][r] = _mm512_loadu_si512((const void *)(bytes[j] + 64 * r));
+    /* Streamed, the stores go a whole line each: the floats before out's first line
+     * start are read from the table one by one. */
+    if (stream)
+        for (; i < dr_stream_lead(out, n); i++)
+            out[i] = table[codes[i]];
+    for (; i + 64 <= n; i += 64) {
+        __m512i k = planes_order(codes + i), p[4], lo, hi, v[4];
+        /* Byte j of each code's entry; a permute reads bits 0-6 of the code, bit 7 picks
+         * the half of the table. */
+        if (entries <= 128u) {
+            for (j = 0; j < 4; j++)
+                p[j] = _mm512_permutex2var_epi8(plane[j][0], k, plane[j][1]);
+        } else {
+            __mmask64 upper = _mm512_movepi8_mask(k);
+            for (j = 0; j < 4; j++)
+                p[j] = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(plane[j][0], k, plane[j][1]),
+                                              _mm512_permutex2var_epi8(plane[j][2], k, plane[j][3]));
+        }
+        /* Bytes 0 and 1, 2 and 3 to words, words to dwords: the floats. */
+        lo = _mm512_unpacklo_epi8(p[0], p[1]);
+        hi = _mm512_unpackhi_epi8(p[0], p[1]);
+        p[0] = _mm512_unpacklo_epi8(p[2], p[3]);
+        p[1] = _mm512_unpackhi_epi8(p[2], p[3]);
+        v[0] = _mm512_unpacklo_epi16(lo, p[0]);
+        v[1] = _mm512_unpackhi_epi16(lo, p[0]);
+        v[2] = _mm512_unpacklo_epi16(hi, p[1]);
+        v[3] = _mm512_unpackhi_epi16(hi, p[1]);
+        for (r = 0; r < 4; r++) {
+            if (stream)
+                _mm512_stream_si512((void *)(out + i + 16 * r), v[r]);
+            else
+                _mm512_storeu_si512((void *)(out + i + 16 * r), v[r]);
+        }
     }
     if (stream)
         dr_stream_fence();

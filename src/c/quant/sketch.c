@@ -260,7 +260,9 @@ static int sketch_read(const uint8_t *means, const uint8_t *index, uint32_t bins
 #if DR_HAVE_X86_SIMD
         {
             int simd = dr_simd_active();
-            if (simd >= DR_SIMD_AVX512)
+            if (simd >= DR_SIMD_AVX512 && dr_cpu_has_vbmi())
+                i = dr_lookup_planes_avx512(index, n, table, bins, out);
+            else if (simd >= DR_SIMD_AVX512)
                 i = dr_sketch_read_avx512(index, n, table, out);
             else if (simd >= DR_SIMD_AVX2 && dr_stream_output(out, n))
                 i = dr_lookup256_stream_avx2(index, n, table, out);

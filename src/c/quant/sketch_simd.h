@@ -21,7 +21,8 @@ size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges, ui
 size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32_t *edges, uint32_t p,
                            uint32_t last, uint8_t *index);
 
-/* table[index[i]] to out[i] (one byte each), table 256 floats. */
+/* table[index[i]] to out[i] (one byte each), table 256 floats: the decoder's AVX-512
+ * path where the CPU lacks VBMI (with it, dr_lookup_planes_avx512). */
 size_t dr_sketch_read_avx512(const uint8_t *index, size_t n, const float *table, float *out);
 #endif
 

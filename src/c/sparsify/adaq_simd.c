@@ -343,7 +343,7 @@ DR_TARGET_AVX512 size_t dr_adaq_expand_avx512(const uint8_t *mark, size_t len, c
     /* Whole lines streamed a vector at a time (a quarter of the store instructions of
      * 16-byte streams); the floats before out's first line start (out is 16-byte
      * aligned: a multiple of 4) streamed 16 bytes at a time. */
-    q = ((64u - ((uintptr_t)out & 63u)) & 63u) / sizeof *out;
+    q = dr_stream_lead(out, len);
     if (q > 0 && len >= 16) {
         __m512 v = marked_values_avx512(mark, table);
         for (; t < q; t += 4)
