@@ -343,10 +343,13 @@ static void count_sweep(const float *x, size_t n, side *pos, side *neg, dr_adaq_
         key[3] = 0x80000000u | taken_key(neg->probe_thr[1]);
     }
 #if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512)
-        i = dr_adaq_count_avx512(x, n, key, t, at);
-    else if (dr_simd_active() >= DR_SIMD_AVX2)
-        i = dr_adaq_count_avx2(x, n, key, t, at);
+    {
+        int simd = dr_simd_active();
+        if (simd >= DR_SIMD_AVX512)
+            i = dr_adaq_count_avx512(x, n, key, t, at);
+        else if (simd >= DR_SIMD_AVX2)
+            i = dr_adaq_count_avx2(x, n, key, t, at);
+    }
 #endif
     for (; i < n; i++) {
         uint32_t u;
