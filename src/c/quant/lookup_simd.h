@@ -35,8 +35,9 @@ size_t dr_signed_lookup128_avx512(const uint8_t *codes, size_t n, const float *t
  * planes of bytes (byte j of every entry), each looked up for 64 codes at once from two
  * registers per 128 entries, and the bytes interleaved back into floats: about 18
  * vector operations per 64 codes of a 128-entry table and 27 of a 256-entry one, loads
- * and stores included, where 16-lane float lookups take about 44 and 88. Streams the output where dr_stream_output holds,
- * a whole cache line per store. Needs dr_cpu_has_vbmi(). */
+ * and stores included, where 16-lane float lookups take about 44 and 88. Streams the
+ * output where dr_stream_output holds, a whole cache line per store. Needs
+ * dr_cpu_has_vbmi(). */
 size_t dr_lookup_planes_avx512(const uint8_t *codes, size_t n, const float *table, uint32_t entries,
                                float *out);
 
