@@ -326,6 +326,93 @@ static void test_byte_lookups(void)
 }
 #endif
 
+#if DR_HAVE_X86_SIMD
+/* The sketch's order key (sketch.c) and its inverse. */
+static uint32_t sketch_key(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+
+static float sketch_float(uint32_t k)
+{
+    uint32_t u = k & 0x80000000u ? k & 0x7fffffffu : ~k;
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* dr_sketch_bins_avx512 against find_bin's definition (the number of edges[0..p-1) <=
+ * the key, capped at last) on keys at and around every edge: equal, one apart, the low
+ * half all zeros or all ones under the edge's own top half, the next and previous top
+ * half; then random bit patterns (NaNs, infinities, subnormals). Returns 1 if every bin
+ * matches. */
+static int check_sketch_search(const uint32_t *edges, uint32_t p, uint32_t last)
+{
+    enum { AROUND = 8, RANDOM = 4099 };
+    size_t n = 0, i;
+    float *x = malloc(((size_t)AROUND * p + RANDOM) * sizeof *x);
+    uint8_t *bins = malloc((size_t)AROUND * p + RANDOM);
+    uint32_t j;
+    int same = 1;
+    for (j = 0; j + 1 < p; j++) {
+        const uint32_t e = edges[j], near[AROUND] = {e, e - 1, e + 1, e & 0xffff0000u, e | 0xffffu,
+                                                     e + 0x10000u, e - 0x10000u, e ^ 0x8000u};
+        for (i = 0; i < AROUND; i++)
+            x[n++] = sketch_float(near[i]);
+    }
+    for (i = 0; i < RANDOM; i++)
+        x[n++] = sketch_float((uint32_t)dr_rng_u64(91, i));
+    /* The kernel does whole vectors (16 or 32 elements) and leaves the rest. */
+    i = dr_sketch_bins_avx512(x, n, edges, p, last, bins, 1);
+    same &= i <= n && i + 32 > n;
+    while (i-- > 0) {
+        uint32_t k = sketch_key(x[i]), want = 0;
+        for (j = 0; j + 1 < p; j++)
+            want += edges[j] <= k;
+        same &= bins[i] == (want < last ? want : last);
+    }
+    free(bins);
+    free(x);
+    return same;
+}
+
+/* The sketch's AVX-512 search called directly, for every level count up to 256 bins: on
+ * edges with distinct top halves (the 16-bit prefix search) and negative and positive
+ * keys, and on edges that share them, including duplicates (the 32-bit search). */
+static void test_sketch_search(void)
+{
+    static const uint32_t bin_counts[] = {2, 3, 5, 16, 17, 33, 64, 65, 127, 128, 200, 256};
+    uint32_t edges[256];
+    size_t b;
+    if (dr_simd_supported() < DR_SIMD_AVX512)
+        return;
+    for (b = 0; b < sizeof bin_counts / sizeof *bin_counts; b++) {
+        uint32_t bins = bin_counts[b], p = 1, j, shared;
+        while (p < bins)
+            p <<= 1;
+        for (shared = 0; shared < 4; shared++) {
+            /* Ascending keys from about -8 to 8, far apart (shared 0); steps of a quarter
+             * to a half of a top half, so neighbours share top halves (1); pairs of equal
+             * edges (2); the last edge a NaN's key whose top half is the padding's (3). */
+            uint32_t k = sketch_key(-8.0f), step = shared == 1 ? 0x4000u : (sketch_key(8.0f) - k) / p;
+            for (j = 0; j + 1 < bins; j++) {
+                edges[j] = shared == 2 && j % 2 == 1 ? edges[j - 1] : k;
+                k += step + (uint32_t)(dr_rng_u64(92, j) % 0x4000u);
+            }
+            if (shared == 3)
+                edges[bins - 2] = 0xffff1234u;
+            for (; j < p; j++)
+                edges[j] = UINT32_MAX;
+            if (!check_sketch_search(edges, p, bins - 1))
+                fprintf(stderr, "sketch search: %u bins (shared %u) differ\n", bins, shared);
+            CHECK(check_sketch_search(edges, p, bins - 1));
+        }
+    }
+}
+#endif
+
 /* The kernels whose vector decoders write their output with non-temporal stores past the
  * threshold (sign kernels; natural; qsgd with buckets of 5, so outputs on and off the
  * 16-byte grid; the sketch's AVX2 decoder): the same frames and outputs on every path,
@@ -346,6 +433,7 @@ static void test_streamed(void)
     test_half_streamed();
 #if DR_HAVE_X86_SIMD
     test_byte_lookups();
+    test_sketch_search();
 #endif
 }
 

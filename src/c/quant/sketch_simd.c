@@ -1,8 +1,9 @@
 /* The sketch's bins with SIMD: AVX-512 runs the branch-free binary search of find_bin()
  * in sketch.c, one lane per element, the steps and compares the scalar code's, so the
- * bins are the same; AVX2 reaches the same bins by a B-tree (below). Both keep the edges
- * in registers: a gather per step ran slower than the scalar search on the development
- * machine's AMD (Zen 5) core. */
+ * bins are the same, on the keys' top 16 bits where the edges allow it (below); AVX2
+ * reaches the same bins by a B-tree (below). All keep the edges in registers: a gather
+ * per step ran slower than the scalar search on the development machine's AMD (Zen 5)
+ * core. */
 #include "deepreduce.h"
 #include "sketch_simd.h"
 #include "lookup_simd.h"
@@ -84,9 +85,154 @@ bins_body(const float *x, size_t n, __m512i regs[8][8], unsigned levels, unsigne
     return end;
 }
 
+/* ---- AVX-512 on the keys' top 16 bits: 32 lanes per vector where the search above has
+ * 16.
+ *
+ * The binary search runs on the 16-bit prefixes of the keys and the edges, and finds
+ * lo' = the number of edges whose prefix is <= the key's. That counts every edge below
+ * the key's prefix (all < the key) and none above it (all > the key); it is off only for
+ * edges with the key's own prefix, which it counts whether or not their low halves
+ * exceed the key's. Where no two real edges share a prefix, the one such edge can only
+ * be edge lo' - 1, so lo = lo' - [prefix(e) == prefix(k) and low(e) > low(k)] for
+ * e = edges[lo' - 1]: two more lookups (the prefix and the low half of edge lo' - 1) and
+ * two compares. The padding edges (UINT32_MAX) are all alike, so their prefix, all ones,
+ * may belong to no real edge; a key with that prefix (a NaN's) ends at lo' = p - 1 less
+ * at most one, which is >= last where padding exists, and capped to last as find_bin
+ * caps it. Edges that break the rule (duplicates: a tensor of many exact zeros) take the
+ * 32-bit search above. */
+
+/* Prefix searches run together (8 vectors of 32 elements). */
+#define PREFIX_WAYS 8
+/* The deepest search on prefixes: the correction's tables take p 16-bit entries, four
+ * registers each at p = 128. */
+#define PREFIX_MAX_LEVELS 7u
+
+/* Whether the prefix search gives find_bin's bins for edges[0..last) (see above). */
+static int prefixes_distinct(const uint32_t *edges, uint32_t last)
+{
+    uint32_t j;
+    for (j = 0; j < last; j++)
+        if (edges[j] >> 16 == 0xffffu || (j > 0 && edges[j] >> 16 == edges[j - 1] >> 16))
+            return 0;
+    return 1;
+}
+
+/* Entry idx (< count, count <= 128) of a 16-bit table in t[0..4): one register up to 32
+ * entries, then two-register permutes, blended by bit 6 of idx past 64. A one-entry
+ * table is kept broadcast, so it needs no permute. */
+DR_TARGET_AVX512 static inline __attribute__((always_inline)) __m512i
+lookup16(const __m512i *t, uint32_t count, __m512i idx)
+{
+    __m512i e;
+    if (count == 1u)
+        return t[0];
+    if (count <= 32u)
+        return _mm512_permutexvar_epi16(idx, t[0]);
+    e = _mm512_permutex2var_epi16(t[0], idx, t[1]);
+    if (count == 128u)
+        e = _mm512_mask_mov_epi16(e, _mm512_test_epi16_mask(idx, _mm512_set1_epi16(64)),
+                                  _mm512_permutex2var_epi16(t[2], idx, t[3]));
+    return e;
+}
+
+/* The bins of 32 ways elements at x[0..32 ways), as bytes, from the level tables
+ * level[0..levels) and the correction's tables high and low (entry t: the prefix and the
+ * low half of edges[t - 1]; entry 0 has low half 0, so it never corrects). */
+DR_TARGET_AVX512 static inline __attribute__((always_inline)) void
+search16(const float *x, __m512i level[][2], const __m512i *high, const __m512i *low,
+         unsigned levels, uint32_t p, uint32_t last, unsigned ways, uint8_t *index)
+{
+    /* Word i of the result from a pair of vectors: the odd words are the floats' high
+     * halves (sign, exponent, 7 mantissa bits), the even ones their low halves. */
+    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
+                                         31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i even = _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32,
+                                          30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i top = _mm512_set1_epi16((short)0x8000), cap = _mm512_set1_epi16((short)last);
+    __m512i key[PREFIX_WAYS], lo[PREFIX_WAYS];
+    unsigned lv, w;
+    for (w = 0; w < ways; w++) {
+        __m512i h = _mm512_permutex2var_epi16(_mm512_loadu_si512((const void *)(x + 32 * w)), odd,
+                                              _mm512_loadu_si512((const void *)(x + 32 * w + 16)));
+        /* order_key's top half: all bits flipped where negative, else the sign bit set. */
+        key[w] = _mm512_xor_si512(h, _mm512_or_si512(_mm512_srai_epi16(h, 15), top));
+        lo[w] = _mm512_setzero_si512();
+    }
+    for (lv = 0; lv < levels; lv++) {
+        const __m512i step = _mm512_set1_epi16((short)(p >> (lv + 1)));
+        for (w = 0; w < ways; w++) {
+            __m512i e = lookup16(level[lv], 1u << lv, _mm512_srli_epi16(lo[w], levels - lv));
+            lo[w] = _mm512_mask_add_epi16(lo[w], _mm512_cmple_epu16_mask(e, key[w]), lo[w], step);
+        }
+    }
+    for (w = 0; w < ways; w++) {
+        /* The keys' low halves, from x again (L1) rather than held through the search:
+         * the float's low half, flipped where the float is negative (key's top bit 0). */
+        __m512i u = _mm512_permutex2var_epi16(_mm512_loadu_si512((const void *)(x + 32 * w)), even,
+                                              _mm512_loadu_si512((const void *)(x + 32 * w + 16)));
+        __m512i key_low = _mm512_ternarylogic_epi32(u, _mm512_srai_epi16(key[w], 15), u, 0x99);
+        __mmask32 shared = _mm512_cmpeq_epi16_mask(lookup16(high, p, lo[w]), key[w]);
+        __mmask32 above = _mm512_mask_cmpgt_epu16_mask(shared, lookup16(low, p, lo[w]), key_low);
+        __m512i bins = _mm512_mask_sub_epi16(lo[w], above, lo[w], _mm512_set1_epi16(1));
+        _mm256_storeu_si256((__m256i *)(void *)(index + 32 * w), _mm512_cvtepi16_epi8(_mm512_min_epu16(bins, cap)));
+    }
+}
+
+/* The bins of x[0..n - n % 32) by prefixes, for p = 2^levels <= 128 (one byte each). */
+DR_TARGET_AVX512 static inline __attribute__((always_inline)) size_t
+prefix_body(const float *x, size_t n, __m512i level[][2], const __m512i *high,
+            const __m512i *low, unsigned levels, uint32_t p, uint32_t last, uint8_t *index)
+{
+    size_t i = 0, end = n - n % 32;
+    for (; i + 32 * PREFIX_WAYS <= end; i += 32 * PREFIX_WAYS)
+        search16(x + i, level, high, low, levels, p, last, PREFIX_WAYS, index + i);
+    for (; i < end; i += 32)
+        search16(x + i, level, high, low, levels, p, last, 1, index + i);
+    return end;
+}
+
+DR_TARGET_AVX512 static size_t prefix_bins(const float *x, size_t n, const uint32_t *edges,
+                                           unsigned levels, uint32_t last, uint8_t *index)
+{
+    const uint32_t p = 1u << levels;
+    uint16_t table[PREFIX_MAX_LEVELS][64], high[128], low[128];
+    __m512i level[PREFIX_MAX_LEVELS][2], high_regs[4], low_regs[4];
+    unsigned lv, t;
+    memset(table, 0, sizeof table);
+    memset(high, 0, sizeof high);
+    memset(low, 0, sizeof low);
+    for (lv = 0; lv < levels; lv++) {
+        uint32_t step = p >> (lv + 1);
+        for (t = 0; t < (1u << lv); t++)
+            table[lv][t] = (uint16_t)(edges[t * 2u * step + step - 1u] >> 16);
+        level[lv][0] = lv == 0 ? _mm512_set1_epi16((short)table[0][0])
+                               : _mm512_loadu_si512((const void *)table[lv]);
+        level[lv][1] = _mm512_loadu_si512((const void *)(table[lv] + 32));
+    }
+    for (t = 1; t < p; t++) {
+        high[t] = (uint16_t)(edges[t - 1] >> 16);
+        low[t] = (uint16_t)edges[t - 1];
+    }
+    for (t = 0; t < 4; t++) {
+        high_regs[t] = _mm512_loadu_si512((const void *)(high + 32 * t));
+        low_regs[t] = _mm512_loadu_si512((const void *)(low + 32 * t));
+    }
+    /* A constant level count for each p, as below (127 bins: 7 levels). */
+    switch (levels) {
+    case 1: return prefix_body(x, n, level, high_regs, low_regs, 1, p, last, index);
+    case 2: return prefix_body(x, n, level, high_regs, low_regs, 2, p, last, index);
+    case 3: return prefix_body(x, n, level, high_regs, low_regs, 3, p, last, index);
+    case 4: return prefix_body(x, n, level, high_regs, low_regs, 4, p, last, index);
+    case 5: return prefix_body(x, n, level, high_regs, low_regs, 5, p, last, index);
+    case 6: return prefix_body(x, n, level, high_regs, low_regs, 6, p, last, index);
+    default: return prefix_body(x, n, level, high_regs, low_regs, 7, p, last, index);
+    }
+}
+
 /* With p <= 256 every level's candidate edges fit in registers: at the level of step s
  * the lanes' lo is a multiple of 2s, so the edge edges[lo + s - 1] is entry lo / 2s of
- * that level's table, fetched by a permute instead of a gather. */
+ * that level's table, fetched by a permute instead of a gather. Up to 128 bins whose
+ * edges allow it, the search runs on prefixes (above). */
 DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges,
                                               uint32_t p, uint32_t last, uint8_t *index,
                                               size_t width)
@@ -98,6 +244,8 @@ DR_TARGET_AVX512 size_t dr_sketch_bins_avx512(const float *x, size_t n, const ui
         return 0;
     while ((1u << levels) < p)
         levels++;
+    if (levels >= 1 && levels <= PREFIX_MAX_LEVELS && prefixes_distinct(edges, last))
+        return prefix_bins(x, n, edges, levels, last, index);
     for (lv = 0; lv < levels; lv++) {
         uint32_t step = p >> (lv + 1), t;
         memset(table[lv], 0, sizeof table[lv]);

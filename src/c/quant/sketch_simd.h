@@ -3,7 +3,9 @@
  * Each handles a prefix of whole vectors (16 elements) and returns its length.
  * dr_sketch_bins_avx512 finds the bins (find_bin of sketch.c on order_key(x[i])), writes
  * them to index (width 1 or 2 bytes each); it keeps the edges in registers and does
- * nothing (returns 0) when p > 256. */
+ * nothing (returns 0) when p > 256. Up to p = 128, where no two of edges[0..last) share
+ * their top 16 bits, it searches on those (32 elements per vector) and handles whole
+ * 32-element blocks; otherwise whole 16-element vectors. */
 #ifndef DR_SKETCH_SIMD_H
 #define DR_SKETCH_SIMD_H
 
