@@ -326,7 +326,6 @@ static void test_byte_lookups(void)
 }
 #endif
 
-#if DR_HAVE_X86_SIMD
 /* The sketch's order key (sketch.c) and its inverse. */
 static uint32_t sketch_key(float v)
 {
@@ -343,19 +342,38 @@ static float sketch_float(uint32_t k)
     return v;
 }
 
-/* dr_sketch_bins_avx512 against find_bin's definition (the number of edges[0..p-1) <=
- * the key, capped at last) on keys at and around every edge: equal, one apart, the low
- * half all zeros or all ones under the edge's own top half, the next and previous top
- * half; then random bit patterns (NaNs, infinities, subnormals). Returns 1 if every bin
- * matches. */
+/* Whether bins[0..done) are find_bin's (the number of edges[0..p-1) <= the key, capped at
+ * last) for x, and done is n less at most a vector's 31. */
+static int sketch_bins_right(const float *x, size_t n, const uint8_t *bins, size_t done,
+                             const uint32_t *edges, uint32_t p, uint32_t last)
+{
+    int same = done <= n && done + 32 > n;
+    size_t i;
+    for (i = 0; i < done && i < n; i++) {
+        uint32_t k = sketch_key(x[i]), want = 0, j;
+        for (j = 0; j + 1 < p; j++)
+            want += edges[j] <= k;
+        same &= bins[i] == (want < last ? want : last);
+    }
+    return same;
+}
+
+/* Every search of the sketch's bins for these edges (p a power of two, last = bins - 1)
+ * against find_bin's definition, on keys at and around every edge: equal, one apart, the
+ * low half all zeros or all ones under the edge's own top half, the next and previous top
+ * half; then random bit patterns (NaNs, infinities, subnormals). The searches: the prefix
+ * table (portable, and AVX2's gathers), built exactly when no two real edges share their
+ * top 16 bits; on x86, AVX-512's (on prefixes or 32-bit keys) and AVX2's B-tree. Returns
+ * 1 if all agree. */
 static int check_sketch_search(const uint32_t *edges, uint32_t p, uint32_t last)
 {
     enum { AROUND = 8, RANDOM = 4099 };
+    static uint32_t table[65536];
     size_t n = 0, i;
     float *x = malloc(((size_t)AROUND * p + RANDOM) * sizeof *x);
     uint8_t *bins = malloc((size_t)AROUND * p + RANDOM);
     uint32_t j;
-    int same = 1;
+    int same = 1, distinct = 1, built;
     for (j = 0; j + 1 < p; j++) {
         const uint32_t e = edges[j], near[AROUND] = {e, e - 1, e + 1, e & 0xffff0000u, e | 0xffffu,
                                                      e + 0x10000u, e - 0x10000u, e ^ 0x8000u};
@@ -364,30 +382,35 @@ static int check_sketch_search(const uint32_t *edges, uint32_t p, uint32_t last)
     }
     for (i = 0; i < RANDOM; i++)
         x[n++] = sketch_float((uint32_t)dr_rng_u64(91, i));
-    /* The kernel does whole vectors (16 or 32 elements) and leaves the rest. */
-    i = dr_sketch_bins_avx512(x, n, edges, p, last, bins, 1);
-    same &= i <= n && i + 32 > n;
-    while (i-- > 0) {
-        uint32_t k = sketch_key(x[i]), want = 0;
-        for (j = 0; j + 1 < p; j++)
-            want += edges[j] <= k;
-        same &= bins[i] == (want < last ? want : last);
+    for (j = 1; j < last; j++)
+        distinct &= edges[j] >> 16 != edges[j - 1] >> 16;
+    built = dr_sketch_prefix_table(edges, last, table);
+    same &= built == distinct;
+    if (built)
+        same &= sketch_bins_right(x, n, bins, dr_sketch_bins_table(x, n, table, bins), edges, p, last);
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_supported() >= DR_SIMD_AVX2) {
+        same &= sketch_bins_right(x, n, bins, dr_sketch_bins_avx2(x, n, edges, p, last, bins), edges, p, last);
+        if (built)
+            same &= sketch_bins_right(x, n, bins, dr_sketch_bins_table_avx2(x, n, table, bins), edges, p, last);
     }
+    if (dr_simd_supported() >= DR_SIMD_AVX512)
+        same &= sketch_bins_right(x, n, bins, dr_sketch_bins_avx512(x, n, edges, p, last, bins, 1), edges, p, last);
+#endif
     free(bins);
     free(x);
     return same;
 }
 
-/* The sketch's AVX-512 search called directly, for every level count up to 256 bins: on
- * edges with distinct top halves (the 16-bit prefix search) and negative and positive
- * keys, and on edges that share them, including duplicates (the 32-bit search). */
+/* The sketch's searches called directly, for every level count up to 256 bins: on edges
+ * with distinct top halves (the prefix table; AVX-512's prefix search) and negative and
+ * positive keys, and on edges that share them, including duplicates (no table; the
+ * 32-bit searches). */
 static void test_sketch_search(void)
 {
     static const uint32_t bin_counts[] = {2, 3, 5, 16, 17, 33, 64, 65, 127, 128, 200, 256};
     uint32_t edges[256];
     size_t b;
-    if (dr_simd_supported() < DR_SIMD_AVX512)
-        return;
     for (b = 0; b < sizeof bin_counts / sizeof *bin_counts; b++) {
         uint32_t bins = bin_counts[b], p = 1, j, shared;
         while (p < bins)
@@ -411,7 +434,6 @@ static void test_sketch_search(void)
         }
     }
 }
-#endif
 
 /* The kernels whose vector decoders write their output with non-temporal stores past the
  * threshold (sign kernels; natural; qsgd with buckets of 5, so outputs on and off the
@@ -420,6 +442,7 @@ static void test_sketch_search(void)
 static void test_streamed(void)
 {
     float *x = malloc(STREAMED_N * sizeof *x);
+    size_t b;
     fill(x, STREAMED_N, 21, 1.0f);
     check_paths("signsgd streamed", enc_signsgd, dr_signsgd_decode, x, STREAMED_N, dr_signsgd_size(STREAMED_N));
     check_paths("onebit streamed", enc_onebit, dr_onebit_decode, x, STREAMED_N, dr_onebit_size(STREAMED_N));
@@ -429,12 +452,20 @@ static void test_streamed(void)
     check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, STREAMED_N, dr_qsgd_size(STREAMED_N, 127, 5));
     g_bins = 127;
     check_paths("sketch streamed", enc_sketch, dr_sketch_decode, x, STREAMED_N, dr_sketch_size(STREAMED_N, 127));
+    /* Past the prefix table's threshold on values whose edges differ in their top halves
+     * (the table's paths: portable, AVX2 gathers, and AVX-512's for 256 bins). */
+    fill_bits(x, 70001, 5);
+    for (b = 0; b < 4; b++) {
+        static const uint32_t table_bins[4] = {2, 5, 127, 256};
+        g_bins = table_bins[b];
+        check_paths("sketch table", enc_sketch, dr_sketch_decode, x, 70001, dr_sketch_size(70001, g_bins));
+    }
     free(x);
     test_half_streamed();
 #if DR_HAVE_X86_SIMD
     test_byte_lookups();
-    test_sketch_search();
 #endif
+    test_sketch_search();
 }
 
 

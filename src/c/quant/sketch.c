@@ -11,7 +11,8 @@
  * element in the bin of the one before waited for its sum: 1 bin took 3.4x as long).
  * Workspace layout, doubles first for alignment: tally[TALLIES][2Q] (double: each bin's
  * partial sum, then its count), edges[P] (uint32, P = the power of two >= Q), sample[S]
- * and scratch[S] (uint32), S = min(n, DR_SKETCH_SAMPLE). */
+ * and scratch[S] (uint32), S = min(n, DR_SKETCH_SAMPLE), and from TABLE_MIN elements on
+ * the prefix table (uint32[65536], dr_sketch_prefix_table). */
 #include "qframe.h"
 #include "sketch_simd.h"
 #include "sketch_fill.h"
@@ -25,6 +26,11 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+
+/* Tensors from this many elements on get a prefix table (256 KiB, then at most x's size):
+ * building it takes about 10 us, and it makes the search one load per element. */
+#define TABLE_MIN 65536u
+#define TABLE_ENTRIES 65536u
 
 static size_t sample_size(size_t n)
 {
@@ -48,7 +54,8 @@ static uint32_t padded(uint32_t bins)
 size_t dr_sketch_workspace_size(size_t n, uint32_t bins)
 {
     return TALLIES * (size_t)bins * 2u * sizeof(double) +
-           (size_t)padded(bins) * sizeof(uint32_t) + 2 * sample_size(n) * sizeof(uint32_t);
+           (size_t)padded(bins) * sizeof(uint32_t) + 2 * sample_size(n) * sizeof(uint32_t) +
+           (n >= TABLE_MIN ? TABLE_ENTRIES * sizeof(uint32_t) : 0u);
 }
 
 size_t dr_sketch_size(size_t n, uint32_t bins)
@@ -136,6 +143,41 @@ static void find_bins(const float *x, size_t begin, size_t n, const uint32_t *ed
         put_bin(index, width, i, find_bin(edges, p, last, order_key(x[i])));
 }
 
+int dr_sketch_prefix_table(const uint32_t *edges, uint32_t last, uint32_t *table)
+{
+    uint32_t j, prefix = 0;
+    for (j = 0; j < last; j++) {
+        uint32_t top = edges[j] >> 16;
+        if (j > 0 && top == edges[j - 1] >> 16)
+            return 0;
+        for (; prefix < top; prefix++)
+            table[prefix] = j << 16;
+        table[prefix++] = (j << 16) + 0x10000u - (edges[j] & 0xffffu);
+    }
+    for (; prefix < TABLE_ENTRIES; prefix++)
+        table[prefix] = last << 16;
+    return 1;
+}
+
+size_t dr_sketch_bins_table(const float *x, size_t n, const uint32_t *table, uint8_t *index)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint32_t k = order_key(x[i]);
+        index[i] = (uint8_t)((table[k >> 16] + (k & 0xffffu)) >> 16);
+    }
+    return n;
+}
+
+/* The prefix table in `room` where the encoder uses one: n >= TABLE_MIN, one byte per bin
+ * index, no two edges sharing a prefix; else NULL. */
+static const uint32_t *prefix_table(size_t n, uint32_t bins, const uint32_t *edges, uint32_t *room)
+{
+    if (n < TABLE_MIN || index_width(bins) != 1 || !dr_sketch_prefix_table(edges, bins - 1, room))
+        return NULL;
+    return room;
+}
+
 /* Adds v to bin b's sum and 1 to its count (an exact integer in double), stored side by
  * side: one 16-byte read-modify-write per element where two arrays took two (the loop
  * was bound by its stores). The same two double additions either way. */
@@ -154,7 +196,8 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
                        uint8_t *means, uint8_t *index)
 {
     double *tally;
-    uint32_t *edges, *sample, *scratch, j, p;
+    uint32_t *edges, *sample, *scratch, *room, j, p;
+    const uint32_t *table = NULL;
     size_t m = sample_size(n), i, width = index_width(bins);
 
     tally = (double *)work;
@@ -162,6 +205,7 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
     edges = (uint32_t *)(tally + TALLIES * 2u * bins);
     sample = edges + p;
     scratch = sample + m;
+    room = scratch + m;
 
     /* Sample (all of x when small enough: exact quantiles), sort, read the edges. The
      * sampled values go through scratch first: dr_random_sample prefetches a batch of
@@ -187,14 +231,28 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
     i = 0;
 #if DR_HAVE_X86_SIMD
     {
+        /* AVX-512 up to 128 bins searches on prefixes in registers, faster than the
+         * table's gathers; the table serves every other path that can take it. */
         int simd = dr_simd_active();
-        if (simd >= DR_SIMD_AVX512)
+        if (simd >= DR_SIMD_AVX512 && p <= 128u) {
             i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
-        else if (simd >= DR_SIMD_AVX2)
-            i = dr_sketch_bins_avx2(x, n, edges, p, bins - 1, index);
+        } else {
+            table = prefix_table(n, bins, edges, room);
+            if (table != NULL && simd >= DR_SIMD_AVX2)
+                i = dr_sketch_bins_table_avx2(x, n, table, index);
+            else if (simd >= DR_SIMD_AVX512)
+                i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
+            else if (simd >= DR_SIMD_AVX2)
+                i = dr_sketch_bins_avx2(x, n, edges, p, bins - 1, index);
+        }
     }
+#else
+    table = prefix_table(n, bins, edges, room);
 #endif
-    find_bins(x, i, n, edges, p, bins - 1, index, width);
+    if (table != NULL)
+        dr_sketch_bins_table(x + i, n - i, table, index + i);
+    else
+        find_bins(x, i, n, edges, p, bins - 1, index, width);
     i = 0;
     if (width == 1) {
         for (; i + TALLIES <= n; i += TALLIES) {

@@ -315,6 +315,16 @@ bins8_avx2(const float *x, const __m256i *tables, unsigned levels, __m256i last)
     return _mm256_min_epu32(_mm256_add_epi32(lo, count), last);
 }
 
+/* Bins a then b (8 each, below 256) to index[0..16) as bytes. */
+DR_TARGET_AVX2 static inline __attribute__((always_inline)) void store_bins16_avx2(__m256i a, __m256i b,
+                                                                                 uint8_t *index)
+{
+    /* 32 -> 16 bits packs within 128-bit lanes: a0-3 b0-3 | a4-7 b4-7; put a before b. */
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+    _mm_storeu_si128((__m128i *)(void *)index,
+                     _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+}
+
 /* The bins of x[0..n - n % 16), 16 at a time (two searches interleave), as bytes. */
 DR_TARGET_AVX2 static inline __attribute__((always_inline)) size_t
 bins_body_avx2(const float *x, size_t n, const __m256i *tables, unsigned levels, uint32_t last,
@@ -322,13 +332,9 @@ bins_body_avx2(const float *x, size_t n, const __m256i *tables, unsigned levels,
 {
     const __m256i cap = _mm256_set1_epi32((int)last);
     size_t i, end = n - n % 16;
-    for (i = 0; i < end; i += 16) {
-        __m256i a = bins8_avx2(x + i, tables, levels, cap), b = bins8_avx2(x + i + 8, tables, levels, cap);
-        /* 32 -> 16 bits packs within 128-bit lanes: a0-3 b0-3 | a4-7 b4-7; put a before b. */
-        __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
-        _mm_storeu_si128((__m128i *)(void *)(index + i),
-                         _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
-    }
+    for (i = 0; i < end; i += 16)
+        store_bins16_avx2(bins8_avx2(x + i, tables, levels, cap), bins8_avx2(x + i + 8, tables, levels, cap),
+                          index + i);
     return end;
 }
 
@@ -368,6 +374,24 @@ DR_TARGET_AVX2 size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32
     case 7: return bins_body_avx2(x, n, tables, 7, last, index);
     default: return bins_body_avx2(x, n, tables, 8, last, index);
     }
+}
+
+/* The bins of 8 elements at x from the prefix table (dr_sketch_bins_table): one gather. */
+DR_TARGET_AVX2 static inline __attribute__((always_inline)) __m256i table_bins8_avx2(const float *x,
+                                                                                   const uint32_t *table)
+{
+    __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)x);
+    __m256i key = _mm256_xor_si256(u, _mm256_or_si256(_mm256_srai_epi32(u, 31), _mm256_set1_epi32((int)0x80000000u)));
+    __m256i entry = _mm256_i32gather_epi32((const int *)(const void *)table, _mm256_srli_epi32(key, 16), 4);
+    return _mm256_srli_epi32(_mm256_add_epi32(entry, _mm256_and_si256(key, _mm256_set1_epi32(0xffff))), 16);
+}
+
+DR_TARGET_AVX2 size_t dr_sketch_bins_table_avx2(const float *x, size_t n, const uint32_t *table, uint8_t *index)
+{
+    size_t i, end = n - n % 16;
+    for (i = 0; i < end; i += 16)
+        store_bins16_avx2(table_bins8_avx2(x + i, table), table_bins8_avx2(x + i + 8, table), index + i);
+    return end;
 }
 
 /* The decoder's values: table[index[i]] from two 128-entry halves in registers (bit 7 of
