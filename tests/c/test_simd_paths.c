@@ -362,9 +362,9 @@ static int sketch_bins_right(const float *x, size_t n, const uint8_t *bins, size
  * against find_bin's definition, on keys at and around every edge: equal, one apart, the
  * low half all zeros or all ones under the edge's own top half, the next and previous top
  * half; then random bit patterns (NaNs, infinities, subnormals). The searches: the prefix
- * table (portable, and AVX2's gathers), built exactly when no two real edges share their
- * top 16 bits; on x86, AVX-512's (on prefixes or 32-bit keys) and AVX2's B-tree. Returns
- * 1 if all agree. */
+ * table (portable, and AVX2's gathers) in the form the edges call for (none where two
+ * different real edges share their top 16 bits); on x86, AVX-512's (on prefixes or
+ * 32-bit keys) and AVX2's B-tree. Returns 1 if all agree. */
 static int check_sketch_search(const uint32_t *edges, uint32_t p, uint32_t last)
 {
     enum { AROUND = 8, RANDOM = 4099 };
@@ -373,7 +373,7 @@ static int check_sketch_search(const uint32_t *edges, uint32_t p, uint32_t last)
     float *x = malloc(((size_t)AROUND * p + RANDOM) * sizeof *x);
     uint8_t *bins = malloc((size_t)AROUND * p + RANDOM);
     uint32_t j;
-    int same = 1, distinct = 1, built;
+    int same = 1, want = DR_PREFIX_SINGLE, form;
     for (j = 0; j + 1 < p; j++) {
         const uint32_t e = edges[j], near[AROUND] = {e, e - 1, e + 1, e & 0xffff0000u, e | 0xffffu,
                                                      e + 0x10000u, e - 0x10000u, e ^ 0x8000u};
@@ -382,17 +382,19 @@ static int check_sketch_search(const uint32_t *edges, uint32_t p, uint32_t last)
     }
     for (i = 0; i < RANDOM; i++)
         x[n++] = sketch_float((uint32_t)dr_rng_u64(91, i));
-    for (j = 1; j < last; j++)
-        distinct &= edges[j] >> 16 != edges[j - 1] >> 16;
-    built = dr_sketch_prefix_table(edges, last, table);
-    same &= built == distinct;
-    if (built)
-        same &= sketch_bins_right(x, n, bins, dr_sketch_bins_table(x, n, table, bins), edges, p, last);
+    /* The form: one edge per top half, runs of equal edges, or no table. */
+    for (j = 1; j < last && want != DR_PREFIX_NONE; j++)
+        if (edges[j] >> 16 == edges[j - 1] >> 16)
+            want = edges[j] == edges[j - 1] ? DR_PREFIX_RUNS : DR_PREFIX_NONE;
+    form = dr_sketch_prefix_table(edges, last, table);
+    same &= form == want;
+    if (form != DR_PREFIX_NONE)
+        same &= sketch_bins_right(x, n, bins, dr_sketch_bins_table(x, n, table, form, bins), edges, p, last);
 #if DR_HAVE_X86_SIMD
     if (dr_simd_supported() >= DR_SIMD_AVX2) {
         same &= sketch_bins_right(x, n, bins, dr_sketch_bins_avx2(x, n, edges, p, last, bins), edges, p, last);
-        if (built)
-            same &= sketch_bins_right(x, n, bins, dr_sketch_bins_table_avx2(x, n, table, bins), edges, p, last);
+        if (form != DR_PREFIX_NONE)
+            same &= sketch_bins_right(x, n, bins, dr_sketch_bins_table_avx2(x, n, table, form, bins), edges, p, last);
     }
     if (dr_simd_supported() >= DR_SIMD_AVX512)
         same &= sketch_bins_right(x, n, bins, dr_sketch_bins_avx512(x, n, edges, p, last, bins, 1), edges, p, last);
@@ -402,10 +404,10 @@ static int check_sketch_search(const uint32_t *edges, uint32_t p, uint32_t last)
     return same;
 }
 
-/* The sketch's searches called directly, for every level count up to 256 bins: on edges
- * with distinct top halves (the prefix table; AVX-512's prefix search) and negative and
- * positive keys, and on edges that share them, including duplicates (no table; the
- * 32-bit searches). */
+/* The sketch's searches called directly, for every level count up to 256 bins, with
+ * negative and positive keys: on edges with distinct top halves (the prefix table;
+ * AVX-512's prefix search), on different edges that share them (no table; the 32-bit
+ * searches), and on runs of equal edges (the table; the 32-bit searches). */
 static void test_sketch_search(void)
 {
     static const uint32_t bin_counts[] = {2, 3, 5, 16, 17, 33, 64, 65, 127, 128, 200, 256};
@@ -415,13 +417,15 @@ static void test_sketch_search(void)
         uint32_t bins = bin_counts[b], p = 1, j, shared;
         while (p < bins)
             p <<= 1;
-        for (shared = 0; shared < 4; shared++) {
+        for (shared = 0; shared < 5; shared++) {
             /* Ascending keys from about -8 to 8, far apart (shared 0); steps of a quarter
              * to a half of a top half, so neighbours share top halves (1); pairs of equal
-             * edges (2); the last edge a NaN's key whose top half is the padding's (3). */
+             * edges (2); the last edge a NaN's key whose top half is the padding's (3);
+             * runs of 1 to about 10 equal edges, as a tensor of many zeros gives (4). */
             uint32_t k = sketch_key(-8.0f), step = shared == 1 ? 0x4000u : (sketch_key(8.0f) - k) / p;
             for (j = 0; j + 1 < bins; j++) {
-                edges[j] = shared == 2 && j % 2 == 1 ? edges[j - 1] : k;
+                int repeat = j > 0 && (shared == 2 ? j % 2 == 1 : shared == 4 && dr_rng_u64(93, j) % 4 != 0);
+                edges[j] = repeat ? edges[j - 1] : k;
                 k += step + (uint32_t)(dr_rng_u64(92, j) % 0x4000u);
             }
             if (shared == 3)
@@ -441,6 +445,7 @@ static void test_sketch_search(void)
  * with one shared tensor. */
 static void test_streamed(void)
 {
+    static const uint32_t table_bins[4] = {2, 5, 127, 256};
     float *x = malloc(STREAMED_N * sizeof *x);
     size_t b;
     fill(x, STREAMED_N, 21, 1.0f);
@@ -456,9 +461,17 @@ static void test_streamed(void)
      * (the table's paths: portable, AVX2 gathers, and AVX-512's for 256 bins). */
     fill_bits(x, 70001, 5);
     for (b = 0; b < 4; b++) {
-        static const uint32_t table_bins[4] = {2, 5, 127, 256};
         g_bins = table_bins[b];
         check_paths("sketch table", enc_sketch, dr_sketch_decode, x, 70001, dr_sketch_size(70001, g_bins));
+    }
+    /* The same with two in five entries +0.0 or -0.0: runs of equal edges (the table's
+     * second form). */
+    for (b = 0; b < 70001; b++)
+        if (dr_rng_u64(6, b) % 5 < 2)
+            x[b] = b % 2 ? 0.0f : -0.0f;
+    for (b = 0; b < 4; b++) {
+        g_bins = table_bins[b];
+        check_paths("sketch table runs", enc_sketch, dr_sketch_decode, x, 70001, dr_sketch_size(70001, g_bins));
     }
     free(x);
     test_half_streamed();

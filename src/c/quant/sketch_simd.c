@@ -376,22 +376,37 @@ DR_TARGET_AVX2 size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32
     }
 }
 
-/* The bins of 8 elements at x from the prefix table (dr_sketch_bins_table): one gather. */
+/* The bins of 8 elements at x from a prefix table of the form `form` (constant where
+ * inlined; dr_sketch_bins_table says how each reads): one gather. */
 DR_TARGET_AVX2 static inline __attribute__((always_inline)) __m256i table_bins8_avx2(const float *x,
-                                                                                   const uint32_t *table)
+                                                                                   const uint32_t *table,
+                                                                                   int form)
 {
     __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)x);
     __m256i key = _mm256_xor_si256(u, _mm256_or_si256(_mm256_srai_epi32(u, 31), _mm256_set1_epi32((int)0x80000000u)));
     __m256i entry = _mm256_i32gather_epi32((const int *)(const void *)table, _mm256_srli_epi32(key, 16), 4);
-    return _mm256_srli_epi32(_mm256_add_epi32(entry, _mm256_and_si256(key, _mm256_set1_epi32(0xffff))), 16);
+    __m256i low = _mm256_and_si256(key, _mm256_set1_epi32(0xffff)), below;
+    if (form == DR_PREFIX_SINGLE)
+        return _mm256_srli_epi32(_mm256_add_epi32(entry, low), 16);
+    /* -1 where the key's low half is below h: the bin t. */
+    below = _mm256_cmpgt_epi32(_mm256_srli_epi32(entry, 16), low);
+    return _mm256_and_si256(_mm256_blendv_epi8(_mm256_srli_epi32(entry, 8), entry, below), _mm256_set1_epi32(0xff));
 }
 
-DR_TARGET_AVX2 size_t dr_sketch_bins_table_avx2(const float *x, size_t n, const uint32_t *table, uint8_t *index)
+DR_TARGET_AVX2 static inline __attribute__((always_inline)) size_t
+table_body_avx2(const float *x, size_t n, const uint32_t *table, int form, uint8_t *index)
 {
     size_t i, end = n - n % 16;
     for (i = 0; i < end; i += 16)
-        store_bins16_avx2(table_bins8_avx2(x + i, table), table_bins8_avx2(x + i + 8, table), index + i);
+        store_bins16_avx2(table_bins8_avx2(x + i, table, form), table_bins8_avx2(x + i + 8, table, form), index + i);
     return end;
+}
+
+DR_TARGET_AVX2 size_t dr_sketch_bins_table_avx2(const float *x, size_t n, const uint32_t *table, int form,
+                                                uint8_t *index)
+{
+    return form == DR_PREFIX_SINGLE ? table_body_avx2(x, n, table, DR_PREFIX_SINGLE, index)
+                                    : table_body_avx2(x, n, table, DR_PREFIX_RUNS, index);
 }
 
 /* The decoder's values: table[index[i]] from two 128-entry halves in registers (bit 7 of

@@ -14,19 +14,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The prefix table of the edges[0..last) (last < 2^16; the portable search's and AVX2's,
- * from 64Ki elements): entry P (of 65536) is (t << 16) + 0x10000 - h, where t is the
- * number of those edges whose top 16 bits are below P, and h the low 16 bits of edges[t]
- * if its top 16 bits are P, else 0x10000. A key k (order_key) with top half P has bin
- * t + (low16(k) >= h) = (entry + low16(k)) >> 16: the edges with a smaller top half are
- * below k, those with a larger one above it, and the one that shares it, if any, is <= k
- * exactly when its low half is <= k's. That is find_bin's bin (at most last, so no cap)
- * in one load and an add. Returns 1 when built, 0 (table unspecified) when two edges
- * share their top 16 bits. */
+/* The prefix table of the edges[0..last) (last < 256; the portable search's and AVX2's,
+ * from 64Ki elements): one uint32 entry per top half P of a key (65536), in one of two
+ * forms. In both, t is the number of those edges whose top 16 bits are below P, and h
+ * the low 16 bits of the edges whose top 16 bits are P, if any: they are all <= a key k
+ * with top half P or all > it, as h is <= low16(k) or not; edges with a smaller top half
+ * are below k, those with a larger one above it. So find_bin's bin (at most last, so no
+ * cap) is one load away:
+ * - DR_PREFIX_SINGLE, where each top half belongs to one edge at most: entry
+ *   (t << 16) + 0x10000 - h (h = 0x10000 where none), and the bin (entry + low16(k)) >> 16;
+ * - DR_PREFIX_RUNS, where equal edges share one (a value repeated in the sample, as exact
+ *   zeros are): entry t | a << 8 | h << 16 with a = t + their number (a = t, h = 0 where
+ *   none), and the bin low16(k) >= h ? a : t. Twice the instructions of the first form.
+ * dr_sketch_prefix_table returns the form it wrote, or DR_PREFIX_NONE (table unspecified)
+ * when two different edges share their top 16 bits. */
+enum { DR_PREFIX_NONE = 0, DR_PREFIX_SINGLE = 1, DR_PREFIX_RUNS = 2 };
 int dr_sketch_prefix_table(const uint32_t *edges, uint32_t last, uint32_t *table);
 
-/* The bins of x[0..n) from a prefix table, one byte each (last < 256); returns n. */
-size_t dr_sketch_bins_table(const float *x, size_t n, const uint32_t *table, uint8_t *index);
+/* The bins of x[0..n) from a prefix table of that form, one byte each; returns n. */
+size_t dr_sketch_bins_table(const float *x, size_t n, const uint32_t *table, int form, uint8_t *index);
 
 #if DR_HAVE_X86_SIMD
 size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges, uint32_t p,
@@ -38,7 +44,8 @@ size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32_t *edges, uint
                            uint32_t last, uint8_t *index);
 
 /* dr_sketch_bins_table by AVX2 gathers, 16 elements at a time (whole blocks only). */
-size_t dr_sketch_bins_table_avx2(const float *x, size_t n, const uint32_t *table, uint8_t *index);
+size_t dr_sketch_bins_table_avx2(const float *x, size_t n, const uint32_t *table, int form,
+                                 uint8_t *index);
 
 /* table[index[i]] to out[i] (one byte each), table 256 floats: the decoder's AVX-512
  * path where the CPU lacks VBMI (with it, dr_lookup_planes_avx512). */
