@@ -149,9 +149,9 @@ static void find_bins(const float *x, size_t begin, size_t n, const uint32_t *ed
         put_bin(index, width, i, find_bin(edges, p, last, order_key(x[i])));
 }
 
-int dr_sketch_prefix_table(const uint32_t *edges, uint32_t last, uint32_t *table)
+int dr_sketch_prefix_form(const uint32_t *edges, uint32_t last)
 {
-    uint32_t j, prefix = 0, run;
+    uint32_t j;
     int form = DR_PREFIX_SINGLE;
     /* Edges that share a top half: equal ones make runs, different ones rule out a table. */
     for (j = 1; j < last; j++)
@@ -160,6 +160,15 @@ int dr_sketch_prefix_table(const uint32_t *edges, uint32_t last, uint32_t *table
                 return DR_PREFIX_NONE;
             form = DR_PREFIX_RUNS;
         }
+    return form;
+}
+
+int dr_sketch_prefix_table(const uint32_t *edges, uint32_t last, uint32_t *table)
+{
+    uint32_t j, prefix = 0, run;
+    int form = dr_sketch_prefix_form(edges, last);
+    if (form == DR_PREFIX_NONE)
+        return form;
     for (j = 0; j < last; j += run) {
         uint32_t top = edges[j] >> 16, h = edges[j] & 0xffffu;
         for (run = 1; j + run < last && edges[j + run] == edges[j]; run++)

@@ -107,14 +107,12 @@ bins_body(const float *x, size_t n, __m512i regs[8][8], unsigned levels, unsigne
  * registers each at p = 128. */
 #define PREFIX_MAX_LEVELS 7u
 
-/* Whether the prefix search gives find_bin's bins for edges[0..last) (see above). */
+/* Whether the prefix search gives find_bin's bins for edges[0..last) (see above): each
+ * top half one edge's at most, and the largest edge's not all ones (the edges ascend). */
 static int prefixes_distinct(const uint32_t *edges, uint32_t last)
 {
-    uint32_t j;
-    for (j = 0; j < last; j++)
-        if (edges[j] >> 16 == 0xffffu || (j > 0 && edges[j] >> 16 == edges[j - 1] >> 16))
-            return 0;
-    return 1;
+    return dr_sketch_prefix_form(edges, last) == DR_PREFIX_SINGLE &&
+           (last == 0 || edges[last - 1] >> 16 != 0xffffu);
 }
 
 /* Entry idx (< count, count <= 128) of a 16-bit table in t[0..4): one register up to 32

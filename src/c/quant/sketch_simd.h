@@ -31,6 +31,9 @@
 enum { DR_PREFIX_NONE = 0, DR_PREFIX_SINGLE = 1, DR_PREFIX_RUNS = 2 };
 int dr_sketch_prefix_table(const uint32_t *edges, uint32_t last, uint32_t *table);
 
+/* The form dr_sketch_prefix_table would write for these edges, without writing it. */
+int dr_sketch_prefix_form(const uint32_t *edges, uint32_t last);
+
 /* The bins of x[0..n) from a prefix table of that form, one byte each; returns n. */
 size_t dr_sketch_bins_table(const float *x, size_t n, const uint32_t *table, int form, uint8_t *index);
 
