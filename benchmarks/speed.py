@@ -1,6 +1,6 @@
 """Speed of deepreduce against baselines measured in the same run, one table per area.
 
-    python benchmarks/speed.py [--numel 25557032] [--repeat 3] [--huge] [--only topk,grace,kernels,index,threads]
+    python benchmarks/speed.py [--numel 25557032] [--repeat 3] [--huge] [--only topk,layer,grace,kernels,index,threads]
 
 One process, one thread (torch.set_num_threads(1), and DEEPREDUCE_THREADS=1 unless set: by
 default the C kernels split large tensors over the allowed cores). Every time is the median of --repeat runs of the thread's
@@ -11,6 +11,8 @@ kernel's time in passes says how close it is to the memory bound.
 Tables:
   top-k      dr_topk_select (through the binding) at n = 1e6, 1e7, numel (--huge: 1e8) and
              rho = 0.001, 0.01, 0.1, against torch.topk(|x|), numpy.argpartition(|x|) and a pass.
+  layer      top-k of one layer's tensor (dr_topk_sparsify, n = 1e3 to 1e5, rho = 0.01 and
+             GRACE's default 0.3) against torch.topk(|x|) and numpy.argpartition(|x|).
   grace      every GRACE method, compress + decompress through deepreduce's compressor (as a
              user calls it), against a straightforward torch version of the same algorithm
              written here (no GRACE code) and against a pass.
@@ -95,6 +97,42 @@ def topk_table(repeat, sizes):
             lambda: torch.topk(xt.abs(), k, sorted=False), lambda: np.argpartition(np.abs(x), n - k)[n - k:])
         print(f"{n:>11,} {density:>8} {ours * 1e3:8.2f} {t_pass * 1e3:8.2f} {ours / t_pass:7.1f} "
               f"{t_torch / ours:10.1f}x {t_np / ours:12.1f}x")
+
+
+def batch_time(fn, seconds=2e-3):
+    """A call of fn's thread CPU time, from a batch of calls that together take about
+    `seconds`: a call of a few microseconds is below what one reading of the clock resolves."""
+    calls, spent = 1, 0.0
+    while spent < seconds:
+        calls *= 4
+        start = time.thread_time()
+        for _ in range(calls):
+            fn()
+        spent = time.thread_time() - start
+    return spent / calls
+
+
+def small_topk_table(repeat):
+    """Top-k on one layer's tensor, as GRACE's per-tensor step meets it: dr_topk_sparsify
+    (indices and values, what the topk compressor calls) at GRACE's default ratio 0.3 and at
+    1%. Tensors this small stay in cache, so there is no pass column; each time is the best
+    of `repeat` rounds of batches (batch_time)."""
+    print(f"\n## top-k of one layer (ours = dr_topk_sparsify; ratios = their time / ours; best of {repeat})")
+    print(f"{'n':>11} {'rho':>6} {'ours us':>8} {'ns/entry':>9} {'torch.topk':>11} {'argpartition':>13}")
+    for n in (1_000, 10_000, 30_000, 100_000):
+        x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+        xt = torch.from_numpy(x)
+        for rho in (0.01, 0.3):
+            k = max(1, int(n * rho))
+            idx, val = np.empty(k, dtype=np.uint32), np.empty(k, dtype=np.float32)
+            work = np.empty(lib.dr_topk_workspace_size(n, k), dtype=np.uint8)
+            steps = (lambda: lib.dr_topk_sparsify(f32(x), n, k, u32(idx), f32(val), ffi.from_buffer(work)),
+                     lambda: torch.topk(xt.abs(), k, sorted=False),
+                     lambda: np.argpartition(np.abs(x), n - k)[n - k:])
+            ours, t_torch, t_np = [min(times) for times in zip(*[[batch_time(step) for step in steps]
+                                                                  for _ in range(repeat)])]
+            print(f"{n:>11,} {rho:>6} {ours * 1e6:8.1f} {ours / n * 1e9:9.2f} {t_torch / ours:10.1f}x "
+                  f"{t_np / ours:12.1f}x")
 
 
 # ------------------------------------------------------------------ torch versions (GRACE)
@@ -462,7 +500,7 @@ def main(argv=None):
     parser.add_argument("--numel", type=int, default=25_557_032)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--huge", action="store_true", help="add n = 1e8 to the top-k table")
-    parser.add_argument("--only", default="topk,grace,kernels,index,threads", help="comma-separated tables")
+    parser.add_argument("--only", default="topk,layer,grace,kernels,index,threads", help="comma-separated tables")
     parser.add_argument("--methods", default="", help="comma-separated GRACE methods (default all)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -475,6 +513,8 @@ def main(argv=None):
           f"numpy {np.__version__}; load average {load:.1f} on {os.cpu_count()} cores")
     if "topk" in tables:
         topk_table(args.repeat, sorted({10**6, 10**7, args.numel} | ({10**8} if args.huge else set())))
+    if "layer" in tables:
+        small_topk_table(args.repeat)
     if "grace" in tables:
         grace_table(args.repeat, args.numel, [m for m in args.methods.split(",") if m])
     if "kernels" in tables:

@@ -27,8 +27,8 @@ int main(int argc, char **argv)
     float *x, *cand_val, *sample, t = 0.0f;
     uint32_t *idx, *cand_idx, kth = 0, tkey, top;
     k = (size_t)((double)n * rho);
-    if (argc > 4 || reps < 1 || reps > MAX_REPS || k < 1 || k > n || n < FAST_MIN_N) {
-        fprintf(stderr, "usage: topk_phases [N >= %u] [K/N] [REPS <= %d]\n", FAST_MIN_N, MAX_REPS);
+    if (argc > 4 || reps < 1 || reps > MAX_REPS || k < 1 || k > n || n < SAMPLED_MIN_N) {
+        fprintf(stderr, "usage: topk_phases [N >= %u] [K/N] [REPS <= %d]\n", SAMPLED_MIN_N, MAX_REPS);
         return 2;
     }
     cap = candidate_capacity(n, k);

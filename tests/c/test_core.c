@@ -316,38 +316,49 @@ static void test_topk_ties_take_lowest(void)
 
 static void test_topk_select_equals_topk(void)
 {
-    /* Large enough for the sampled path; several distributions, ties and NaNs included.
+    /* From n = 8192 the sampled path runs (its sample an eighth of x below 131072), with
+     * room for every entry below 65536 and for k = 90000 at 200003; the smaller sizes take
+     * the exact top level instead (exact_select), down to a single entry and partial
+     * vectors. Several distributions, ties and NaNs included.
      * With the integers (shape 2), k = 30000 takes every 7 and some of the 6s: the ties
      * run out partway through a vector of candidates, and 2009 ends off a vector. Shape
      * 4's magnitudes spread evenly over about 128 binades, so the candidates span more
      * top-level buckets than the vector histogram keeps in registers; shape 5's are near
      * the largest floats, with infinities among them, where that window would run past
-     * the last bucket and is not used. */
-    const size_t n = 200003;
+     * the last bucket and is not used. Shape 6 is zeros, NaNs and denormals, whose top
+     * level is 0 (the k-th key's ties may be NaNs there, which the candidates' sweep does
+     * not take), with a few normal numbers above them. */
+    const size_t sizes[] = {200003, 65535, 8192, 8191, 1000, 33, 16, 1};
     size_t ks[] = {1, 17, 2000, 2009, 20000, 30000, 90000};
-    float *x = malloc(n * sizeof *x);
-    uint32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    float *x = malloc(sizes[0] * sizeof *x);
+    uint32_t *a = malloc(sizes[0] * sizeof *a), *b = malloc(sizes[0] * sizeof *b);
     void *work;
-    size_t t, i;
+    size_t t, i, z;
     int shape;
-    for (shape = 0; shape < 6; shape++) {
-        for (i = 0; i < n; i++) {
-            float u = test_uniform(21 + (uint64_t)shape, i);
-            x[i] = shape == 0 ? u : shape == 1 ? u * u * u : shape == 2 ? (float)((int)(u * 8.0f)) : 0.0f;
-            if (shape == 4)
-                x[i] = ldexpf(u < 0.5f ? -1.0f - u : u, -(int)(64.0f * test_uniform(22, i)));
-            if (shape == 5)
-                x[i] = i % 1009 == 0 ? (i % 2 ? INFINITY : -INFINITY) : ldexpf(u, 127);
-        }
-        if (shape == 3) /* mostly zeros with a few values and NaNs */
-            for (i = 0; i < n; i += 97)
-                x[i] = (i % 3 == 0) ? NAN : test_uniform(5, i);
-        for (t = 0; t < sizeof ks / sizeof ks[0]; t++) {
-            work = malloc(dr_topk_workspace_size(n, ks[t]));
-            CHECK_OK(dr_topk(x, n, ks[t], a));
-            CHECK_OK(dr_topk_select(x, n, ks[t], b, work));
-            CHECK(memcmp(a, b, ks[t] * sizeof *a) == 0);
-            free(work);
+    for (shape = 0; shape < 7; shape++) {
+        for (z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            size_t n = sizes[z];
+            for (i = 0; i < n; i++) {
+                float u = test_uniform(21 + (uint64_t)shape, i);
+                x[i] = shape == 0 ? u : shape == 1 ? u * u * u : shape == 2 ? (float)((int)(u * 8.0f)) : 0.0f;
+                if (shape == 4)
+                    x[i] = ldexpf(u < 0.5f ? -1.0f - u : u, -(int)(64.0f * test_uniform(22, i)));
+                if (shape == 5)
+                    x[i] = i % 1009 == 0 ? (i % 2 ? INFINITY : -INFINITY) : ldexpf(u, 127);
+                if (shape == 6)
+                    x[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? ldexpf(u, -130) : i % 101 == 2 ? u : 0.0f;
+            }
+            if (shape == 3) /* mostly zeros with a few values and NaNs */
+                for (i = 0; i < n; i += 97)
+                    x[i] = (i % 3 == 0) ? NAN : test_uniform(5, i);
+            for (t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+                size_t k = ks[t] < n ? ks[t] : n - n / 3;
+                work = malloc(dr_topk_workspace_size(n, k));
+                CHECK_OK(dr_topk(x, n, k, a));
+                CHECK_OK(dr_topk_select(x, n, k, b, work));
+                CHECK(memcmp(a, b, k * sizeof *a) == 0);
+                free(work);
+            }
         }
     }
     free(x);
@@ -357,12 +368,12 @@ static void test_topk_select_equals_topk(void)
 
 /* dr_topk_sparsify: dr_topk's indices with their values for a finite x, and an Inf or a
  * NaN refused wherever it lies: first, in the middle, in the last partial vector, in the
- * second thread's part, on the sampled path and on the full select's (a small tensor, a
- * large k), for k = 0 too. With 1 and 2 threads (the split needs 2 * DR_THREADS_MIN_NUMEL
+ * second thread's part, on the sampled path (with room for every entry at 20000) and on
+ * the exact top level's (a small tensor), for k = 0 too. With 1 and 2 threads (the split needs 2 * DR_THREADS_MIN_NUMEL
  * entries); ctest runs this file under each SIMD cap. */
 static void test_topk_sparsify(void)
 {
-    const size_t n = 2 * DR_THREADS_MIN_NUMEL + 1003, small = 5000;
+    const size_t n = 2 * DR_THREADS_MIN_NUMEL + 1003, middle = 20000, small = 5000;
     const size_t ks[] = {0, 1, 2009, 21000, n / 2};
     const size_t spots[] = {0, n / 3, n / 2 + 17, n - 2, n - 1};
     static const char *const counts[] = {"1", "2"};
@@ -375,8 +386,8 @@ static void test_topk_sparsify(void)
     for (c = 0; c < 2; c++) {
         setenv("DEEPREDUCE_THREADS", counts[c], 1);
         for (t = 0; t < sizeof ks / sizeof ks[0]; t++) {
-            size_t sizes[2] = {n, small}, z;
-            for (z = 0; z < 2; z++) {
+            size_t sizes[3] = {n, middle, small}, z;
+            for (z = 0; z < 3; z++) {
                 size_t m = sizes[z], k = ks[t] < m ? ks[t] : m / 2, j;
                 int same = 1;
                 CHECK_OK(dr_topk(x, m, k, want));
@@ -497,6 +508,17 @@ static void test_topk_estimate_misses_rarely(void)
         CHECK_OK(dr_topk_threshold_estimate(x, n, k, work, &t));
         CHECK_OK(dr_threshold_count(x, n, t, &count));
         misses += count < k || count > 2 * k + 65536;
+    }
+    CHECK(misses <= 1);
+    /* A tensor of a few layers, whose sample is an eighth of it (128 runs): room for every
+     * entry, so only fewer than k candidates miss; at GRACE's default 30% and at 1%. */
+    misses = 0;
+    for (trial = 0; trial < 60; trial++) {
+        size_t middle = 20011, k = trial % 2 ? middle / 100 : middle * 3 / 10;
+        layered_gradient(x, middle, 5000 + 7 * (uint64_t)trial);
+        CHECK_OK(dr_topk_threshold_estimate(x, middle, k, work, &t));
+        CHECK_OK(dr_threshold_count(x, middle, t, &count));
+        misses += count < k;
     }
     CHECK(misses <= 1);
     /* Below the sampled path's size there is no estimate; bad arguments are refused. */

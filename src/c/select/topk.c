@@ -8,8 +8,10 @@
  *
  * dr_topk_select first narrows the input to candidates with a sampled threshold (one
  * vectorised sweep that writes each candidate's index and value), then runs the same
- * radix select on the candidates alone. On large tensors the sample, the sweep, the
- * histograms and the last pass are split over threads (select_split). Every
+ * radix select on the candidates alone. Small tensors, and the sample's misses, take the
+ * threshold from an exact histogram of the top radix level instead (exact_select). On
+ * large tensors the sample, the sweep, the histograms and the last pass are split over
+ * threads (select_split). Every
  * entry at or above T is a candidate and candidates keep ascending index order, so the
  * ties are broken identically and the answers agree bit for bit.
  *
@@ -26,7 +28,7 @@
 #include <string.h>
 
 #define SAMPLE_SIZE 16384u
-#define FAST_MIN_N 65536u
+#define SAMPLED_MIN_N 8192u /* the least n the sampled path takes (below, exact_select) */
 #define SAMPLE_KEY 0x746f706b5f736d70ull /* "topk_smp": fixed, so runs are reproducible */
 
 /* NaN ranks as zero magnitude: a NaN is never preferred to a number, as in the
@@ -44,29 +46,43 @@ static uint32_t magnitude_key(float v)
 static const unsigned radix_shift[3] = {21u, 10u, 0u};
 static const unsigned radix_width[3] = {TOP_WIDTH, 11u, 10u};
 #define RADIX_BUCKETS 2048u
+#define PICK_BLOCK 16u /* divides every level's bucket count */
+#define TOP_LANES_MIN_N 2048u
 
 /* The top level's histogram of the keys of x[0..n), into hist[0..2^TOP_WIDTH). Every key
  * is known to be at least `floor` (candidates reach their threshold's key), or floor is
  * 0. */
 static void top_histogram(const float *x, size_t n, uint32_t floor, uint32_t *hist)
 {
-    /* Candidates share a few top-level buckets (an exponent or two): four counters per
-     * bucket, one per element mod 4, so that increments of one bucket do not each wait
-     * for the last one's store. */
-    uint32_t lane[4][1u << TOP_WIDTH];
+    /* From TOP_LANES_MIN_N entries, neighbouring entries count into four copies of the
+     * histogram (hist itself and three lanes, summed at the end), one per entry of an
+     * unrolled step, so that increments of one bucket do not each wait for the last
+     * one's store: candidates share a few buckets (an exponent or two). Below, zeroing
+     * and summing the lanes would cost more than they save. (A lane index per entry,
+     * i mod 4, cost more than the waits it saved.) */
+    uint32_t lane[3][1u << TOP_WIDTH];
     unsigned shift = radix_shift[0];
-    size_t i = 0, b;
-    memset(lane, 0, sizeof lane);
+    size_t i = 0, b, buckets = (size_t)1 << TOP_WIDTH;
+    memset(hist, 0, buckets * sizeof *hist);
 #if DR_HAVE_X86_SIMD
     if (floor > 0 && (floor >> shift) <= (1u << TOP_WIDTH) - TOP_WINDOW && dr_simd_active() >= DR_SIMD_AVX512)
-        i = dr_topk_top_level_avx512(x, n, shift, floor >> shift, lane[0]);
+        i = dr_topk_top_level_avx512(x, n, shift, floor >> shift, hist);
 #else
     (void)floor; /* only the vector window uses it */
 #endif
+    if (n - i >= TOP_LANES_MIN_N) {
+        memset(lane, 0, sizeof lane);
+        for (; i + 4 <= n; i += 4) {
+            hist[magnitude_key(x[i]) >> shift]++;
+            lane[0][magnitude_key(x[i + 1]) >> shift]++;
+            lane[1][magnitude_key(x[i + 2]) >> shift]++;
+            lane[2][magnitude_key(x[i + 3]) >> shift]++;
+        }
+        for (b = 0; b < buckets; b++)
+            hist[b] += lane[0][b] + lane[1][b] + lane[2][b];
+    }
     for (; i < n; i++)
-        lane[i & 3u][magnitude_key(x[i]) >> shift]++;
-    for (b = 0; b < (1u << TOP_WIDTH); b++)
-        hist[b] = lane[0][b] + lane[1][b] + lane[2][b] + lane[3][b];
+        hist[magnitude_key(x[i]) >> shift]++;
 }
 
 /* The histogram at `level` (1 or 2) of the keys of x[0..n) whose bits above the level
@@ -106,6 +122,19 @@ static uint32_t radix_pick(const uint32_t *hist, int level, size_t *remaining)
 {
     uint32_t b = (1u << radix_width[level]) - 1u;
     size_t above = 0;
+    /* Blocks of PICK_BLOCK buckets first (a sum the compiler vectorises): most of a
+     * level's buckets lie above the k-th key, and on a small x their walk one bucket at
+     * a time cost more than the histograms. */
+    while (b + 1u >= PICK_BLOCK) {
+        size_t block = 0;
+        unsigned j;
+        for (j = 0; j < PICK_BLOCK; j++)
+            block += hist[b - j];
+        if (above + block >= *remaining)
+            break;
+        above += block;
+        b -= PICK_BLOCK;
+    }
     while (above + hist[b] < *remaining) {
         above += hist[b];
         b--;
@@ -114,28 +143,34 @@ static uint32_t radix_pick(const uint32_t *hist, int level, size_t *remaining)
     return b;
 }
 
+/* The k-th largest key of x[0..n), given its top level (`prefix`) and how many of the k
+ * are not yet placed above it (*remaining, which ends as the ties at the k-th key taken):
+ * levels 1 and 2 over the keys with that top level. `hist`: room for RADIX_BUCKETS. */
+static uint32_t lower_levels(const float *x, size_t n, uint32_t prefix, size_t *remaining, uint32_t *hist)
+{
+    int level;
+    for (level = 1; level < 3; level++) {
+        radix_histogram(x, n, level, prefix, hist);
+        prefix |= radix_pick(hist, level, remaining) << radix_shift[level];
+    }
+    return prefix;
+}
+
 /* The k-th largest key of x[0..n) (1 <= k <= n) and how many entries equal to it are
  * among the k largest; `floor` as top_histogram's. */
 static void kth_largest(const float *x, size_t n, size_t k, uint32_t floor, uint32_t *kth, size_t *ties)
 {
-    uint32_t hist[RADIX_BUCKETS], prefix = 0;
+    uint32_t hist[RADIX_BUCKETS];
     size_t remaining = k;
-    int level;
-    for (level = 0; level < 3; level++) {
-        if (level == 0)
-            top_histogram(x, n, floor, hist);
-        else
-            radix_histogram(x, n, level, prefix, hist);
-        prefix |= radix_pick(hist, level, &remaining) << radix_shift[level];
-    }
-    *kth = prefix;
+    top_histogram(x, n, floor, hist);
+    *kth = lower_levels(x, n, radix_pick(hist, 0, &remaining) << radix_shift[0], &remaining, hist);
     *ties = remaining;
 }
 
 int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
 {
     uint32_t kth;
-    size_t ties, i, out = 0, ties_taken = 0;
+    size_t ties, i = 0, out = 0, ties_taken = 0;
     if (k > n || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
     if (k == 0)
@@ -143,7 +178,13 @@ int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
     if (x == NULL || idx_out == NULL)
         return DR_E_ARG;
     kth_largest(x, n, k, 0, &kth, &ties);
-    for (i = 0; i < n && out < k; i++) {
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX512)
+        i = dr_topk_write_avx512(NULL, x, n, k, kth, ties, idx_out, NULL, &out, &ties_taken);
+#endif
+    /* A branch per entry: where few are taken (a sparsifier's k), it is predicted right
+     * nearly always and costs less than write_answers' stores of every entry. */
+    for (; i < n && out < k; i++) {
         uint32_t key = magnitude_key(x[i]);
         if (key > kth || (key == kth && ties_taken++ < ties))
             idx_out[out++] = (uint32_t)i;
@@ -170,20 +211,31 @@ size_t dr_topk_workspace_size(size_t n, size_t k)
            histograms;
 }
 
-/* The sample is SAMPLE_RUNS runs of SAMPLE_RUN consecutive entries (a cache line of
- * floats), one at a random offset in each of SAMPLE_RUNS equal strides of x: a run costs
- * about one cache miss where as many scattered entries cost one each, and the strides
- * spread the runs over every layer of a flattened model. */
+/* The sample is `runs` runs of SAMPLE_RUN consecutive entries (a cache line of floats),
+ * one at a random offset in each of `runs` equal strides of x: a run costs about one
+ * cache miss where as many scattered entries cost one each, and the strides spread the
+ * runs over every layer of a flattened model. SAMPLE_RUNS runs from 131,072 entries on;
+ * below, one run per SAMPLE_SPACING entries (an eighth of x), so that the sample of a
+ * tensor of a few ten thousand entries costs an eighth of a full histogram of it. */
 #define SAMPLE_RUN 16u
 #define SAMPLE_RUNS (SAMPLE_SIZE / SAMPLE_RUN)
-/* Every stride holds a run (take_sample's offsets would wrap otherwise): a compile-time
- * check that the sampled path's least n leaves room. */
-typedef char dr_fast_min_n_holds_the_sample[FAST_MIN_N >= SAMPLE_SIZE + SAMPLE_RUN ? 1 : -1];
+#define SAMPLE_SPACING 128u
+/* Every stride holds a run (take_sample's offsets would wrap otherwise) and there are two
+ * runs at least (count_dispersion compares neighbours): compile-time checks that the
+ * sampled path's least n leaves room. */
+typedef char dr_sampled_min_n_holds_the_sample[SAMPLED_MIN_N >= 2 * SAMPLE_SPACING && SAMPLE_SPACING >= 2 * SAMPLE_RUN
+                                                ? 1 : -1];
 
-/* Runs [first, last) of the sample of x into their places in sample[]. */
-static void take_sample(const float *x, size_t n, float *sample, size_t first, size_t last)
+static size_t sample_runs(size_t n)
 {
-    size_t stride = (n - SAMPLE_RUN) / SAMPLE_RUNS, j;
+    size_t runs = n / SAMPLE_SPACING;
+    return runs < SAMPLE_RUNS ? runs : SAMPLE_RUNS;
+}
+
+/* Runs [first, last) of the `runs` of the sample of x into their places in sample[]. */
+static void take_sample(const float *x, size_t n, size_t runs, float *sample, size_t first, size_t last)
+{
+    size_t stride = (n - SAMPLE_RUN) / runs, j;
     for (j = first; j < last; j++) {
         uint64_t draw = dr_rng_u64_fast(SAMPLE_KEY, j) >> 32;
         size_t at = j * stride + (size_t)((draw * (uint64_t)(stride - SAMPLE_RUN + 1u)) >> 32);
@@ -196,12 +248,12 @@ static void take_sample(const float *x, size_t n, float *sample, size_t first, s
  * a run's entries reach kth together (a channel of large gradients). From the
  * differences of neighbouring runs' counts, the estimator of a systematic sample, so
  * that scales varying from layer to layer (a trend across runs) do not inflate it. */
-static double count_dispersion(const float *sample, uint32_t kth, size_t taken)
+static double count_dispersion(const float *sample, size_t runs, uint32_t kth, size_t taken)
 {
     double sum = 0.0;
     int previous = 0;
     size_t j, i;
-    for (j = 0; j < SAMPLE_RUNS; j++) {
+    for (j = 0; j < runs; j++) {
         int count = 0;
         for (i = 0; i < SAMPLE_RUN; i++)
             count += magnitude_key(sample[j * SAMPLE_RUN + i]) >= kth;
@@ -210,28 +262,28 @@ static double count_dispersion(const float *sample, uint32_t kth, size_t taken)
         previous = count;
     }
     /* sum / (2 (R - 1)) estimates one run's count variance; R of them over `taken`. */
-    return taken > 0 ? sum / (2.0 * (SAMPLE_RUNS - 1)) * SAMPLE_RUNS / (double)taken : 1.0;
+    return taken > 0 ? sum / (2.0 * (double)(runs - 1)) * (double)runs / (double)taken : 1.0;
 }
 
 /* A threshold that about k of n entries reach, from their sample (take_sample), biased
  * low by three standard deviations of the sample's count (binomial, or wider where the
  * sample says the runs' entries are correlated) so that at least k pass with high
  * probability. */
-static float threshold_from_sample(const float *sample, size_t n, size_t k)
+static float threshold_from_sample(const float *sample, size_t runs, size_t n, size_t k)
 {
-    double expected = (double)k / (double)n * SAMPLE_SIZE, dispersion;
-    size_t rank, wider, ties;
+    size_t size = runs * SAMPLE_RUN, rank, wider, ties;
+    double expected = (double)k / (double)n * (double)size, dispersion;
     uint32_t kth;
     float t;
     rank = (size_t)(expected + 3.0 * sqrt(expected) + 8.0);
-    if (rank > SAMPLE_SIZE)
-        rank = SAMPLE_SIZE;
-    kth_largest(sample, SAMPLE_SIZE, rank, 0, &kth, &ties);
-    dispersion = count_dispersion(sample, kth, rank);
+    if (rank > size)
+        rank = size;
+    kth_largest(sample, size, rank, 0, &kth, &ties);
+    dispersion = count_dispersion(sample, runs, kth, rank);
     wider = (size_t)(expected + 3.0 * sqrt(expected * dispersion) + 8.0);
     if (wider > rank + 8u) {
-        rank = wider < SAMPLE_SIZE ? wider : SAMPLE_SIZE;
-        kth_largest(sample, SAMPLE_SIZE, rank, 0, &kth, &ties);
+        rank = wider < size ? wider : size;
+        kth_largest(sample, size, rank, 0, &kth, &ties);
     }
     memcpy(&t, &kth, sizeof t);
     return t;
@@ -239,8 +291,9 @@ static float threshold_from_sample(const float *sample, size_t n, size_t k)
 
 static float sampled_threshold(const float *x, size_t n, size_t k, float *sample)
 {
-    take_sample(x, n, sample, 0, SAMPLE_RUNS);
-    return threshold_from_sample(sample, n, k);
+    size_t runs = sample_runs(n);
+    take_sample(x, n, runs, sample, 0, runs);
+    return threshold_from_sample(sample, runs, n, k);
 }
 
 /* The candidates' key for every nonzero entry: a sample whose k-th largest magnitude is
@@ -406,8 +459,8 @@ static int split_step(void *ctx, int step, size_t begin, size_t end)
     for (p = begin; p < end; p++) {
         size_t room = dr_share(s->cap, s->parts, p);
         if (step == STEP_SAMPLE)
-            take_sample(s->x, s->n, s->sample, dr_share(SAMPLE_RUNS, s->parts, p),
-                        dr_share(SAMPLE_RUNS, s->parts, p + 1));
+            take_sample(s->x, s->n, sample_runs(s->n), s->sample, dr_share(sample_runs(s->n), s->parts, p),
+                        dr_share(sample_runs(s->n), s->parts, p + 1));
         else if (step == STEP_SWEEP)
             sweep_part(s, p);
         else if (step == STEP_WRITE)
@@ -444,7 +497,7 @@ static int split_between(void *ctx, int step)
     split_select *s = (split_select *)ctx;
     size_t p, total = 0, ties_left, out = 0;
     if (step == STEP_SAMPLE) {
-        s->tkey = threshold_key(threshold_from_sample(s->sample, s->n, s->k));
+        s->tkey = threshold_key(threshold_from_sample(s->sample, sample_runs(s->n), s->n, s->k));
         return DR_OK;
     }
     if (step == STEP_SWEEP) {
@@ -530,14 +583,14 @@ int dr_topk_threshold_estimate(const float *x, size_t n, size_t k, void *work, f
     if (x == NULL || work == NULL)
         return DR_E_ARG;
     cap = candidate_capacity(n, k);
-    if (n >= FAST_MIN_N && cap < n)
+    if (n >= SAMPLED_MIN_N)
         *t = sampled_threshold(x, n, k, sample_room(work, cap));
     return DR_OK;
 }
 
-/* dr_topk's answer where the sampled path does not apply, for dr_topk_select (val_out
- * NULL) or dr_topk_sparsify: then Inf/NaN are refused by a pass of their own (these are
- * the small tensors, the large k and the sample's misses) and the values gathered. */
+/* dr_topk's answer where exact_select does not apply, for dr_topk_select (val_out NULL)
+ * or dr_topk_sparsify: then Inf/NaN are refused by a pass of their own and the values
+ * gathered. */
 static int full_select(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out)
 {
     size_t j;
@@ -551,14 +604,40 @@ static int full_select(const float *x, size_t n, size_t k, uint32_t *idx_out, fl
     return st;
 }
 
+/* dr_topk's answer through the candidates' path, its threshold the exact top level of the
+ * k-th largest key instead of a sample's estimate: a histogram of x's top radix level picks
+ * the bucket that holds it, every entry in that bucket or above is a candidate (one
+ * vectorised sweep, which also finds Inf and NaN for dr_topk_sparsify), and levels 1 and 2
+ * run over the candidates alone. For tensors too small for a sample (below
+ * SAMPLED_MIN_N) and for the sample's misses. The full select answers where the candidates
+ * would not fit in the room (cap) or the k-th key's top level is 0 (the k-th magnitude
+ * is 0 or a denormal below 2^-128: its ties may be NaNs, which the sweep does not take). */
+static int exact_select(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, uint32_t *cand_idx,
+                        float *cand_val, size_t cap)
+{
+    uint32_t hist[RADIX_BUCKETS], top_level, top, kth;
+    size_t remaining = k, count;
+    top_histogram(x, n, 0, hist);
+    top_level = radix_pick(hist, 0, &remaining);
+    count = k - remaining + hist[top_level]; /* the entries at or above that bucket */
+    if (top_level == 0 || count > cap)
+        return full_select(x, n, k, idx_out, val_out);
+    count = dr_collect_candidates(x, 0, n, top_level << radix_shift[0], cand_idx, cand_val, cap, &top);
+    if (val_out != NULL && top >= DR_NONFINITE_KEY)
+        return DR_E_NUMERIC;
+    kth = lower_levels(cand_val, count, top_level << radix_shift[0], &remaining, hist);
+    write_answers(cand_idx, cand_val, count, k, kth, remaining, idx_out, val_out);
+    return DR_OK;
+}
+
 /* The answer from `count` < k candidates of threshold key tkey (Inf and NaN already
  * refused for dr_topk_sparsify): where they are every nonzero entry, they and the first
- * zeros; else entries below the threshold belong in it, and the full select answers. */
-static int few_candidates(const float *x, size_t n, size_t k, uint32_t tkey, const uint32_t *cand_idx,
-                          const float *cand_val, size_t count, uint32_t *idx_out, float *val_out)
+ * zeros; else entries below the threshold belong in it, and the exact top level answers. */
+static int few_candidates(const float *x, size_t n, size_t k, uint32_t tkey, uint32_t *cand_idx, float *cand_val,
+                          size_t count, size_t cap, uint32_t *idx_out, float *val_out)
 {
     if (tkey != ALL_NONZERO)
-        return full_select(x, n, k, idx_out, val_out);
+        return exact_select(x, n, k, idx_out, val_out, cand_idx, cand_val, cap);
     write_with_zero_ties(x, cand_idx, cand_val, count, k, idx_out, val_out);
     return DR_OK;
 }
@@ -571,10 +650,10 @@ static int select_topk(const float *x, size_t n, size_t k, uint32_t *idx_out, fl
     int threads;
     float *cand_val, *sample;
     cap = candidate_capacity(n, k);
-    if (n < FAST_MIN_N || cap >= n)
-        return full_select(x, n, k, idx_out, val_out);
     cand_idx = (uint32_t *)work;
     cand_val = (float *)(cand_idx + cap);
+    if (n < SAMPLED_MIN_N)
+        return exact_select(x, n, k, idx_out, val_out, cand_idx, cand_val, cap);
     sample = sample_room(work, cap);
 
     threads = dr_threads_for(n, DR_THREADS_MIN_NUMEL);
@@ -588,19 +667,19 @@ static int select_topk(const float *x, size_t n, size_t k, uint32_t *idx_out, fl
         if (r == SPLIT_NONFINITE)
             return DR_E_NUMERIC;
         if (r == SPLIT_FEW)
-            return few_candidates(x, n, k, tkey, cand_idx, cand_val, count, idx_out, val_out);
+            return few_candidates(x, n, k, tkey, cand_idx, cand_val, count, cap, idx_out, val_out);
         /* A part overflowed its share of the room: the candidates bunch in one part of x,
          * and one sweep with the whole room may still hold them. */
     } else {
         tkey = threshold_key(sampled_threshold(x, n, k, sample));
     }
     count = dr_collect_candidates(x, 0, n, tkey, cand_idx, cand_val, cap, &top);
-    if (count > cap) /* the estimate missed: the full select answers */
-        return full_select(x, n, k, idx_out, val_out);
+    if (count > cap) /* the estimate missed: the exact top level answers */
+        return exact_select(x, n, k, idx_out, val_out, cand_idx, cand_val, cap);
     if (val_out != NULL && top >= DR_NONFINITE_KEY)
         return DR_E_NUMERIC;
     if (count < k)
-        return few_candidates(x, n, k, tkey, cand_idx, cand_val, count, idx_out, val_out);
+        return few_candidates(x, n, k, tkey, cand_idx, cand_val, count, cap, idx_out, val_out);
     kth_largest(cand_val, count, k, tkey, &kth, &ties);
     write_answers(cand_idx, cand_val, count, k, kth, ties, idx_out, val_out);
     return DR_OK;

@@ -128,9 +128,11 @@ DR_TARGET_AVX512 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const flo
                                              uint32_t kth, size_t ties, uint32_t *idx_out, float *val_out,
                                              size_t *out, size_t *ties_taken)
 {
-    const __m512i threshold = _mm512_set1_epi32((int)kth);
+    const __m512i threshold = _mm512_set1_epi32((int)kth), lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                                                   11, 12, 13, 14, 15);
     size_t i, o = *out, tied = *ties_taken;
     for (i = 0; i + 16 <= count && o + 16 <= k; i += 16) {
+        __m512i index;
         __m512i key = magnitude_keys(cand_val + i);
         __mmask16 taken = _mm512_cmpgt_epu32_mask(key, threshold);
         __mmask16 equal = _mm512_cmpeq_epu32_mask(key, threshold);
@@ -141,7 +143,9 @@ DR_TARGET_AVX512 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const flo
             taken |= (__mmask16)_pdep_u32(first, equal);
             tied += (size_t)_mm_popcnt_u32(equal);
         }
-        _mm512_storeu_si512(idx_out + o, _mm512_maskz_compress_epi32(taken, _mm512_loadu_si512(cand_idx + i)));
+        index = cand_idx != NULL ? _mm512_loadu_si512(cand_idx + i)
+                                 : _mm512_add_epi32(_mm512_set1_epi32((int)i), lanes);
+        _mm512_storeu_si512(idx_out + o, _mm512_maskz_compress_epi32(taken, index));
         if (val_out != NULL)
             _mm512_storeu_ps(val_out + o, _mm512_maskz_compress_ps(taken, _mm512_loadu_ps(cand_val + i)));
         o += (size_t)_mm_popcnt_u32(taken);

@@ -43,9 +43,10 @@ size_t dr_topk_level_avx512(const float *x, size_t n, unsigned shift, uint32_t b
 /* The last pass of the select as write_answers in topk.c defines it, whole vectors at a
  * time while 16 more answers fit in idx_out[0..k): each vector's candidates above kth,
  * and of those equal to it the first while fewer than `ties` have been met, appended in
- * order, with their values into val_out where it is not NULL. Returns where it stopped
- * in the candidates; *out and *ties_taken (candidates equal to kth met so far) carry the
- * scalar loop's state on. */
+ * order, with their values into val_out where it is not NULL (cand_idx NULL: the
+ * indices are the positions in cand_val). Returns where it stopped in the candidates;
+ * *out and *ties_taken (candidates equal to kth met so far) carry the scalar loop's
+ * state on. */
 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
                             uint32_t kth, size_t ties, uint32_t *idx_out, float *val_out, size_t *out,
                             size_t *ties_taken);

@@ -16,11 +16,13 @@ int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out);
 /* Scratch bytes dr_topk_select needs for a tensor of n entries and k selected. */
 size_t dr_topk_workspace_size(size_t n, size_t k);
 
-/* Exactly dr_topk's answer (the same indices, bit for bit), faster on large tensors:
+/* Exactly dr_topk's answer (the same indices, bit for bit), faster: from 8,192 entries
  * a threshold estimated from a sample of |x| bounds the candidates, one vectorised pass
- * collects them, and the radix select runs over the candidates only. Falls back to the
- * full radix select when the estimate misses (too few or too many candidates), so the
- * result never depends on the sample. On tensors of at least 2 * DR_THREADS_MIN_NUMEL
+ * collects them, and the radix select runs over the candidates only. Below 8,192 entries,
+ * and where the estimate misses (too few or too many candidates), an exact histogram of
+ * the keys' top radix level sets the threshold instead (the bucket that holds the k-th
+ * key), so the result never depends on the sample; dr_topk's own passes answer only
+ * where the k-th magnitude is 0 or a denormal below 2^-128. On tensors of at least 2 * DR_THREADS_MIN_NUMEL
  * entries the work is split over up to dr_thread_count() threads (at most 8), with the
  * same answer for every count. `work` holds dr_topk_workspace_size(n, k) bytes, aligned
  * as malloc aligns. */
@@ -29,22 +31,23 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
 /* A sparsifier's top-k: dr_topk_select's indices in idx_out[0..k) and their values,
  * val_out[j] = x[idx_out[j]] (the sweep collects them with its candidates, so there is
  * no gather afterwards), for a finite x: DR_E_NUMERIC (the outputs then undefined) if x
- * holds an Inf or a NaN. The sweep keeps the largest magnitude it reads, so on the
- * sampled path that refusal costs no pass of its own; the full select's paths (small
- * tensors, large k, a missed estimate) check first with a pass. k == 0 writes nothing
+ * holds an Inf or a NaN. The sweep keeps the largest magnitude it reads, so that refusal
+ * costs no pass of its own (dr_topk's path, for a k-th magnitude of 0 or below 2^-128,
+ * checks first with a pass). k == 0 writes nothing
  * and still refuses Inf/NaN. Otherwise as dr_topk_select (same `work`, DR_E_ARG). */
 int dr_topk_sparsify(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, void *work);
 
 /* The magnitude dr_topk_select sweeps x with, into *t: from a sample of 1,024 runs of 16
  * consecutive entries (one run at a random offset in each 1,024th of x, the same offsets
- * for every call on n entries), the sample's magnitude that about k/n of it reaches, taken
+ * for every call on n entries; below 131,072 entries, one run in each 128 entries), the
+ * sample's magnitude that about k/n of it reaches, taken
  * lower by three standard deviations of that count. The deviation is measured on the
  * sample itself (from neighbouring runs' counts), so entries whose magnitudes come in
  * clusters (a channel of large gradients) widen the margin, and scales that vary from
  * layer to layer do not. dr_topk_select keeps to the sampled path when at least k and at
- * most 2k + 65,536 entries reach *t (dr_threshold_count counts them) and otherwise falls
- * back to dr_topk: this says how often that happens on a caller's data. *t = 0 where
- * dr_topk_select takes dr_topk at once (n < 65,536, or room for every entry). `work` as
+ * most min(2k + 65,536, n) entries reach *t (dr_threshold_count counts them) and otherwise
+ * falls back to the exact top level: this says how often that happens on a caller's data.
+ * *t = 0 where dr_topk_select takes the exact top level at once (n < 8,192). `work` as
  * for dr_topk_select; DR_E_ARG as dr_topk_select's. */
 int dr_topk_threshold_estimate(const float *x, size_t n, size_t k, void *work, float *t);
 
