@@ -4,6 +4,7 @@
 #define DR_APPEND_SIMD_H
 
 #include "simd_config.h"
+#include "lane_tables.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,22 @@ DR_TARGET_AVX512 DR_ALWAYS_INLINE unsigned dr_append_avx512(__mmask16 m, __m512i
             _mm512_storeu_si512(val, cv);
     }
     return k;
+}
+
+/* As dr_append_avx512 for the 8 lanes of an AVX2 vector (m: 8 bits), the lanes packed by
+ * a permutation from dr_pack_lanes8 and stored whole: no branch per lane, where walking
+ * the mask's bits mispredicted on every other candidate at ratios of a few percent and
+ * more. (Where candidates are rare, 0.1%, a test for none before the append saved up to
+ * a tenth of a sweep; choosing per block between the two cost about what it saved.)
+ * Room for 8 past the end of idx and val. */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE unsigned dr_append_avx2(unsigned m, __m256i lanes, __m256i v, uint32_t *idx,
+                                                      void *val)
+{
+    __m256i order = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)dr_pack_lanes8[m]));
+    _mm256_storeu_si256((__m256i *)(void *)idx, _mm256_permutevar8x32_epi32(lanes, order));
+    if (val != NULL)
+        _mm256_storeu_si256((__m256i *)val, _mm256_permutevar8x32_epi32(v, order));
+    return (unsigned)__builtin_popcount(m);
 }
 #endif
 

@@ -95,8 +95,11 @@ static void radix_histogram(const float *x, size_t n, int level, uint32_t prefix
     memset(hist, 0, sizeof(uint32_t) << radix_width[level]);
     above_mask = ~0u << (shift + radix_width[level]);
 #if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512)
+    int simd = dr_simd_active();
+    if (simd >= DR_SIMD_AVX512)
         i = dr_topk_level_avx512(x, n, shift, bucket_mask, above_mask, prefix, hist);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_topk_level_avx2(x, n, shift, bucket_mask, above_mask, prefix, hist);
 #endif
     /* Whether a key matches the prefix is a coin toss at level 1 (most candidates share
      * the top bucket): added, not branched on. At level 2 few match (one bucket of the
@@ -171,6 +174,9 @@ int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
 {
     uint32_t kth;
     size_t ties, i = 0, out = 0, ties_taken = 0;
+#if DR_HAVE_X86_SIMD
+    int simd;
+#endif
     if (k > n || n > (size_t)UINT32_MAX)
         return DR_E_ARG;
     if (k == 0)
@@ -179,11 +185,15 @@ int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
         return DR_E_ARG;
     kth_largest(x, n, k, 0, &kth, &ties);
 #if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512)
+    simd = dr_simd_active();
+    if (simd >= DR_SIMD_AVX512)
         i = dr_topk_write_avx512(NULL, x, n, k, kth, ties, idx_out, NULL, &out, &ties_taken);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_topk_write_avx2(NULL, x, n, k, kth, ties, idx_out, NULL, &out, &ties_taken);
 #endif
-    /* A branch per entry: where few are taken (a sparsifier's k), it is predicted right
-     * nearly always and costs less than write_answers' stores of every entry. */
+    /* The portable path: a branch per entry, which where few are taken (a sparsifier's
+     * k) is predicted right nearly always and costs less than write_answers' stores of
+     * every entry. */
     for (; i < n && out < k; i++) {
         uint32_t key = magnitude_key(x[i]);
         if (key > kth || (key == kth && ties_taken++ < ties))
@@ -407,8 +417,11 @@ static void write_answers(const uint32_t *cand_idx, const float *cand_val, size_
 {
     size_t i = 0, out = 0, ties_taken = 0;
 #if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512)
+    int simd = dr_simd_active();
+    if (simd >= DR_SIMD_AVX512)
         i = dr_topk_write_avx512(cand_idx, cand_val, count, k, kth, ties, idx_out, val_out, &out, &ties_taken);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_topk_write_avx2(cand_idx, cand_val, count, k, kth, ties, idx_out, val_out, &out, &ties_taken);
 #endif
     for (; i < count && out < k; i++) {
         uint32_t key = magnitude_key(cand_val[i]);

@@ -3,11 +3,12 @@
  * The candidate sweeps: the magnitude keys of a vector
  * compared with the threshold's, then the passing lanes' indices and values appended in
  * lane order (AVX-512: compressed in registers and stored whole, the count advanced by
- * the mask's popcount, no branch per lane; AVX2: the mask's set bits walked).
+ * the mask's popcount, no branch per lane; AVX2: packed by a permutation from a table and
+ * stored whole).
  *
- * AVX-512 also finds which keys match a radix level's prefix (the lower levels) and
- * writes the answers (the last pass) a vector at a time: both are a compare and a
- * compress per 16 candidates, where the scalar loops take a few instructions per
+ * Both also find which keys match a radix level's prefix (the lower levels) and write
+ * the answers (the last pass) a vector at a time: a compare and a compress (AVX2: a
+ * permutation) per 16 (8) candidates, where the scalar loops take a few instructions per
  * candidate. */
 #include "deepreduce.h"
 #include "topk_simd.h"
@@ -16,6 +17,19 @@
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
+/* Entries per batch of the level kernels: a batch's keys that match the prefix are
+ * appended to a buffer without a branch per vector, then counted, where a test per
+ * vector mispredicted on most vectors at the candidates' first lower level. */
+#define LEVEL_BATCH 2048u
+
+/* The magnitude keys of x[0..8) as topk.c's magnitude_key: NaN ranks as zero. */
+DR_TARGET_AVX2 static inline __m256i magnitude_keys_avx2(const float *x)
+{
+    __m256i key = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)x),
+                                   _mm256_set1_epi32(0x7fffffff));
+    return _mm256_and_si256(key, _mm256_cmpgt_epi32(_mm256_set1_epi32(0x7f800001), key));
+}
+
 DR_TARGET_AVX2 size_t dr_topk_candidates_avx2(const float *x, size_t begin, size_t n, uint32_t tkey,
                                               uint32_t *idx, float *val, size_t cap, size_t *count,
                                               uint32_t *top)
@@ -23,26 +37,69 @@ DR_TARGET_AVX2 size_t dr_topk_candidates_avx2(const float *x, size_t begin, size
     /* key >= tkey <=> key > tkey - 1; not NaN <=> key < 0x7f800001. Keys are below 2^31,
      * so the signed compares are exact. */
     const __m256i below = _mm256_set1_epi32((int)tkey - 1), nan_floor = _mm256_set1_epi32(0x7f800001);
-    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), step = _mm256_set1_epi32(8);
+    __m256i lanes = _mm256_add_epi32(_mm256_set1_epi32((int)begin), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     __m256i most = _mm256_setzero_si256();
-    uint32_t lanes[8], j;
+    uint32_t swept[8], j;
     size_t i = begin, c = *count;
     for (; i + 8 <= n && c + 8 <= cap; i += 8) {
-        __m256i key = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(x + i)), abs_mask);
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
+        __m256i key = _mm256_and_si256(v, abs_mask);
         __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(key, below), _mm256_cmpgt_epi32(nan_floor, key));
         most = _mm256_max_epu32(most, key);
-        unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ok));
-        while (m) {
-            unsigned lane = (unsigned)__builtin_ctz(m);
-            idx[c] = (uint32_t)(i + lane);
-            val[c++] = x[i + lane];
-            m &= m - 1u;
-        }
+        c += dr_append_avx2((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ok)), lanes, v, idx + c, val + c);
+        lanes = _mm256_add_epi32(lanes, step);
     }
-    _mm256_storeu_si256((__m256i *)(void *)lanes, most);
+    _mm256_storeu_si256((__m256i *)(void *)swept, most);
     for (j = 0; j < 8; j++)
-        *top = lanes[j] > *top ? lanes[j] : *top;
+        *top = swept[j] > *top ? swept[j] : *top;
     *count = c;
+    return i;
+}
+
+DR_TARGET_AVX2 size_t dr_topk_write_avx2(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
+                                         uint32_t kth, size_t ties, uint32_t *idx_out, float *val_out, size_t *out,
+                                         size_t *ties_taken)
+{
+    /* Keys and kth are below 2^31 (NaN's key is 0), so the signed compares are exact. */
+    const __m256i threshold = _mm256_set1_epi32((int)kth), step = _mm256_set1_epi32(8);
+    __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    size_t i, o = *out, tied = *ties_taken;
+    for (i = 0; i + 8 <= count && o + 8 <= k; i += 8) {
+        __m256i key = magnitude_keys_avx2(cand_val + i), index;
+        unsigned taken, equal;
+        taken = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, threshold)));
+        equal = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(key, threshold)));
+        for (; equal; equal &= equal - 1u, tied++) /* ties are rare: their lanes one by one */
+            if (tied < ties)
+                taken |= equal & (0u - equal);
+        index = cand_idx != NULL ? _mm256_loadu_si256((const __m256i *)(const void *)(cand_idx + i)) : lanes;
+        o += dr_append_avx2(taken, index, _mm256_loadu_si256((const __m256i *)(const void *)(cand_val + i)),
+                            idx_out + o, val_out != NULL ? (void *)(val_out + o) : NULL);
+        lanes = _mm256_add_epi32(lanes, step);
+    }
+    *out = o;
+    *ties_taken = tied;
+    return i;
+}
+
+DR_TARGET_AVX2 size_t dr_topk_level_avx2(const float *x, size_t n, unsigned shift, uint32_t bucket_mask,
+                                         uint32_t above_mask, uint32_t prefix, uint32_t *hist)
+{
+    const __m256i above = _mm256_set1_epi32((int)above_mask), want = _mm256_set1_epi32((int)prefix);
+    uint32_t matched[LEVEL_BATCH + 8];
+    size_t i = 0, c, j;
+    while (i + 8 <= n) {
+        size_t end = n - i > LEVEL_BATCH ? i + LEVEL_BATCH : n;
+        for (c = 0; i + 8 <= end; i += 8) {
+            __m256i key = magnitude_keys_avx2(x + i);
+            __m256i match = _mm256_cmpeq_epi32(_mm256_and_si256(key, above), want);
+            c += dr_append_avx2((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(match)), key, key, matched + c,
+                                NULL);
+        }
+        for (j = 0; j < c; j++)
+            hist[(matched[j] >> shift) & bucket_mask]++;
+    }
     return i;
 }
 
@@ -109,17 +166,17 @@ DR_TARGET_AVX512 size_t dr_topk_level_avx512(const float *x, size_t n, unsigned 
                                              uint32_t above_mask, uint32_t prefix, uint32_t *hist)
 {
     const __m512i above = _mm512_set1_epi32((int)above_mask), want = _mm512_set1_epi32((int)prefix);
-    uint32_t matched[16];
-    size_t i;
-    for (i = 0; i + 16 <= n; i += 16) {
-        __m512i key = magnitude_keys(x + i);
-        __mmask16 m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(key, above), want);
-        if (m) {
-            unsigned j, count = (unsigned)_mm_popcnt_u32(m);
-            _mm512_storeu_si512(matched, _mm512_maskz_compress_epi32(m, key));
-            for (j = 0; j < count; j++)
-                hist[(matched[j] >> shift) & bucket_mask]++;
+    uint32_t matched[LEVEL_BATCH + 16];
+    size_t i = 0, c, j;
+    while (i + 16 <= n) {
+        size_t end = n - i > LEVEL_BATCH ? i + LEVEL_BATCH : n;
+        for (c = 0; i + 16 <= end; i += 16) {
+            __m512i key = magnitude_keys(x + i);
+            __mmask16 m = _mm512_cmpeq_epi32_mask(_mm512_and_si512(key, above), want);
+            c += dr_append_avx512(m, key, key, matched + c, NULL);
         }
+        for (j = 0; j < c; j++)
+            hist[(matched[j] >> shift) & bucket_mask]++;
     }
     return i;
 }

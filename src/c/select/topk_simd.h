@@ -34,11 +34,16 @@ size_t dr_topk_top_level_avx512(const float *x, size_t n, unsigned shift, uint32
 
 /* A lower radix level's histogram: over the whole vectors of x[0..n), hist[(key >> shift)
  * & bucket_mask] += 1 for every magnitude key (NaN as 0) with (key & above_mask) ==
- * prefix, the keys that match found by a vector compare, so that a level where few match
- * (the last: one bucket of 2048 of the one before) costs little more than reading the
- * keys. Returns where it stopped (n less its partial vector). */
+ * prefix. The keys that match, found by a vector compare, are appended to a buffer of
+ * the kernel's (a batch of entries at a time, compressed in registers, no branch per
+ * vector) and then counted one by one, so that a level where few match (the last: one
+ * bucket of 2048 of the one before) costs little more than reading the keys. Returns
+ * where it stopped (n less its partial vector). */
 size_t dr_topk_level_avx512(const float *x, size_t n, unsigned shift, uint32_t bucket_mask,
                             uint32_t above_mask, uint32_t prefix, uint32_t *hist);
+/* The same with AVX2's 8 lanes (packed by a permutation from a table). */
+size_t dr_topk_level_avx2(const float *x, size_t n, unsigned shift, uint32_t bucket_mask,
+                          uint32_t above_mask, uint32_t prefix, uint32_t *hist);
 
 /* The last pass of the select as write_answers in topk.c defines it, whole vectors at a
  * time while 16 more answers fit in idx_out[0..k): each vector's candidates above kth,
@@ -50,6 +55,10 @@ size_t dr_topk_level_avx512(const float *x, size_t n, unsigned shift, uint32_t b
 size_t dr_topk_write_avx512(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
                             uint32_t kth, size_t ties, uint32_t *idx_out, float *val_out, size_t *out,
                             size_t *ties_taken);
+/* The same with AVX2's 8 lanes, while 8 more answers fit. */
+size_t dr_topk_write_avx2(const uint32_t *cand_idx, const float *cand_val, size_t count, size_t k,
+                          uint32_t kth, size_t ties, uint32_t *idx_out, float *val_out, size_t *out,
+                          size_t *ties_taken);
 #endif
 
 #if DR_HAVE_NEON
