@@ -270,9 +270,13 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
 #if DR_HAVE_X86_SIMD
     {
         /* AVX-512 up to 128 bins searches on prefixes in registers, faster than the
-         * table's gathers; the table serves every other path that can take it. */
+         * table's gathers; the table serves every other path that can take it. Where
+         * equal edges share a prefix (a tensor with many exact zeros), AVX-512's search
+         * is on the whole keys, which at 128 padded bins (seven levels) is slower than
+         * the gathers and at 64 or fewer faster. */
         int simd = dr_simd_active();
-        if (simd >= DR_SIMD_AVX512 && p <= 128u) {
+        if (simd >= DR_SIMD_AVX512 && p <= 128u &&
+            (p < 128u || n < TABLE_MIN || dr_sketch_prefix_form(edges, bins - 1) != DR_PREFIX_RUNS)) {
             i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
         } else if (simd >= DR_SIMD_AVX2 && p < AVX2_TABLE_MIN_P) {
             i = dr_sketch_bins_avx2(x, n, edges, p, bins - 1, index);
