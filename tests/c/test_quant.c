@@ -715,6 +715,71 @@ static void test_sketch(void)
 /* ------------------------------------------------------- decoders refuse contents */
 
 /* Flip bits inside a frame's section, reseal, and expect DR_E_CORRUPT. */
+/* order_key of sketch.c, restated: the order of the floats as uint32 keys. */
+static uint32_t float_order_key(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The sketch restated on a tensor of two and a bit of the encoder's fill blocks (it finds
+ * and sums the bins block by block), small enough for exact quantiles: every bin index
+ * is the number of edges <= the element's key, and every mean is four partial sums in
+ * double (element i in partial i % 4, in element order) added (p0 + p1) + (p2 + p3). */
+static void test_sketch_matches_its_definition(void)
+{
+    enum { N = 65531, Q = 127 };
+    static float x[N], out[N];
+    static uint32_t keys[N];
+    static uint8_t buf[N + 1024];
+    static double work[1 << 17];
+    size_t len, i;
+    uint32_t edges[Q - 1], j;
+    double sums[4][Q], counts[Q];
+    int ok = 1;
+    CHECK(dr_sketch_workspace_size(N, Q) <= sizeof work);
+    fill_gauss(x, N, 31, 1.0f);
+    for (i = 0; i < N; i++)
+        keys[i] = float_order_key(x[i]);
+    qsort(keys, N, sizeof *keys, compare_u32);
+    for (j = 1; j < Q; j++)
+        edges[j - 1] = keys[(size_t)j * N / Q];
+    memset(sums, 0, sizeof sums);
+    memset(counts, 0, sizeof counts);
+    CHECK_OK(dr_sketch_encode(x, N, Q, 5, 0, work, buf, sizeof buf, &len));
+    for (i = 0; i < N; i++) {
+        uint32_t key = float_order_key(x[i]), bin = 0;
+        while (bin < Q - 1 && edges[bin] <= key)
+            bin++;
+        ok &= buf[52 + 4 * Q + i] == bin;
+        sums[i % 4][bin] += x[i];
+        counts[bin] += 1.0;
+    }
+    CHECK(ok);
+    for (j = 0; j < Q; j++) {
+        float mean = (float)(((sums[0][j] + sums[1][j]) + (sums[2][j] + sums[3][j])) / counts[j]), got;
+        memcpy(&got, buf + 52 + 4 * j, 4);
+        ok &= memcmp(&got, &mean, 4) == 0;
+    }
+    CHECK(ok);
+    /* One bin: 2^54 opens partial 0 and -2^54 closes it, and the ones between them there
+     * are lost (2^54's ulp is 4), so the mean says which elements each partial got. */
+    for (i = 0; i < N; i++)
+        x[i] = 1.0f;
+    x[0] = 0x1p54f;
+    x[N - 1 - (N - 1) % 4] = -0x1p54f;
+    CHECK_OK(dr_sketch_encode(x, N, 1, 5, 0, work, buf, sizeof buf, &len));
+    CHECK_OK(dr_sketch_decode(buf, len, out, N));
+    CHECK(out[0] == (float)((double)(N - ((N - 1) / 4 + 1)) / N)); /* the ones of partials 1-3 */
+}
+
 static void test_content_checks(void)
 {
     enum { N = 37 };
@@ -887,6 +952,7 @@ int main(void)
     test_eightbit();
     test_inceptionn_error_bound();
     test_sketch();
+    test_sketch_matches_its_definition();
     test_content_checks();
     test_threelc();
     return check_summary("test_quant");

@@ -230,12 +230,107 @@ static void tally_add(double *tally, uint32_t b, float v)
 #endif
 }
 
+/* Elements whose bins are found, then summed, before the next block's: the block's x
+ * (128 KiB) is still in L2 when the sums read it, so x crosses the memory bus once
+ * instead of twice. A multiple of 32 (the AVX-512 search's block) and of TALLIES, so
+ * every block but the last is whole vectors and element i still goes to partial
+ * i % TALLIES: the same sums in the same order as two sweeps over all of x. */
+#define FILL_BLOCK 32768u
+
+/* The bin searches of a fill: the vector kernel taken (each does a prefix of whole
+ * vectors), and what finishes each block after it (the prefix table where `form` says
+ * one was built, else find_bins). */
+enum { BINS_PORTABLE, BINS_AVX512, BINS_AVX2, BINS_TABLE_AVX2 };
+
+typedef struct {
+    const uint32_t *edges, *table;
+    uint32_t p, last;
+    int form, kernel;
+    size_t width;
+} bin_search;
+
+/* Chooses the kernel for x[0..n) and builds the prefix table where that takes one. */
+static void choose_search(bin_search *s, size_t n, uint32_t bins, uint32_t *table)
+{
+    s->table = table;
+    s->last = bins - 1;
+    s->width = index_width(bins);
+    s->form = DR_PREFIX_NONE;
+    s->kernel = BINS_PORTABLE;
+#if DR_HAVE_X86_SIMD
+    {
+        /* AVX-512 up to 128 bins searches on prefixes in registers, faster than the
+         * table's gathers; the table serves every other path that can take it. Where
+         * equal edges share a prefix (a tensor with many exact zeros), AVX-512's search
+         * is on the whole keys, which at 128 padded bins (seven levels) is slower than
+         * the gathers and at 64 or fewer faster. */
+        int simd = dr_simd_active();
+        if (simd >= DR_SIMD_AVX512 && s->p <= 128u &&
+            (s->p < 128u || n < TABLE_MIN || dr_sketch_prefix_form(s->edges, s->last) != DR_PREFIX_RUNS)) {
+            s->kernel = BINS_AVX512;
+        } else if (simd >= DR_SIMD_AVX2 && s->p < AVX2_TABLE_MIN_P) {
+            s->kernel = BINS_AVX2;
+        } else {
+            s->form = prefix_table(n, bins, s->edges, table);
+            if (s->form != DR_PREFIX_NONE && simd >= DR_SIMD_AVX2)
+                s->kernel = BINS_TABLE_AVX2;
+            else if (simd >= DR_SIMD_AVX512)
+                s->kernel = BINS_AVX512;
+            else if (simd >= DR_SIMD_AVX2)
+                s->kernel = BINS_AVX2;
+        }
+    }
+#else
+    s->form = prefix_table(n, bins, s->edges, table);
+#endif
+}
+
+/* The bins of x[0..n) into index (s->width bytes each). */
+static void find_block(const bin_search *s, const float *x, size_t n, uint8_t *index)
+{
+    size_t done = 0;
+#if DR_HAVE_X86_SIMD
+    if (s->kernel == BINS_AVX512)
+        done = dr_sketch_bins_avx512(x, n, s->edges, s->p, s->last, index, s->width);
+    else if (s->kernel == BINS_AVX2)
+        done = dr_sketch_bins_avx2(x, n, s->edges, s->p, s->last, index);
+    else if (s->kernel == BINS_TABLE_AVX2)
+        done = dr_sketch_bins_table_avx2(x, n, s->table, s->form, index);
+#endif
+    if (s->form != DR_PREFIX_NONE)
+        dr_sketch_bins_table(x + done, n - done, s->table, s->form, index + done);
+    else
+        find_bins(x, done, n, s->edges, s->p, s->last, index, s->width);
+}
+
+/* Adds x[0..n) to the partial sums of their bins, element i to partial i % TALLIES
+ * (x starts at a multiple of TALLIES of the tensor). */
+static void tally_block(double *tally, uint32_t bins, const float *x, const uint8_t *index, size_t n,
+                        size_t width)
+{
+    size_t i = 0;
+    if (width == 1) {
+        for (; i + TALLIES <= n; i += TALLIES) {
+            tally_add(tally, index[i], x[i]);
+            tally_add(tally + 2u * bins, index[i + 1], x[i + 1]);
+            tally_add(tally + 4u * bins, index[i + 2], x[i + 2]);
+            tally_add(tally + 6u * bins, index[i + 3], x[i + 3]);
+        }
+    }
+    for (; i < n; i++) {
+        uint16_t b = index[i];
+        if (width == 2)
+            memcpy(&b, index + 2 * i, 2);
+        tally_add(tally + (i % TALLIES) * 2u * bins, b, x[i]);
+    }
+}
+
 int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *work,
                        uint8_t *means, uint8_t *index)
 {
     double *tally;
-    uint32_t *edges, *sample, *scratch, *table, j, p;
-    int form = DR_PREFIX_NONE;
+    uint32_t *edges, *sample, *scratch, j, p;
+    bin_search search;
     size_t m = sample_size(n), i, width = index_width(bins);
 
     tally = (double *)work;
@@ -243,7 +338,6 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
     edges = (uint32_t *)(tally + TALLIES * 2u * bins);
     sample = edges + p;
     scratch = sample + m;
-    table = scratch + m;
 
     /* Sample (all of x when small enough: exact quantiles), sort, read the edges. The
      * sampled values go through scratch first: dr_random_sample prefetches a batch of
@@ -264,53 +358,16 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
         edges[j] = UINT32_MAX;
 
     memset(tally, 0, TALLIES * 2u * bins * sizeof *tally);
-    /* The bins first (AVX-512 or AVX2 where the machine has them), then the partial sums
-     * (their order fixes the double sums, so every path gives the same means). */
-    i = 0;
-#if DR_HAVE_X86_SIMD
-    {
-        /* AVX-512 up to 128 bins searches on prefixes in registers, faster than the
-         * table's gathers; the table serves every other path that can take it. Where
-         * equal edges share a prefix (a tensor with many exact zeros), AVX-512's search
-         * is on the whole keys, which at 128 padded bins (seven levels) is slower than
-         * the gathers and at 64 or fewer faster. */
-        int simd = dr_simd_active();
-        if (simd >= DR_SIMD_AVX512 && p <= 128u &&
-            (p < 128u || n < TABLE_MIN || dr_sketch_prefix_form(edges, bins - 1) != DR_PREFIX_RUNS)) {
-            i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
-        } else if (simd >= DR_SIMD_AVX2 && p < AVX2_TABLE_MIN_P) {
-            i = dr_sketch_bins_avx2(x, n, edges, p, bins - 1, index);
-        } else {
-            form = prefix_table(n, bins, edges, table);
-            if (form != DR_PREFIX_NONE && simd >= DR_SIMD_AVX2)
-                i = dr_sketch_bins_table_avx2(x, n, table, form, index);
-            else if (simd >= DR_SIMD_AVX512)
-                i = dr_sketch_bins_avx512(x, n, edges, p, bins - 1, index, width);
-            else if (simd >= DR_SIMD_AVX2)
-                i = dr_sketch_bins_avx2(x, n, edges, p, bins - 1, index);
-        }
-    }
-#else
-    form = prefix_table(n, bins, edges, table);
-#endif
-    if (form != DR_PREFIX_NONE)
-        dr_sketch_bins_table(x + i, n - i, table, form, index + i);
-    else
-        find_bins(x, i, n, edges, p, bins - 1, index, width);
-    i = 0;
-    if (width == 1) {
-        for (; i + TALLIES <= n; i += TALLIES) {
-            tally_add(tally, index[i], x[i]);
-            tally_add(tally + 2u * bins, index[i + 1], x[i + 1]);
-            tally_add(tally + 4u * bins, index[i + 2], x[i + 2]);
-            tally_add(tally + 6u * bins, index[i + 3], x[i + 3]);
-        }
-    }
-    for (; i < n; i++) {
-        uint16_t b = index[i];
-        if (width == 2)
-            memcpy(&b, index + 2 * i, 2);
-        tally_add(tally + (i % TALLIES) * 2u * bins, b, x[i]);
+    /* Block by block, the bins (AVX-512 or AVX2 where the machine has them), then the
+     * partial sums (their order fixes the double sums, so every path gives the same
+     * means). */
+    search.edges = edges;
+    search.p = p;
+    choose_search(&search, n, bins, scratch + m);
+    for (i = 0; i < n; i += FILL_BLOCK) {
+        size_t len = n - i < FILL_BLOCK ? n - i : FILL_BLOCK;
+        find_block(&search, x + i, len, index + i * width);
+        tally_block(tally, bins, x + i, index + i * width, len, width);
     }
     for (j = 0; j < 2u * bins; j++)
         tally[j] = (tally[j] + tally[2u * bins + j]) + (tally[4u * bins + j] + tally[6u * bins + j]);
