@@ -4,6 +4,8 @@
 #include "signs_simd.h"
 #include "stream_simd.h"
 
+#include <string.h>
+
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
@@ -12,6 +14,8 @@ DR_TARGET_AVX2 size_t dr_pack_signs_avx2(const float *x, size_t n, uint8_t *out)
     const __m256 zero = _mm256_setzero_ps();
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
         /* _CMP_GE_OQ is false for NaN and true for -0.0, as `x >= 0.0f` is. */
         uint32_t a = (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), zero, _CMP_GE_OQ));
         uint32_t b = (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i + 8), zero, _CMP_GE_OQ));
@@ -36,7 +40,18 @@ DR_TARGET_AVX2 size_t dr_pack_signs_finite_avx2(const float *x, size_t n, uint8_
     const __m256 zero = _mm256_setzero_ps();
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
     __m256i top = _mm256_setzero_si256();
-    size_t i = 0;
+    size_t i = 0, j;
+    for (; i + 32 <= n; i += 32) {
+        uint32_t word = 0;
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
+        for (j = 0; j < 32; j += 8) {
+            __m256 v = _mm256_loadu_ps(x + i + j);
+            top = _mm256_max_epi32(top, _mm256_and_si256(_mm256_castps_si256(v), abs_mask));
+            word |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(v, zero, _CMP_GE_OQ)) << j;
+        }
+        memcpy(out + i / 8, &word, sizeof word); /* little-endian: byte k is floats 8k..8k+7 */
+    }
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         top = _mm256_max_epi32(top, _mm256_and_si256(_mm256_castps_si256(v), abs_mask));
