@@ -6,6 +6,7 @@
  * a fused multiply-add would round differently from the scalar code. */
 #include "deepreduce.h"
 #include "qstats_simd.h"
+#include "stream_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -49,6 +50,8 @@ DR_TARGET_AVX2 size_t dr_qs_lanes_avx2(int what, const float *x, size_t n, doubl
     for (k = 0; k < R2; k++)
         a[k] = _mm256_loadu_pd(acc->lane + 4 * k);
     for (; i + DR_QS_LANES <= n; i += DR_QS_LANES) {
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
         for (k = 0; k < R2; k += 2) {
             __m256 v = _mm256_loadu_ps(x + i + 4 * k);
             a[k] = _mm256_add_pd(a[k], term_avx2(what, _mm256_cvtps_pd(_mm256_castps256_ps128(v)), m));
@@ -87,6 +90,8 @@ DR_TARGET_AVX512 size_t dr_qs_lanes_avx512(int what, const float *x, size_t n, d
     for (k = 0; k < R5; k++)
         a[k] = _mm512_loadu_pd(acc->lane + 8 * k);
     for (; i + DR_QS_LANES <= n; i += DR_QS_LANES) {
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
         for (k = 0; k < R5; k += 2) {
             __m512 v = _mm512_loadu_ps(x + i + 8 * k);
             a[k] = _mm512_add_pd(a[k], term_avx512(what, _mm512_cvtps_pd(_mm512_castps512_ps256(v)), m));
@@ -117,6 +122,8 @@ DR_TARGET_AVX2 size_t dr_qs_shifted_avx2(const float *x, size_t n, double shift,
         q[k] = _mm256_loadu_pd(sq->lane + 4 * k);
     }
     for (; i + DR_QS_LANES <= n; i += DR_QS_LANES) {
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
         for (k = 0; k < R2; k += 2) {
             __m256 v = _mm256_loadu_ps(x + i + 4 * k);
             __m256d lo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), vshift);
@@ -152,6 +159,8 @@ DR_TARGET_AVX512 size_t dr_qs_shifted_avx512(const float *x, size_t n, double sh
         q[k] = _mm512_loadu_pd(sq->lane + 8 * k);
     }
     for (; i + DR_QS_LANES <= n; i += DR_QS_LANES) {
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
         for (k = 0; k < R5; k += 2) {
             __m512 v = _mm512_loadu_ps(x + i + 8 * k);
             __m512d lo = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), vshift);
@@ -181,6 +190,7 @@ DR_TARGET_AVX2 size_t dr_qs_max_bits_avx2(const float *x, size_t n, uint32_t *to
     size_t i = 0;
     int j;
     for (; i + 16 <= n; i += 16) {
+        dr_read_ahead(x + i);
         m0 = _mm256_max_epi32(m0, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), abs_mask));
         m1 = _mm256_max_epi32(m1, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + 8)), abs_mask));
     }
@@ -196,6 +206,8 @@ DR_TARGET_AVX512 size_t dr_qs_max_bits_avx512(const float *x, size_t n, uint32_t
     __m512i m0 = _mm512_set1_epi32((int)*top), m1 = m0;
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
         m0 = _mm512_max_epi32(m0, _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask));
         m1 = _mm512_max_epi32(m1, _mm512_and_si512(_mm512_loadu_si512(x + i + 16), abs_mask));
     }
@@ -215,6 +227,8 @@ DR_TARGET_AVX2 size_t dr_qs_split_avx2(const float *x, size_t n, dr_lanes *neg,
         ps[k] = _mm256_loadu_pd(nonneg->lane + 4 * k);
     }
     for (; i + DR_QS_LANES <= n; i += DR_QS_LANES) {
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
         for (k = 0; k < R2; k += 2) {
             __m256 v = _mm256_loadu_ps(x + i + 4 * k);
             /* The packing rule: x >= 0 (false for NaN). */
@@ -246,6 +260,8 @@ DR_TARGET_AVX512 size_t dr_qs_split_avx512(const float *x, size_t n, dr_lanes *n
         ps[k] = _mm512_loadu_pd(nonneg->lane + 8 * k);
     }
     for (; i + DR_QS_LANES <= n; i += DR_QS_LANES) {
+        dr_read_ahead(x + i);
+        dr_read_ahead(x + i + 16);
         for (k = 0; k < R5; k++) {
             __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8 * k));
             __mmask8 ge = _mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_GE_OQ);
