@@ -235,6 +235,39 @@ static void test_half_streamed(void)
     free(got);
 }
 
+/* Bit unpacking past the streamed-store threshold (stream_simd.h), into outputs on and
+ * off the 16-byte grid: the values packed, on every path. */
+static void test_bitunpack_streamed(void)
+{
+    static const unsigned widths[3] = {6, 17, 25};
+    const size_t n = STREAMED_N;
+    uint32_t *values = malloc(n * sizeof *values), *back = malloc((n + 1) * sizeof *back);
+    size_t i, w, p, shift, written;
+    for (w = 0; w < 3; w++) {
+        size_t size = dr_bitpack_size(n, widths[w]);
+        uint8_t *buf = malloc(size);
+        for (i = 0; i < n; i++)
+            values[i] = (uint32_t)dr_rng_u64(61, i) & ((1u << widths[w]) - 1u);
+        CHECK_OK(dr_bitpack(values, n, widths[w], buf, size, &written));
+        for (p = 0; p < sizeof paths / sizeof *paths; p++) {
+            setenv("DEEPREDUCE_SIMD", paths[p], 1);
+            for (shift = 0; shift < 2; shift++) {
+                memset(back, 0xff, (n + 1) * sizeof *back);
+                CHECK_OK(dr_bitunpack(buf, written, n, widths[w], back + shift));
+                if (memcmp(back + shift, values, n * sizeof *values) != 0) {
+                    fprintf(stderr, "bitunpack streamed, %u bits, %s, output shifted by %zu: wrong values\n",
+                            widths[w], paths[p], shift);
+                    CHECK(0);
+                }
+            }
+        }
+        free(buf);
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    free(values);
+    free(back);
+}
+
 #if DR_HAVE_X86_SIMD
 /* A byte-code lookup kernel: writes out[i] for i below the length it returns. */
 typedef size_t (*lookup_fn)(const uint8_t *codes, size_t n, const float *table, uint32_t entries, float *out);
@@ -475,6 +508,7 @@ static void test_streamed(void)
     }
     free(x);
     test_half_streamed();
+    test_bitunpack_streamed();
 #if DR_HAVE_X86_SIMD
     test_byte_lookups();
 #endif

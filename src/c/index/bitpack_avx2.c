@@ -6,6 +6,7 @@
  * finish it. */
 #include "deepreduce.h"
 #include "bitpack_simd.h"
+#include "stream_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -18,6 +19,7 @@ DR_TARGET_AVX2 size_t dr_bitunpack_avx2(const uint8_t *in, size_t len, size_t n,
     size_t half = (4u * bits) / 8u, g, groups;
     __m256i shuffle, shifts, mask;
     unsigned k, b;
+    int stream;
     if (bits == 0 || bits > 25u || len < half + 16u)
         return 0;
     for (k = 0; k < 8u; k++) {
@@ -33,13 +35,18 @@ DR_TARGET_AVX2 size_t dr_bitunpack_avx2(const uint8_t *in, size_t len, size_t n,
     groups = (len - half - 16u) / bits + 1u;
     if (groups > n / 8u)
         groups = n / 8u;
+    /* A large output goes past the caches (dr_stream_output): the unpacking is bound by
+     * writing it, and a streamed store spares reading each line first. */
+    stream = dr_stream_output((const float *)(const void *)out, n);
     for (g = 0; g < groups; g++) {
         const uint8_t *p = in + g * bits;
         __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p)),
                                             _mm_loadu_si128((const __m128i *)(p + half)), 1);
         v = _mm256_srlv_epi32(_mm256_shuffle_epi8(v, shuffle), shifts);
-        _mm256_storeu_si256((__m256i *)(out + 8u * g), _mm256_and_si256(v, mask));
+        dr_store8_avx2((float *)(void *)(out + 8u * g), _mm256_castsi256_ps(_mm256_and_si256(v, mask)), stream);
     }
+    if (stream)
+        dr_stream_fence();
     return 8u * groups;
 }
 #endif
