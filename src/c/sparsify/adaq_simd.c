@@ -131,6 +131,7 @@ DR_TARGET_AVX512 size_t dr_adaq_sweep_avx512(const float *x, size_t n, uint32_t 
     size_t i = 0, c = *count;
     for (; i + 16 <= n && c + 16 <= cap; i += 16) {
         __m512i u = _mm512_loadu_si512(x + i);
+        dr_read_ahead(x + i);
         __mmask16 m = _mm512_cmpge_epi32_mask(u, pk) | _mm512_cmpge_epu32_mask(u, nk);
         npos = _mm512_mask_add_epi32(npos, _mm512_cmpgt_epi32_mask(u, zero), npos, one);
         nneg = _mm512_mask_add_epi32(nneg, _mm512_cmpgt_epu32_mask(u, negzero), nneg, one);
@@ -156,6 +157,7 @@ DR_TARGET_AVX512 size_t dr_adaq_count_avx512(const float *x, size_t n, const uin
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512i u = _mm512_loadu_si512(x + i);
+        dr_read_ahead(x + i);
         npos = _mm512_mask_add_epi32(npos, _mm512_cmpgt_epi32_mask(u, zero), npos, one);
         nneg = _mm512_mask_add_epi32(nneg, _mm512_cmpgt_epu32_mask(u, negzero), nneg, one);
         at0 = _mm512_mask_add_epi32(at0, _mm512_cmpge_epi32_mask(u, k0), at0, one);
@@ -240,6 +242,7 @@ DR_TARGET_AVX512 size_t dr_adaq_stage_avx512(const float *x, size_t start, size_
     size_t i = 0, p = *kp, q = *kn;
     for (; i + 16 <= len; i += 16) {
         __m512i u = _mm512_loadu_si512(x + i);
+        dr_read_ahead(x + i);
         __mmask16 mp = _mm512_cmpge_epi32_mask(u, pk), mn = _mm512_cmpge_epu32_mask(u, nk);
         __m512 v = _mm512_castsi512_ps(u);
         __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
