@@ -35,6 +35,7 @@ DR_TARGET_AVX512_VBMI size_t dr_eightbit_guess_avx512(const float *x, size_t n, 
         plane[2 * j + 1] = _mm512_loadu_si512(bytes[j] + 64);
     }
     for (; i + 16 <= n; i += 16) {
+        dr_read_ahead(x + i);
         __m512i u = _mm512_loadu_si512(x + i), mag = _mm512_and_si512(u, abs_bits);
         /* The binade, clamped at 0 by a saturating subtract on the low halves (the high
          * halves are 0 - 0), then the decade and the estimate. */

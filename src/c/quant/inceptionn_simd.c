@@ -7,6 +7,7 @@
 #include "deepreduce.h"
 #include "inceptionn_simd.h"
 #include "lane_tables.h"
+#include "stream_simd.h"
 
 #include <string.h>
 
@@ -25,6 +26,7 @@ DR_TARGET_AVX512 size_t dr_inceptionn_count_avx512(const float *x, size_t n, con
     size_t i = 0, reach0, reach8, reach16;
     for (; i + 16 <= n; i += 16) {
         __m512i mag = _mm512_and_si512(_mm512_loadu_si512(x + i), abs_mask);
+        dr_read_ahead(x + i);
         top = _mm512_max_epu32(top, mag);
         ge0 = _mm512_mask_add_epi32(ge0, _mm512_cmpge_epu32_mask(mag, t0), ge0, one);
         ge8 = _mm512_mask_add_epi32(ge8, _mm512_cmpge_epu32_mask(mag, t8), ge8, one);
@@ -61,6 +63,7 @@ DR_TARGET_AVX512 size_t dr_inceptionn_block_avx512(const float *x, const dr_ince
     __m512i top = _mm512_setzero_si512();
     size_t i, n8 = 0, n16 = 0, n32 = 0;
     for (i = 0; i < B; i += 16) {
+        dr_read_ahead(x + i);
         __m512i bits = _mm512_loadu_si512(x + i), mag = _mm512_and_si512(bits, abs_mask), q;
         __mmask16 ge0 = _mm512_cmpge_epu32_mask(mag, t0), ge8 = _mm512_cmpge_epu32_mask(mag, t8);
         __mmask16 ge16 = _mm512_cmpge_epu32_mask(mag, t16), neg = _mm512_movepi32_mask(bits);

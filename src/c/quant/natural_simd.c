@@ -99,6 +99,7 @@ DR_TARGET_AVX512 size_t dr_natural_codes_avx512(const float *x, size_t n, uint64
     size_t i = 0, within = dr_rng32_draws_within(0, n); /* as on AVX2 */
     for (; i + 16 <= within; i += 16) {
         __m512i u = _mm512_loadu_si512(x + i);
+        dr_read_ahead(x + i);
         __m512i e = _mm512_and_si512(_mm512_srli_epi32(u, 23), ff);
         __m512i mant = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffff));
         __m512i r, big, code, sign;

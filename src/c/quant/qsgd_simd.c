@@ -74,6 +74,7 @@ DR_TARGET_AVX512 size_t dr_qsgd_levels_avx512(const float *b, size_t m, float ra
     size_t i = 0, within = dr_rng32_draws_within(first, m); /* as on AVX2 */
     for (; i + 16 <= within; i += 16) {
         __m512 x = _mm512_loadu_ps(b + i);
+        dr_read_ahead(b + i);
         __m512 a = _mm512_mul_ps(_mm512_abs_ps(x), vratio);
         __m512 fl = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
         __mmask16 up = _mm512_cmp_ps_mask(dr_rng32_uniform_avx512(dr_rng32_avx512_next_within(&r)),
@@ -102,6 +103,8 @@ DR_TARGET_AVX512 double dr_qsgd_sum_squares_avx512(const float *b, size_t m)
     /* Lane i % 32 as qstats; the tail by zero-filling loads: adding +0.0 to a sum of
      * squares (never -0.0) leaves it as it was. */
     for (; i < m; i += 32) {
+        dr_read_ahead(b + i);
+        dr_read_ahead(b + i + 16);
         for (k = 0; k < 4; k++) {
             size_t at = i + 8u * (size_t)k;
             __mmask8 live = at >= m ? 0 : m - at >= 8 ? 0xff : (__mmask8)((1u << (m - at)) - 1u);

@@ -7,6 +7,7 @@
 #include "rng_simd.h"
 #include "terngrad_simd.h"
 #include "lane_tables.h"
+#include "stream_simd.h"
 
 #include <string.h>
 
@@ -40,6 +41,7 @@ DR_TARGET_AVX512 size_t dr_terngrad_codes_avx512(const float *x, size_t n, float
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 v = _mm512_loadu_ps(x + i);
+        dr_read_ahead(x + i);
         __m512 clipped = _mm512_min_ps(_mm512_abs_ps(v), vc);
         __m512 us = _mm512_mul_ps(dr_rng32_uniform_avx512(dr_rng32_avx512_next(&r)), vs);
         unsigned sent = _mm512_cmp_ps_mask(us, clipped, _CMP_LT_OQ);
