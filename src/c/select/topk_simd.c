@@ -13,6 +13,7 @@
 #include "deepreduce.h"
 #include "topk_simd.h"
 #include "append_simd.h"
+#include "stream_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -44,6 +45,7 @@ DR_TARGET_AVX2 size_t dr_topk_candidates_avx2(const float *x, size_t begin, size
     size_t i = begin, c = *count;
     for (; i + 8 <= n && c + 8 <= cap; i += 8) {
         __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
+        dr_read_ahead(x + i);
         __m256i key = _mm256_and_si256(v, abs_mask);
         __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi32(key, below), _mm256_cmpgt_epi32(nan_floor, key));
         most = _mm256_max_epu32(most, key);
@@ -116,6 +118,7 @@ DR_TARGET_AVX512 size_t dr_topk_candidates_avx512(const float *x, size_t begin, 
     size_t i = begin, c = *count;
     for (; i + 16 <= n && c + 16 <= cap; i += 16) {
         __m512i v = _mm512_loadu_si512(x + i);
+        dr_read_ahead(x + i);
         __m512i key = _mm512_and_si512(v, abs_mask);
         __mmask16 m = _mm512_cmpgt_epi32_mask(key, below) & _mm512_cmpgt_epi32_mask(nan_floor, key);
         most = _mm512_max_epu32(most, key);
