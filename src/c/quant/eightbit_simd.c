@@ -67,6 +67,7 @@ DR_TARGET_AVX2 size_t dr_eightbit_codes_avx2(const float *x, size_t n, const uin
     uint32_t b[8];
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
+        dr_read_ahead(x + i);
         __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i)), mag = _mm256_and_si256(u, abs_bits);
         __m256i e, code;
         /* The buckets, clamped at 0 by a saturating subtract on the low halves; their

@@ -215,6 +215,7 @@ DR_TARGET_AVX2 size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptio
     __m256i top = _mm256_setzero_si256();
     size_t i, n8 = 0, n16 = 0, n32 = 0;
     for (i = 0; i < B; i += 8) {
+        dr_read_ahead(x + i);
         __m256i bits = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
         __m256i mag = _mm256_and_si256(bits, abs_mask);
         __m256i ge0 = _mm256_cmpgt_epi32(mag, t0), ge8 = _mm256_cmpgt_epi32(mag, t8);

@@ -63,6 +63,7 @@ DR_TARGET_AVX2 size_t dr_natural_codes_avx2(const float *x, size_t n, uint64_t k
     /* Counters past 2^32 (more than 4G elements) are left to the caller. */
     size_t i = 0, within = dr_rng32_draws_within(0, n);
     for (; i + 16 <= within; i += 16) {
+        dr_read_ahead(x + i);
         __m256i u0 = _mm256_loadu_si256((const __m256i *)(x + i)), u1 = _mm256_loadu_si256((const __m256i *)(x + i + 8));
         __m256i a0 = _mm256_and_si256(u0, abs_mask), a1 = _mm256_and_si256(u1, abs_mask);
         __m256i d0 = _mm256_sub_epi32(a0, normal_floor), d1 = _mm256_sub_epi32(a1, normal_floor);

@@ -39,6 +39,8 @@ DR_TARGET_AVX2 size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio,
          * never saturate; the permute undoes the in-lane order of the packs. */
         const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         for (; i + 32 <= within; i += 32) {
+            dr_read_ahead(b + i);
+            dr_read_ahead(b + i + 16);
             __m256i l0 = levels8_avx2(_mm256_loadu_ps(b + i), dr_rng32_avx2_next_within(&r), vratio, vs);
             __m256i l1 = levels8_avx2(_mm256_loadu_ps(b + i + 8), dr_rng32_avx2_next_within(&r), vratio, vs);
             __m256i l2 = levels8_avx2(_mm256_loadu_ps(b + i + 16), dr_rng32_avx2_next_within(&r), vratio, vs);
@@ -56,6 +58,7 @@ DR_TARGET_AVX2 size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio,
         }
     } else {
         for (; i + 8 <= within; i += 8) {
+            dr_read_ahead(b + i);
             __m256i lev = levels8_avx2(_mm256_loadu_ps(b + i), dr_rng32_avx2_next_within(&r), vratio, vs);
             _mm_storeu_si128((__m128i *)(levels + 2 * i),
                              _mm_packs_epi32(_mm256_castsi256_si128(lev), _mm256_extracti128_si256(lev, 1)));
@@ -135,12 +138,15 @@ DR_TARGET_AVX2 double dr_qsgd_sum_squares_avx2(const float *b, size_t m)
     int r;
     for (r = 0; r < 8; r++)
         a[r] = _mm256_setzero_pd();
-    for (i = 0; i < m; i += 32)
+    for (i = 0; i < m; i += 32) {
+        dr_read_ahead(b + i);
+        dr_read_ahead(b + i + 16);
         for (r = 0; r < 8; r++) {
             /* 4 floats a load: converted from memory, no extract of a high half. */
             __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4 * r));
             a[r] = _mm256_add_pd(a[r], _mm256_mul_pd(v, v));
         }
+    }
     /* dr_lanes_total's order: m_j = (l_j + l_j+8) + (l_j+16 + l_j+24), j < 8 (registers
      * r and r + 2, r + 4, r + 6), then ((m0+m4) + (m2+m6)) + ((m1+m5) + (m3+m7)). */
     t0 = _mm256_add_pd(_mm256_add_pd(a[0], a[2]), _mm256_add_pd(a[4], a[6])); /* m0..m3 */

@@ -23,6 +23,7 @@ DR_TARGET_AVX2 size_t dr_terngrad_codes_avx2(const float *x, size_t n, float c, 
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
+        dr_read_ahead(x + i);
         __m256 clipped = _mm256_min_ps(_mm256_and_ps(v, abs_mask), vc);
         __m256 us = _mm256_mul_ps(dr_rng32_uniform_avx2(dr_rng32_avx2_next(&r)), vs);
         unsigned sent = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(us, clipped, _CMP_LT_OQ));

@@ -58,6 +58,7 @@ DR_TARGET_AVX2 size_t dr_adaq_sweep_avx2(const float *x, size_t n, uint32_t pkey
     size_t i = 0, c = *count;
     for (; i + 8 <= n && c + 8 <= cap; i += 8) {
         __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
+        dr_read_ahead(x + i);
         __m256i mag = _mm256_xor_si256(u, flip);
         __m256i cand = _mm256_or_si256(_mm256_cmpgt_epi32(u, pbelow), _mm256_cmpgt_epi32(mag, nbelow));
         unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(cand));
@@ -89,6 +90,7 @@ DR_TARGET_AVX2 size_t dr_adaq_count_avx2(const float *x, size_t n, const uint32_
     for (; i + 8 <= n; i += 8) {
         __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i));
         __m256i mag = _mm256_xor_si256(u, flip);
+        dr_read_ahead(x + i);
         npos = _mm256_add_epi32(npos, _mm256_cmpgt_epi32(u, zero));
         nneg = _mm256_add_epi32(nneg, _mm256_cmpgt_epi32(mag, zero));
         at0 = _mm256_add_epi32(at0, _mm256_cmpgt_epi32(u, below0));
@@ -203,6 +205,7 @@ DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t le
     }
     /* Two vectors a step: the first adds into partial sums 0..7, the second 8..15. */
     for (; i + 16 <= len; i += 16) {
+        dr_read_ahead(x + i);
         for (h = 0; h < 2; h++) {
             __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i + 8 * h));
             __m256i tp = _mm256_cmpgt_epi32(u, pbelow);
