@@ -1,8 +1,10 @@
-/* Internal: non-temporal ("streamed") stores for the float outputs of the vector
- * kernels (the qsgd, natural, sign and 8-bit decoders, signum's momentum). An output far
- * larger than the caches is written past them, which spares reading its old lines first
- * (a third of such a sweep's memory traffic); its consumer reads it from memory anyway.
- * One rule for all of them: dr_stream_output. */
+/* Internal: how the vector kernels stream through memory.
+ * - Non-temporal ("streamed") stores for their large outputs (the qsgd, natural, sign
+ *   and 8-bit decoders, signum's momentum, bit unpacking). An output far larger than the
+ *   caches is written past them, which spares reading its old lines first (a third of
+ *   such a sweep's memory traffic); its consumer reads it from memory anyway. One rule
+ *   for all of them: dr_stream_output.
+ * - Reads asked for ahead (dr_read_ahead) in the sweeps that do real work per line. */
 #ifndef DR_STREAM_SIMD_H
 #define DR_STREAM_SIMD_H
 
@@ -45,7 +47,9 @@ static inline size_t dr_stream_lead(const float *out, size_t n)
 static inline void dr_read_ahead(const void *p)
 {
 #if defined(__GNUC__)
-    __builtin_prefetch((const char *)p + DR_READ_AHEAD);
+    /* By an integer: the address may lie past the end of p's array, where pointer
+     * arithmetic would be undefined. */
+    __builtin_prefetch((const void *)((uintptr_t)p + DR_READ_AHEAD));
 #else
     (void)p;
 #endif

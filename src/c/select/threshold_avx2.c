@@ -2,6 +2,7 @@
  * of the comparison mask so indices come out in ascending order, as in the scalar path. */
 #include "deepreduce.h"
 #include "threshold_simd.h"
+#include "stream_simd.h"
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -22,8 +23,10 @@ DR_TARGET_AVX2 size_t dr_threshold_count_avx2(const float *x, size_t n, uint32_t
     const __m256i nan_floor = _mm256_set1_epi32(0x7f800001);
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
     size_t i = 0, c = 0;
-    for (; i + 8 <= n; i += 8)
+    for (; i + 8 <= n; i += 8) {
+        dr_read_ahead(x + i);
         c += (size_t)_mm_popcnt_u32(pass_mask(x + i, below, nan_floor, abs_mask));
+    }
     *count += c;
     return i;
 }
@@ -37,6 +40,7 @@ DR_TARGET_AVX2 size_t dr_threshold_select_avx2(const float *x, size_t n, uint32_
     size_t i = 0, c = *count;
     for (; i + 8 <= n; i += 8) {
         unsigned m = pass_mask(x + i, below, nan_floor, abs_mask);
+        dr_read_ahead(x + i);
         while (m) {
             if (c < cap)
                 idx_out[c] = (uint32_t)(i + (unsigned)__builtin_ctz(m));

@@ -50,6 +50,8 @@ DR_TARGET_AVX2 static uint32_t axpby_streamed_avx2(float a, const float *x, floa
     size_t i;
     for (i = 0; i + 8 <= n; i += 8) {
         __m256 v = _mm256_add_ps(_mm256_mul_ps(va, _mm256_loadu_ps(x + i)), _mm256_mul_ps(vb, _mm256_loadu_ps(y + i)));
+        dr_read_ahead(x + i);
+        dr_read_ahead(y + i);
         nonfinite = _mm256_or_si256(nonfinite, nonfinite_lanes_avx2(v));
         dr_store8_avx2(out + i, v, 1);
     }

@@ -11,6 +11,7 @@ DR_TARGET_AVX2 size_t dr_f32_to_f16_f16c(const float *x, uint16_t *out, size_t n
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        dr_read_ahead(x + i);
         if (stream)
             _mm_stream_si128((__m128i *)(void *)(out + i), h);
         else
