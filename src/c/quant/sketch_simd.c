@@ -6,6 +6,7 @@
  * core. */
 #include "deepreduce.h"
 #include "sketch_simd.h"
+#include "stream_simd.h"
 #include "lookup_simd.h"
 
 #include <string.h>
@@ -78,8 +79,12 @@ bins_body(const float *x, size_t n, __m512i regs[8][8], unsigned levels, unsigne
           uint32_t last, uint8_t *index, size_t width)
 {
     size_t i = 0, end = n - n % 16;
-    for (; i + 16 * ways <= end; i += 16 * ways)
+    for (; i + 16 * ways <= end; i += 16 * ways) {
+        unsigned w;
+        for (w = 0; w < ways; w++)
+            dr_read_ahead(x + i + 16 * w);
         search(x + i, regs, levels, p, last, ways, index + width * i, width);
+    }
     for (; i < end; i += 16)
         search(x + i, regs, levels, p, last, 1, index + width * i, width);
     return end;
@@ -182,8 +187,12 @@ prefix_body(const float *x, size_t n, __m512i level[][2], const __m512i *high,
             const __m512i *low, unsigned levels, uint32_t p, uint32_t last, uint8_t *index)
 {
     size_t i = 0, end = n - n % 32;
-    for (; i + 32 * PREFIX_WAYS <= end; i += 32 * PREFIX_WAYS)
+    for (; i + 32 * PREFIX_WAYS <= end; i += 32 * PREFIX_WAYS) {
+        unsigned w;
+        for (w = 0; w < 2 * PREFIX_WAYS; w++)
+            dr_read_ahead(x + i + 16 * w);
         search16(x + i, level, high, low, levels, p, last, PREFIX_WAYS, index + i);
+    }
     for (; i < end; i += 32)
         search16(x + i, level, high, low, levels, p, last, 1, index + i);
     return end;
@@ -330,9 +339,11 @@ bins_body_avx2(const float *x, size_t n, const __m256i *tables, unsigned levels,
 {
     const __m256i cap = _mm256_set1_epi32((int)last);
     size_t i, end = n - n % 16;
-    for (i = 0; i < end; i += 16)
+    for (i = 0; i < end; i += 16) {
+        dr_read_ahead(x + i);
         store_bins16_avx2(bins8_avx2(x + i, tables, levels, cap), bins8_avx2(x + i + 8, tables, levels, cap),
                           index + i);
+    }
     return end;
 }
 
@@ -395,8 +406,10 @@ DR_TARGET_AVX2 static inline __attribute__((always_inline)) size_t
 table_body_avx2(const float *x, size_t n, const uint32_t *table, int form, uint8_t *index)
 {
     size_t i, end = n - n % 16;
-    for (i = 0; i < end; i += 16)
+    for (i = 0; i < end; i += 16) {
+        dr_read_ahead(x + i);
         store_bins16_avx2(table_bins8_avx2(x + i, table, form), table_bins8_avx2(x + i + 8, table, form), index + i);
+    }
     return end;
 }
 
