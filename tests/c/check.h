@@ -84,4 +84,13 @@ static inline int test_all_finite(const float *x, size_t n)
     return 1;
 }
 
+/* The sketch's order key (sketch.c's order_key), restated: floats in the order of their
+ * uint32 keys (static inline: not every test uses it). */
+static inline uint32_t sketch_key(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+
 #endif

@@ -715,14 +715,6 @@ static void test_sketch(void)
 /* ------------------------------------------------------- decoders refuse contents */
 
 /* Flip bits inside a frame's section, reseal, and expect DR_E_CORRUPT. */
-/* order_key of sketch.c, restated: the order of the floats as uint32 keys. */
-static uint32_t float_order_key(float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
-}
-
 static int compare_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -747,7 +739,7 @@ static void test_sketch_matches_its_definition(void)
     CHECK(dr_sketch_workspace_size(N, Q) <= sizeof work);
     fill_gauss(x, N, 31, 1.0f);
     for (i = 0; i < N; i++)
-        keys[i] = float_order_key(x[i]);
+        keys[i] = sketch_key(x[i]);
     qsort(keys, N, sizeof *keys, compare_u32);
     for (j = 1; j < Q; j++)
         edges[j - 1] = keys[(size_t)j * N / Q];
@@ -755,7 +747,7 @@ static void test_sketch_matches_its_definition(void)
     memset(counts, 0, sizeof counts);
     CHECK_OK(dr_sketch_encode(x, N, Q, 5, 0, work, buf, sizeof buf, &len));
     for (i = 0; i < N; i++) {
-        uint32_t key = float_order_key(x[i]), bin = 0;
+        uint32_t key = sketch_key(x[i]), bin = 0;
         while (bin < Q - 1 && edges[bin] <= key)
             bin++;
         ok &= buf[52 + 4 * Q + i] == bin;

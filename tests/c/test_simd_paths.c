@@ -359,14 +359,7 @@ static void test_byte_lookups(void)
 }
 #endif
 
-/* The sketch's order key (sketch.c) and its inverse. */
-static uint32_t sketch_key(float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return u & 0x80000000u ? ~u : u | 0x80000000u;
-}
-
+/* The inverse of the sketch's order key (sketch_key, check.h). */
 static float sketch_float(uint32_t k)
 {
     uint32_t u = k & 0x80000000u ? k & 0x7fffffffu : ~k;

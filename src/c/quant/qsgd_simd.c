@@ -107,7 +107,8 @@ DR_TARGET_AVX512 double dr_qsgd_sum_squares_avx512(const float *b, size_t m)
      * squares (never -0.0) leaves it as it was. */
     for (; i < m; i += 32) {
         dr_read_ahead(b + i);
-        dr_read_ahead(b + i + 16);
+        if (i + 16 < m) /* b + i + 16 must stay inside the array (pointer arithmetic) */
+            dr_read_ahead(b + i + 16);
         for (k = 0; k < 4; k++) {
             size_t at = i + 8u * (size_t)k;
             __mmask8 live = at >= m ? 0 : m - at >= 8 ? 0xff : (__mmask8)((1u << (m - at)) - 1u);

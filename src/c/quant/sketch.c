@@ -249,9 +249,13 @@ typedef struct {
     size_t width;
 } bin_search;
 
-/* Chooses the kernel for x[0..n) and builds the prefix table where that takes one. */
-static void choose_search(bin_search *s, size_t n, uint32_t bins, uint32_t *table)
+/* The search for x[0..n) over edges[0..p) (p the padded bin count): chooses the kernel
+ * and builds the prefix table in `table` where that takes one. */
+static void choose_search(bin_search *s, const uint32_t *edges, uint32_t p, size_t n, uint32_t bins,
+                          uint32_t *table)
 {
+    s->edges = edges;
+    s->p = p;
     s->table = table;
     s->last = bins - 1;
     s->width = index_width(bins);
@@ -361,9 +365,7 @@ int dr_sketch_fill(const float *x, size_t n, uint32_t bins, uint64_t key, void *
     /* Block by block, the bins (AVX-512 or AVX2 where the machine has them), then the
      * partial sums (their order fixes the double sums, so every path gives the same
      * means). */
-    search.edges = edges;
-    search.p = p;
-    choose_search(&search, n, bins, scratch + m);
+    choose_search(&search, edges, p, n, bins, scratch + m);
     for (i = 0; i < n; i += FILL_BLOCK) {
         size_t len = n - i < FILL_BLOCK ? n - i : FILL_BLOCK;
         find_block(&search, x + i, len, index + i * width);
