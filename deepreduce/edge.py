@@ -21,10 +21,28 @@ _F32 = np.dtype(np.float32)
 _NUMPY_FLOATS = (np.float16, np.float32, np.float64)
 
 
+# torch's tensor class, once torch is imported (None until then). torch is never imported
+# here: a tensor can only exist once its caller imported it. Kept because the edge asks
+# "is this a tensor?" about ten times per step, and a dict and an attribute lookup each
+# time cost about a microsecond of a step's twenty.
+_TENSOR = None
+
+
 def is_torch(x):
-    # torch is never imported here: a tensor can only exist once its caller imported it.
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor)
+    tensor = _TENSOR
+    if tensor is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return False
+        tensor = _bind_torch(torch)
+    return isinstance(x, tensor)
+
+
+def _bind_torch(torch):
+    """Keep torch's tensor class (``is_torch``) and return it."""
+    global _TENSOR
+    _TENSOR = torch.Tensor
+    return _TENSOR
 
 
 def is_tensorflow(x):
@@ -50,9 +68,10 @@ class Restore:
     __slots__ = ("shape", "dtype", "torch_device", "is_torch", "on_cpu", "cpu_float32_torch")
 
     def __init__(self, shape, dtype, torch_device=None, is_torch=False, on_cpu=None):
-        self.shape = tuple(shape)
+        # A torch.Size is a tuple already (copying it cost a third of a step's crossing).
+        self.shape = shape if isinstance(shape, tuple) else tuple(shape)
         self.dtype = dtype
-        self.torch_device = torch_device
+        self.torch_device = torch_device  # None: the CPU
         self.is_torch = is_torch
         self.on_cpu = (torch_device is None or torch_device.type == "cpu") if on_cpu is None else on_cpu
         # The caller's tensor was CPU float32 torch: a float32 result needs no cast or move.
@@ -77,8 +96,13 @@ class Restore:
         return _torch().from_numpy(flat.reshape(self.shape)) if self.is_torch else flat.reshape(self.shape)
 
     def __call__(self, flat):
-        if self.cpu_float32_torch and type(flat) is np.ndarray and flat.dtype is _F32 and flat.flags.c_contiguous:
-            return _torch().from_numpy(flat.reshape(self.shape))  # the common case, kept short
+        if self.cpu_float32_torch:  # the common cases, kept short
+            if type(flat) is np.ndarray and flat.dtype is _F32 and flat.flags.c_contiguous:
+                return _torch().from_numpy(flat.reshape(self.shape))
+            # A result a decompress has already restored (the step restores what its
+            # communicator returns, whatever that is).
+            if type(flat) is _TENSOR and flat.dtype is torch_float32() and flat.is_cpu and flat.shape == self.shape:
+                return flat
         if is_torch(flat):  # a compressor already produced a tensor (e.g. user code)
             if not self.is_torch:
                 return flat.detach().cpu().numpy().reshape(self.shape).astype(self.dtype, copy=False)
@@ -95,6 +119,23 @@ class Restore:
         if not self.on_cpu or out.device.type != "cpu":
             out = out.to(self.torch_device, non_blocking=True)
         return out
+
+
+# The Restore of a CPU float32 torch tensor, by shape. Such a Restore holds nothing but
+# the shape (none is ever changed), so one serves every tensor of that shape, and making
+# one afresh, as a step does twice, was a tenth of a 'none' step. A program whose shapes
+# never repeat empties it now and then instead of growing it.
+_CPU_FLOAT32_TORCH = {}
+_CPU_FLOAT32_TORCH_MAX = 4096
+
+
+def _cpu_float32_torch_restore(shape):
+    restore = _CPU_FLOAT32_TORCH.get(shape)
+    if restore is None:
+        if len(_CPU_FLOAT32_TORCH) >= _CPU_FLOAT32_TORCH_MAX:
+            _CPU_FLOAT32_TORCH.clear()
+        restore = _CPU_FLOAT32_TORCH[shape] = Restore(shape, torch_float32(), None, True, True)
+    return restore
 
 
 def to_core(x, what="tensor"):
@@ -124,8 +165,9 @@ def to_working(x, what="tensor"):
     contiguous tensor is its own working tensor (detached if it requires grad): no
     NumPy view is made, since the roles cross the edge themselves."""
     if is_torch(x):
-        if x.dtype is _torch().float32 and x.is_cpu and x.is_contiguous():
-            return (x.detach() if x.requires_grad else x), x.numel(), Restore(x.shape, x.dtype, x.device, True, True)
+        dtype = x.dtype
+        if dtype is _torch().float32 and x.is_cpu and x.is_contiguous():
+            return (x.detach() if x.requires_grad else x), x.numel(), _cpu_float32_torch_restore(x.shape)
         flat, restore = _torch_to_core(x, what)
     else:
         flat, restore = _array_to_core(x, what)
@@ -137,8 +179,7 @@ def _torch_to_core(t, what):
     dtype = t.dtype
     if dtype is torch.float32 and t.is_cpu:  # the common case, kept short: a view
         # A gradient never requires grad: detach (a new tensor object) only when needed.
-        return (t.detach() if t.requires_grad else t).numpy().reshape(-1), \
-            Restore(t.shape, dtype, t.device, True, True)
+        return (t.detach() if t.requires_grad else t).numpy().reshape(-1), _cpu_float32_torch_restore(t.shape)
     device = t.device
     restore = Restore(t.shape, dtype, device, is_torch=True)
     if not dtype.is_floating_point:

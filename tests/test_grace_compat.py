@@ -77,6 +77,37 @@ def test_the_callers_kind_crosses_every_role(compressor, kind):
         assert isinstance(grc.memory.residuals["w"], expected)
 
 
+@pytest.mark.parametrize("compressor", ["none", "fp16", "randomk", "powersgd", "topk", "qsgd", "signsgd"])
+def test_a_decompress_written_elsewhere_gets_the_payloads_kind(compressor):
+    """Our allreduce and allgather give our own decoders the payloads as NumPy (no round
+    trip through torch) and a decompress written outside the package, against GRACE's
+    classes with torch operations, torch tensors: a subclass that overrides only
+    decompress gets torch, and the step's result is the same as with the class's own."""
+    base = type(local(compressor).compressor)
+
+    class TorchDecompress(base):  # defined here, outside deepreduce
+        def decompress(self, tensors, ctx):
+            assert all(isinstance(t, torch.Tensor) for t in tensors), [type(t) for t in tensors]
+            return super().decompress(tensors, ctx)
+
+    g = torch.randn(40, 25)
+    ours = local(compressor)
+    theirs = local(compressor)
+    theirs.compressor.__class__ = TorchDecompress  # the memory keeps its link (powersgd's has one)
+    for _ in range(3):
+        assert torch.equal(ours.step(g, "w"), theirs.step(g, "w"))
+
+
+def test_none_sends_a_cpu_float32_tensor_itself_and_its_result_is_still_a_copy():
+    grc = local("none")
+    g = torch.randn(30, 7)
+    (payload,), _ = grc.compressor.compress(g, "w")
+    assert payload is g  # no view of it made: the payload crosses to NumPy once, in the exchange
+    out = grc.step(g, "w")
+    g.add_(1.0)  # the caller edits its gradient in place (accumulation, zero_grad without set_to_none)
+    assert torch.equal(out + 1.0, g) and out.data_ptr() != g.data_ptr()
+
+
 def test_a_cpu_float32_tensor_reaches_the_memory_as_a_view():
     grc = local("topk")
     seen = []

@@ -1,7 +1,7 @@
 import numpy as np
 
 from .. import edge
-from ..base import Communicator
+from ..base import Communicator, decodes_numpy
 
 
 class Allreduce(Communicator):
@@ -21,9 +21,12 @@ class Allreduce(Communicator):
         # Summed in a copy where the payload may share memory with the memory's or the
         # caller's tensor ('none' sends the tensor itself).
         in_place = getattr(self.compressor, "payload_is_scratch", False) is True
+        # Our own decompress takes the sums as NumPy; one written against GRACE's classes
+        # gets them in the payload's kind.
+        as_sent = not decodes_numpy(self.codec())
         reduced = []
         for i, (payload, original) in enumerate(zip(payloads, tensors)):
             summed = self.transport.allreduce(payload if in_place else self.buffers.copy_of(("summed", name, i), payload),
                                               name if i == 0 else f"{name}#{i}")
-            reduced.append(self.average(edge.like(summed, original)))
+            reduced.append(self.average(edge.like(summed, original) if as_sent else summed))
         return self.decompress(reduced, ctx)
