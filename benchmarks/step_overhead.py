@@ -11,7 +11,8 @@ method and kind per run, ``perf stat -e instructions:u`` around a run with ``--s
     for s in 20000 0; do perf stat -x, -e instructions:u \
         python benchmarks/step_overhead.py --method topk --kind torch --steps $s --repeat 1; done
 
-docs/performance.md has both.
+Where the machine has no perf counters (a VM often has none), benchmarks/step_instructions.py
+counts the same steps' instructions with callgrind. docs/performance.md has both.
 """
 import argparse
 import time

@@ -327,8 +327,10 @@ def vouched_finite(result, ctx):
     return vouched is result
 
 
-# Compressor class -> whether its decompress is one of this package's (``decodes_numpy``).
+# Compressor class -> whether its decoders are this package's (``decodes_numpy``).
 _DECODES_NUMPY = {}
+# The compressor's methods a communicator hands payloads to.
+_DECODERS = ("decompress", "decompress_aggregate")
 
 
 def decodes_numpy(compressor):
@@ -336,15 +338,18 @@ def decodes_numpy(compressor):
     hands payloads to) are this package's own, which take payloads of either kind: a
     communicator may then hand them NumPy arrays where it would turn them into the
     payload's kind first (a torch round trip costs a microsecond and a half, per rank's
-    payload). Methods written elsewhere (a GRACE-style part with torch operations) get
-    the payload's kind."""
+    payload). Methods written elsewhere (a GRACE-style part with torch operations, or a
+    function set on the instance) get the payload's kind."""
     cls = type(compressor)
     answer = _DECODES_NUMPY.get(cls)
     if answer is None:
         package = __name__.split(".")[0]
         answer = _DECODES_NUMPY[cls] = all(
             (getattr(getattr(cls, method, None), "__module__", None) or "").split(".")[0] == package
-            for method in ("decompress", "decompress_aggregate"))
+            for method in _DECODERS)
+    if answer:
+        own = getattr(compressor, "__dict__", None) or ()
+        return "decompress" not in own and "decompress_aggregate" not in own
     return answer
 
 

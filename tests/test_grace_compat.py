@@ -96,6 +96,17 @@ def test_a_decompress_written_elsewhere_gets_the_payloads_kind(compressor):
     theirs.compressor.__class__ = TorchDecompress  # the memory keeps its link (powersgd's has one)
     for _ in range(3):
         assert torch.equal(ours.step(g, "w"), theirs.step(g, "w"))
+    # A function set on the instance is written elsewhere too (a spy, a patch).
+    ours, patched = local(compressor), local(compressor)
+    decompress, aggregate = patched.compressor.decompress, patched.compressor.decompress_aggregate
+    seen = []  # the kinds of the payloads each decoder got (allreduce decompresses, allgather aggregates)
+    patched.compressor.decompress = lambda tensors, ctx: seen.append([type(t) for t in tensors]) or \
+        decompress(tensors, ctx)
+    patched.compressor.decompress_aggregate = lambda payloads, ctx, divisor=1: \
+        seen.append([type(t) for payload in payloads for t in payload]) or aggregate(payloads, ctx, divisor)
+    for _ in range(3):
+        assert torch.equal(ours.step(g, "w"), patched.step(g, "w"))
+    assert seen and all(kind is torch.Tensor for kinds in seen for kind in kinds), seen
 
 
 def test_none_sends_a_cpu_float32_tensor_itself_and_its_result_is_still_a_copy():
