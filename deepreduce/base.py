@@ -244,7 +244,12 @@ class Communicator(ABC):
         encode_seconds = time.perf_counter() - start
         self._decode_seconds = 0.0
         result = self.send_receive(tensors, name, ctx)
-        if not vouched_finite(result, ctx) and not result_finite(result, f"result {name!r}"):
+        out = restore(result)
+        # The roles work in float32; a caller's narrower dtype (float16) can turn a finite
+        # result into Inf on the way back, so there the result as returned is checked.
+        narrows = not restore.holds_float32_range()
+        if (not vouched_finite(result, ctx) or narrows) and \
+                not result_finite(out if narrows else result, f"result {name!r}"):
             # A NaN/Inf on some rank: every rank's result is non-finite and the step is
             # skipped, so every rank takes back what it wrote for this tensor.
             self.memory.rollback(name)
@@ -259,7 +264,7 @@ class Communicator(ABC):
         # is the caller's tensor itself: copied, so that the result, as on every other
         # rank, does not change when the caller edits the gradient in place (zero_grad
         # without set_to_none, gradient accumulation) or the other way round.
-        return edge.unaliased(restore(result), tensor, self.buffers, ("unaliased", name))
+        return edge.unaliased(out, tensor, self.buffers, ("unaliased", name))
 
     # -- GRACE's Horovod-PyTorch flavour (its patched horovod.torch optimizer) --------
     def send_step(self, tensor, name):
@@ -347,10 +352,7 @@ def decodes_numpy(compressor):
         answer = _DECODES_NUMPY[cls] = all(
             (getattr(getattr(cls, method, None), "__module__", None) or "").split(".")[0] == package
             for method in _DECODERS)
-    if answer:
-        own = getattr(compressor, "__dict__", None) or ()
-        return "decompress" not in own and "decompress_aggregate" not in own
-    return answer
+    return answer and getattr(compressor, "__dict__", {}).keys().isdisjoint(_DECODERS)
 
 
 def crossed(tensor, ctx, what):

@@ -77,6 +77,14 @@ class Restore:
         # The caller's tensor was CPU float32 torch: a float32 result needs no cast or move.
         self.cpu_float32_torch = is_torch and self.on_cpu and dtype is _torch().float32
 
+    def holds_float32_range(self):
+        """Whether every finite float32 stays finite in the caller's dtype (float16 and
+        narrower do not: past 65504 the cast gives Inf)."""
+        if self.cpu_float32_torch or self.dtype == _F32:
+            return True
+        finfo = _torch().finfo if self.is_torch else np.finfo
+        return float(finfo(self.dtype).max) >= float(np.finfo(np.float32).max)
+
     @property
     def numel(self):
         n = 1
@@ -165,8 +173,7 @@ def to_working(x, what="tensor"):
     contiguous tensor is its own working tensor (detached if it requires grad): no
     NumPy view is made, since the roles cross the edge themselves."""
     if is_torch(x):
-        dtype = x.dtype
-        if dtype is _torch().float32 and x.is_cpu and x.is_contiguous():
+        if x.dtype is _torch().float32 and x.is_cpu and x.is_contiguous():
             return (x.detach() if x.requires_grad else x), x.numel(), _cpu_float32_torch_restore(x.shape)
         flat, restore = _torch_to_core(x, what)
     else:

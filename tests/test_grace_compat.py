@@ -150,6 +150,23 @@ def test_non_finite_gradient_gives_a_non_finite_result_and_keeps_the_state(compr
     assert bool(torch.isfinite(grc.step(g, "w")).all())  # the next finite step is finite again
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")  # the point of the test
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+def test_a_float16_result_that_overflows_on_the_way_back_is_skipped_and_keeps_the_state(kind):
+    """The decoders vouch for float32 values; a float16 caller's result is cast after
+    that, and a finite float32 sum past 65504 becomes Inf there: the step is then
+    non-finite, and the residual is taken back as for any non-finite step."""
+    grc = grace_from_params({"compressor": "topk", "memory": "residual", "communicator": "allgather",
+                             "compress_ratio": 0.5, **LOCAL})
+    g = torch.full((8,), 60000.0, dtype=torch.float16)
+    x = g if kind == "torch" else g.numpy()
+    grc.step(x, "w")  # half of the entries stay behind as residuals of 60000
+    residual = np.asarray(grc.memory.residuals["w"]).copy()
+    out = np.asarray(grc.step(x, "w"))  # those entries now carry 120000: Inf in float16
+    assert out.dtype == np.float16 and not np.isfinite(out).all()
+    assert np.array_equal(np.asarray(grc.memory.residuals["w"]), residual), "the skipped step left the residual"
+
+
 @pytest.mark.parametrize("compressor", ["topk", "threshold", "qsgd", "signsgd", "terngrad"])
 def test_the_frame_carries_the_fact_not_the_garbage(compressor):
     c = local(compressor).compressor

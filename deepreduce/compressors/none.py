@@ -1,13 +1,13 @@
 from .. import edge
-from .._native import f32, lib
+from .._native import result_finite
 from ..base import Compressor
 from ..checks import dense_payload
 
 
 class NoneCtx:
     """What decompress needs of a compress: the way back to the caller's kind, dtype and
-    shape, and the element count. ``finite_result``: the decompressed result, when the sweep of its values found
-    no Inf or NaN (``base.vouched_finite``)."""
+    shape, and the element count. ``finite_result``: the decompressed result, when the
+    sweep of its values found no Inf or NaN (``base.vouched_finite``)."""
     __slots__ = ("restore", "numel", "finite_result")
 
     def __init__(self, restore, numel):
@@ -33,7 +33,6 @@ class NoneCompressor(Compressor):
         result = ctx.restore(values)
         # The step would sweep the result for Inf/NaN through torch; the values are at hand
         # here as NumPy, where the sweep is one C call.
-        if values.dtype == edge.CORE_DTYPE and values.flags.c_contiguous and \
-                lib.dr_all_finite(f32(values), values.size) == 1:
+        if result_finite(values, "none payload"):
             ctx.finite_result = result
         return result
