@@ -417,6 +417,100 @@ static void test_topk_sparsify(void)
     free(work);
 }
 
+/* dr_topk_residual_encode against the four calls it stands in for (dr_axpby or a copy,
+ * dr_topk_sparsify, dr_sparse_raw_encode, dr_zero_at): the same frame bytes and the same
+ * residual bits, with and without a residual, with kept the residual itself, for k = 0
+ * and an empty tensor, on the exact top level (small), the sampled path and the split
+ * over 2 threads. Then its refusals: a compensation that overflows to Inf or meets a NaN
+ * (DR_E_NUMERIC), and bad arguments and a short buffer, which write nothing. */
+static void test_topk_residual_encode(void)
+{
+    const size_t n = 2 * DR_THREADS_MIN_NUMEL + 1003;
+    const size_t sizes[] = {0, 1000, 20000, n};
+    const size_t ratios[] = {0, 1, 10, 300}; /* k = n * ratio / 1000 */
+    static const char *const counts[] = {"1", "2"};
+    float *grad = malloc(n * sizeof *grad), *res = malloc(n * sizeof *res);
+    float *kept = malloc(n * sizeof *kept), *want_kept = malloc(n * sizeof *want_kept);
+    float *val = malloc(n * sizeof *val);
+    uint32_t *idx = malloc(n * sizeof *idx);
+    size_t cap = dr_sparse_raw_size(n), got_len, want_len, i, z, r, c, with;
+    uint8_t *buf = malloc(cap), *want = malloc(cap);
+    void *work = malloc(dr_topk_residual_workspace_size(n, n * 300 / 1000));
+    void *work_calls = malloc(dr_topk_workspace_size(n, n * 300 / 1000));
+    for (i = 0; i < n; i++) {
+        grad[i] = (test_uniform(41, i) - 0.5f) * (float)(1 + i % 5);
+        res[i] = (test_uniform(42, i) - 0.5f) * 0.25f;
+    }
+    for (c = 0; c < 2; c++) {
+        setenv("DEEPREDUCE_THREADS", counts[c], 1);
+        for (z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+            for (r = 0; r < sizeof ratios / sizeof ratios[0]; r++)
+                for (with = 0; with < 3; with++) { /* no residual, a residual, kept == residual */
+                    size_t m = sizes[z], k = m * ratios[r] / 1000;
+                    const float *residual = with == 0 ? NULL : res;
+                    float *into = kept;
+                    if (with == 0)
+                        memcpy(want_kept, grad, m * sizeof *want_kept);
+                    else
+                        CHECK_OK(dr_axpby(0.9f, res, 1.0f, grad, want_kept, m));
+                    CHECK_OK(dr_topk_sparsify(want_kept, m, k, idx, val, work_calls));
+                    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, DR_DTYPE_FLOAT32, m, idx, val, k, want, cap,
+                                                  &want_len));
+                    CHECK_OK(dr_zero_at(idx, k, want_kept, m));
+                    if (with == 2) {
+                        memcpy(kept, res, m * sizeof *kept);
+                        residual = into = kept;
+                    }
+                    CHECK_OK(dr_topk_residual_encode(residual, 0.9f, grad, 1.0f, m, k, into, DR_KIND_TOPK, buf,
+                                                     cap, &got_len, work));
+                    CHECK(got_len == want_len && memcmp(buf, want, want_len) == 0);
+                    CHECK(memcmp(into, want_kept, m * sizeof *into) == 0);
+                }
+    }
+    unsetenv("DEEPREDUCE_THREADS");
+    /* A residual that overflows the compensation, and a NaN in the gradient. */
+    res[7] = 3e38f;
+    CHECK_STATUS(dr_topk_residual_encode(res, 2.0f, grad, 1.0f, 1000, 10, kept, DR_KIND_TOPK, buf, cap,
+                                         &got_len, work), DR_E_NUMERIC);
+    res[7] = 0.0f;
+    grad[999] = NAN;
+    CHECK_STATUS(dr_topk_residual_encode(NULL, 1.0f, grad, 1.0f, 1000, 0, kept, DR_KIND_TOPK, buf, cap,
+                                         &got_len, work), DR_E_NUMERIC);
+    grad[999] = 1.0f;
+    /* Refusals that leave kept and buf as they were. */
+    memset(kept, 0x5a, 1000 * sizeof *kept);
+    memset(buf, 0x5a, cap);
+    CHECK_STATUS(dr_topk_residual_encode(res, 1.0f, grad, 1.0f, 1000, 1001, kept, DR_KIND_TOPK, buf, cap,
+                                         &got_len, work), DR_E_ARG);
+    CHECK_STATUS(dr_topk_residual_encode(res, 1.0f, grad, 1.0f, 1000, 10, kept, DR_KIND_COUNT_, buf, cap,
+                                         &got_len, work), DR_E_ARG);
+    CHECK_STATUS(dr_topk_residual_encode(res, 1.0f, NULL, 1.0f, 1000, 10, kept, DR_KIND_TOPK, buf, cap,
+                                         &got_len, work), DR_E_ARG);
+    CHECK_STATUS(dr_topk_residual_encode(res, 1.0f, grad, 1.0f, 1000, 10, kept, DR_KIND_TOPK, buf, cap,
+                                         &got_len, NULL), DR_E_ARG);
+    CHECK_STATUS(dr_topk_residual_encode(res, 1.0f, grad, 1.0f, 1000, 10, kept, DR_KIND_TOPK, buf,
+                                         dr_sparse_raw_size(10) - 1, &got_len, work), DR_E_DST_TOO_SMALL);
+    {
+        const uint8_t *bytes = (const uint8_t *)kept;
+        int untouched = 1;
+        for (i = 0; i < 1000 * sizeof *kept; i++)
+            untouched &= bytes[i] == 0x5a;
+        for (i = 0; i < cap; i++)
+            untouched &= buf[i] == 0x5a;
+        CHECK(untouched);
+    }
+    free(grad);
+    free(res);
+    free(kept);
+    free(want_kept);
+    free(val);
+    free(idx);
+    free(buf);
+    free(want);
+    free(work);
+    free(work_calls);
+}
+
 /* Tensors of mostly zeros (signed) on the sampled path, whose sample's k-th largest
  * magnitude is zero: the sweep then takes every nonzero entry. Fewer of them than k (none,
  * a third of k, one short of k) make the answer those and the first zeros, exactly
@@ -1134,6 +1228,7 @@ int main(void)
     test_topk_ties_take_lowest();
     test_topk_select_equals_topk();
     test_topk_sparsify();
+    test_topk_residual_encode();
     test_topk_mostly_zeros();
     test_topk_select_threads();
     test_topk_estimate_misses_rarely();

@@ -37,6 +37,30 @@ int dr_topk_select(const float *x, size_t n, size_t k, uint32_t *idx_out, void *
  * and still refuses Inf/NaN. Otherwise as dr_topk_select (same `work`, DR_E_ARG). */
 int dr_topk_sparsify(const float *x, size_t n, size_t k, uint32_t *idx_out, float *val_out, void *work);
 
+/* Scratch bytes dr_topk_residual_encode needs for a tensor of n entries and k selected. */
+size_t dr_topk_residual_workspace_size(size_t n, size_t k);
+
+/* A residual memory's step in front of the top-k sparsifier, in one call (a Python step
+ * made about ninety calls around these kernels):
+ *   1. the compensated tensor c = beta * residual + gamma * grad, as dr_axpby writes it,
+ *      into kept[0..n); c = grad where residual is NULL (the memory's first step, which
+ *      has nothing to add);
+ *   2. c's k entries of largest magnitude, dr_topk_sparsify's, framed as
+ *      dr_sparse_raw_encode frames them (sparsifier `kind`, float32 values) into
+ *      buf[0..cap), its length in *written;
+ *   3. kept's selected entries set to +0.0 (dr_zero_at): kept then holds what the frame
+ *      does not carry, the residual for the next step.
+ * The same bits as those four calls in turn. kept may be residual itself; it must not
+ * overlap grad. `work` holds dr_topk_residual_workspace_size(n, k) bytes, aligned as
+ * malloc aligns. DR_E_NUMERIC if c holds an Inf or a NaN (a tensor that the memory must
+ * not keep: kept and buf are undefined then), DR_E_DST_TOO_SMALL if cap is under
+ * dr_sparse_raw_size(k), DR_E_ARG if k > n, n >= 2^32, kind is not a dr_kind, buf,
+ * written or work is NULL, or grad or kept is NULL with n > 0; nothing is written on
+ * either refusal. */
+int dr_topk_residual_encode(const float *residual, float beta, const float *grad, float gamma, size_t n,
+                            size_t k, float *kept, uint8_t kind, uint8_t *buf, size_t cap, size_t *written,
+                            void *work);
+
 /* The magnitude dr_topk_select sweeps x with, into *t: from a sample of 1,024 runs of 16
  * consecutive entries (one run at a random offset in each 1,024th of x, the same offsets
  * for every call on n entries; below 131,072 entries, one run in each 128 entries), the
