@@ -128,6 +128,157 @@ def test_a_cpu_float32_tensor_reaches_the_memory_as_a_view():
     assert seen[0].data_ptr() == g.data_ptr()
 
 
+# ------------------------------------------------------- top-k with residual memory, fused
+class ResidualByRoles(ResidualMemory):
+    """GRACE's way of extending a memory, a subclass with its own compensate: the step
+    then calls compensate, compress and update one by one."""
+
+    def compensate(self, tensor, name):
+        return super().compensate(tensor, name)
+
+
+def topk_residual(beta=1.0, gamma=1.0, memory=None, **params):
+    grc = grace_from_params({"compressor": "topk", "memory": "residual", "communicator": "allgather",
+                             "compress_ratio": 0.3, **LOCAL, **params})
+    grc.memory = (memory or ResidualMemory)(beta, gamma)
+    return grc
+
+
+def count_fused_calls(monkeypatch):
+    """The calls the step makes to top-k's one-call path, recorded by tensor name."""
+    from deepreduce.compressors.topk import TopKCompressor
+    calls, fused = [], TopKCompressor.compress_compensating
+
+    def counted(self, flat, restore, name, *args):
+        calls.append(name)
+        return fused(self, flat, restore, name, *args)
+    monkeypatch.setattr(TopKCompressor, "compress_compensating", counted)
+    return calls
+
+
+def as_bits(x):
+    x = x.detach().numpy() if torch.is_tensor(x) else np.asarray(x)
+    return x.tobytes(), x.dtype, x.shape
+
+
+KINDS = {"torch": lambda v: torch.from_numpy(v), "numpy": lambda v: v,
+         "torch-float16": lambda v: torch.from_numpy(v).half(), "numpy-float64": lambda v: v.astype(np.float64),
+         "torch-transposed": lambda v: torch.from_numpy(v).reshape(-1, 10).t()}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("n", [1000, 200_010, 0], ids=["1k", "200k", "empty"])
+def test_topk_with_residual_is_one_c_call_with_the_bits_and_state_of_the_roles(monkeypatch, kind, n):
+    """The step's compensate, compress and update are one C call for our residual memory
+    with top-k (``fused_encode``): results, residuals and bytes sent are those of the
+    three calls, bit for bit, through steps whose tensor holds a NaN (sent as the marker,
+    the residual kept as it was) or whose compensation overflows to Inf."""
+    calls = count_fused_calls(monkeypatch)
+    fused, roles = topk_residual(0.9, 1.1), topk_residual(0.9, 1.1, ResidualByRoles)
+    sent = {fused: [], roles: []}  # the frames each put on the wire
+    for grc in sent:
+        def gather(payload, name, frames=sent[grc], transport=grc.transport):
+            frames.append(np.asarray(payload).tobytes())
+            return type(transport).allgather(transport, payload, name)
+        grc.transport.allgather = gather
+    rng = np.random.default_rng(3)
+    for step in range(7):
+        values = rng.standard_normal(n).astype(np.float32)
+        if step == 3 and n:
+            values[n // 2] = np.nan
+        if step == 5 and n:
+            values[n // 3] = 3.3e38  # finite, but 1.1 times it is not
+        g = KINDS[kind](values)
+        got, want = fused.step(g, "w"), roles.step(g, "w")
+        assert as_bits(got) == as_bits(want), f"step {step}"
+        if step in (3, 5) and n:
+            assert not np.isfinite(np.asarray(got, dtype=np.float32)).all()
+        assert as_bits(fused.memory.residuals["w"]) == as_bits(roles.memory.residuals["w"]), f"step {step}"
+    assert sent[fused] == sent[roles] and len(sent[fused]) == 7
+    assert calls == ["w"] * 7  # the roles' run never took it
+
+
+def test_topk_with_residual_is_graces_recipe():
+    """Against GRACE's own recipe in torch ops: compensate, torch.topk of the magnitudes,
+    the dense tensor of the chosen entries, and the residual as the rest."""
+    grc = topk_residual()
+    residual = None
+    for seed in range(5):
+        g = torch.randn(40, 25, generator=torch.Generator().manual_seed(seed))
+        compensated = g if residual is None else residual + g
+        flat = compensated.flatten()
+        _, chosen = torch.topk(flat.abs(), int(flat.numel() * 0.3))
+        want = torch.zeros_like(flat)
+        want[chosen] = flat[chosen]
+        residual = compensated - want.view_as(g)
+        got = grc.step(g, "w")
+        assert torch.equal(got, want.view_as(g))
+        assert torch.equal(grc.memory.residuals["w"], residual)
+
+
+def test_the_fused_call_keeps_nothing_of_a_non_finite_tensor_by_itself():
+    """As the memory's update keeps nothing of a tensor holding a NaN, ``fused_encode``
+    leaves the residual as it was, before any rollback of the step's."""
+    grc = topk_residual()
+    g = torch.randn(300)
+    grc.step(g, "w")
+    residual = grc.memory.residuals["w"].clone()
+    g[7] = float("nan")
+    (frame,), ctx = grc.memory.fused_encode(g, "w", grc.compressor)
+    assert not ctx.finite and frame.numel() == lib.DR_FRAME_NONFINITE_SIZE
+    assert torch.equal(grc.memory.residuals["w"], residual)
+
+
+def _overrides():
+    """Ways GRACE users change one of the parts the fused call stands in for, each with
+    the method that must then be called."""
+    from deepreduce.compressors.topk import TopKCompressor
+
+    class OwnCompress(TopKCompressor):
+        def compress(self, tensor, name):
+            return super().compress(tensor, name)
+
+    class OwnSelect(TopKCompressor):
+        def select(self, flat, name):
+            return super().select(flat, name)
+
+    class OwnUpdate(ResidualMemory):
+        def update(self, *args):
+            return super().update(*args)
+
+    def patch(part, method):
+        def apply(grc):
+            obj = getattr(grc, part)
+            original = getattr(obj, method)
+            setattr(obj, method, lambda *args: original(*args))
+        return apply
+
+    def replace(part, cls):
+        def apply(grc):
+            setattr(grc, part, cls(0.3, "torch") if part == "compressor" else cls())
+        return apply
+
+    return {"compressor subclass: compress": (replace("compressor", OwnCompress), "compressor", "compress"),
+            "compressor subclass: select": (replace("compressor", OwnSelect), "compressor", "select"),
+            "memory subclass: update": (replace("memory", OwnUpdate), "memory", "update"),
+            "memory instance: compensate": (patch("memory", "compensate"), "memory", "compensate"),
+            "compressor instance: lost": (patch("compressor", "lost"), "compressor", "lost")}
+
+
+@pytest.mark.parametrize("override", sorted(_overrides()))
+def test_a_part_changed_elsewhere_is_called_instead_of_the_fused_call(monkeypatch, override):
+    calls = count_fused_calls(monkeypatch)
+    apply, part, method = _overrides()[override]
+    grc, plain = topk_residual(), topk_residual()
+    apply(grc)
+    spy = Spy()
+    spy.watch(getattr(grc, part), method)
+    for seed in range(3):
+        g = torch.randn(500, generator=torch.Generator().manual_seed(seed))
+        assert torch.equal(grc.step(g, "w"), plain.step(g, "w"))
+    assert len(spy.seen) >= 3 and calls == ["w"] * 3  # only the plain run fused
+
+
 # ---------------------------------------------------------------------------- non-finite
 @pytest.mark.parametrize("compressor", sorted(PAIRS))
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])

@@ -18,6 +18,7 @@ from deepreduce.compressors.signum import SignumCompressor
 from deepreduce.compressors.threshold import ThresholdCompressor
 from deepreduce.compressors.topk import TopKCompressor
 from deepreduce.errors import FrameError
+from deepreduce.memories.residual import ResidualMemory
 
 torch = pytest.importorskip("torch")
 
@@ -196,17 +197,27 @@ def test_a_residual_replaced_by_hand_is_the_one_compensated():
     torch.testing.assert_close(grc.memory.compensate(g, "w"), g + 2.0)
 
 
-def adoption_runs(monkeypatch, method, kind, steps, between=None):
+class StepByRoles(ResidualMemory):
+    """A GRACE-style subclass with its own update: the step then calls compensate,
+    compress and update one by one (no ``fused_encode``)."""
+
+    def update(self, tensor, name, compressor, tensors, ctx):
+        return super().update(tensor, name, compressor, tensors, ctx)
+
+
+def adoption_runs(monkeypatch, method, kind, steps, between=None, memory=None):
     """Two one-rank runs of ``method`` + residual over the same large gradients: with the
     compensated tensor adopted as the residual, and with it copied (adoption off). Yields
     (step, adopting grc, copying grc) after each step; ``between(grc, step)`` runs on both
-    before each step."""
+    before each step. ``memory``: a class to use in place of ResidualMemory."""
     from deepreduce.memories import residual
     least = residual.ADOPT_MIN_NUMEL
     n = least + 7
     params = {"compressor": method, "compress_ratio": 0.05, "threshold": 1.5, "memory": "residual",
               "communicator": "allgather", "world_size": 1, "transport": "local"}
     adopting, copying = grace_from_params(dict(params)), grace_from_params(dict(params))
+    if memory is not None:
+        adopting.memory, copying.memory = memory(), memory()
     for step in range(steps):
         g = gradient(kind, step, n)
         for grc, adopt_from in ((adopting, least), (copying, n + 1)):
@@ -218,20 +229,25 @@ def adoption_runs(monkeypatch, method, kind, steps, between=None):
 
 
 @pytest.mark.parametrize("kind", ["torch", "numpy"])
-@pytest.mark.parametrize("method", ["topk", "threshold", "dgc", "randomk"])
-def test_a_sparsifiers_compensated_tensor_becomes_its_residual_with_the_same_bits(monkeypatch, method, kind):
+@pytest.mark.parametrize("method, memory, buffers", [
+    ("topk", StepByRoles, 3), ("threshold", None, 3), ("dgc", None, 3), ("randomk", None, 3),
+    ("topk", None, 2)], ids=["topk-by-roles", "threshold", "dgc", "randomk", "topk-fused"])
+def test_a_sparsifiers_compensated_tensor_becomes_its_residual_with_the_same_bits(monkeypatch, method, memory,
+                                                                                   buffers, kind):
     """A sparsifier's residual is its compensated tensor with the sent entries zeroed:
     the memory keeps that tensor instead of copying it, with the bits of the copy, and
-    from the fourth step on the same three buffers take turns (no new one per step)."""
+    from the fourth step on the same three buffers take turns (no new one per step).
+    Top-k's fused step (``ResidualMemory.fused_encode``) compensates straight into the
+    residual's next buffer: two buffers take turns."""
     seen = []  # weak references to the residuals' buffers: a buffer made per step would die
-    for step, adopting, copying in adoption_runs(monkeypatch, method, kind, 10):
+    for step, adopting, copying in adoption_runs(monkeypatch, method, kind, 10, memory=memory):
         kept, copied = adopting.memory.residuals["w"], copying.memory.residuals["w"]
         assert type(kept) is type(copied) and bits(kept).tobytes() == bits(copied).tobytes()
         if step >= 3:
             seen.append(weakref.ref(adopting.memory.residuals.view("w", np.asarray(kept).size)))
         del kept, copied  # held here, a residual could not take its turn again
-    buffers = [ref() for ref in seen]
-    assert all(b is not None for b in buffers) and len({id(b) for b in buffers}) == 3
+    held = [ref() for ref in seen]
+    assert all(b is not None for b in held) and len({id(b) for b in held}) == buffers
 
 
 def test_a_rolled_back_step_leaves_the_adopted_residual_as_it_was(monkeypatch):

@@ -131,16 +131,21 @@ class Sparsifier(Compressor):
 
     def compress(self, tensor, name):
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        kind = getattr(lib, self.frame_kind)
         picked = self.pick(flat, name)
-        if picked is not None:
-            indices, values = picked
-            frame = encode(kind, flat.size, indices, values, f"{type(self).__name__} of {name!r}",
-                           self.frames, name)
-        else:
-            indices, frame = np.empty(0, dtype=np.uint32), nonfinite_frame(kind, flat.size)
+        if picked is None:
+            return self.nonfinite_payload(flat.size, restore, name, tensor, flat)
+        indices, values = picked
+        frame = encode(getattr(lib, self.frame_kind), flat.size, indices, values,
+                       f"{type(self).__name__} of {name!r}", self.frames, name)
+        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, tensor, flat, True, name)
+
+    def nonfinite_payload(self, numel, restore, name, tensor=None, flat=None):
+        """``(tensors, ctx)`` for a tensor of ``numel`` entries holding an Inf or a NaN:
+        the non-finite marker, which selects nothing (``tensor`` and ``flat``: the ctx's
+        ``source`` and ``flat``, where known)."""
+        frame = nonfinite_frame(getattr(lib, self.frame_kind), numel)
         return [restore.wrap(frame)], \
-            SparseCtx(flat.size, indices, restore, tensor, flat, picked is not None, name)
+            SparseCtx(numel, np.empty(0, dtype=np.uint32), restore, tensor, flat, False, name)
 
     def lost(self, flat, tensors, ctx, out):
         """The entries sent travel exactly: what is lost is flat with them zeroed (in

@@ -1,9 +1,16 @@
 import numpy as np
 
 from .. import edge
-from .._native import check, f32, ffi, lib, u32
-from ._sparse import Sparsifier, selected_values
+from .._native import check, f32, ffi, lib, u8, u32
+from ._sparse import SparseCtx, Sparsifier, selected_values
+from ..base import keeps_methods
 from ..checks import fraction
+
+# Where a raw sparse frame's indices start (its header, for two sections).
+_INDICES_AT = lib.dr_frame_header_size(2)
+# The compressor's methods compress_compensating stands in for (the memory checks its own
+# compensate and update: ResidualMemory.fused_encode).
+_COMPENSATING_STANDS_IN_FOR = ("compress", "pick", "select", "select_with_values", "lost", "nonfinite_payload")
 
 
 def topk_count(numel, compress_ratio):
@@ -95,3 +102,33 @@ class TopKCompressor(Sparsifier):
         picked, self._work = sparsify_topk(flat, k, self._work, f"top-k selection of {name!r}",
                                            self.picked_indices.take(name, k), self.picked_values.take(name, k))
         return picked
+
+    def compensates(self):
+        """Whether ``compress_compensating`` may stand in for this compressor's compress
+        and lost: neither a subclass nor the instance changed a method it stands in for."""
+        return keeps_methods(self, TopKCompressor, _COMPENSATING_STANDS_IN_FOR)
+
+    def compress_compensating(self, flat, restore, name, residual, beta, gamma, kept):
+        """A residual memory's step with this compressor in one C call
+        (``dr_topk_residual_encode``): ``compress`` of the compensated tensor
+        beta·residual + gamma·flat (flat itself where ``residual`` is None), with what it
+        loses, the compensated tensor with the sent entries zeroed, written into ``kept``:
+        the bits of the memory's compensate, this compress and the memory's update.
+        ``flat``, ``residual`` and ``kept`` are flat float32 arrays of one size, ``kept``
+        apart from ``flat``; ``restore`` is flat's. Returns ``(tensors, ctx)``; where the
+        compensated tensor holds an Inf or a NaN, the non-finite marker (``ctx.finite``
+        False) and ``kept`` undefined, for the memory to take back."""
+        k = topk_count(flat.size, self.compress_ratio)
+        frame = self.frames.take(name, lib.dr_sparse_raw_size(k))
+        self._work = grown(self._work, lib.dr_topk_residual_workspace_size(flat.size, k))
+        written = ffi.new("size_t *")
+        status = lib.dr_topk_residual_encode(ffi.NULL if residual is None else f32(residual), beta, f32(flat),
+                                             gamma, flat.size, k, f32(kept), getattr(lib, self.frame_kind),
+                                             u8(frame), frame.nbytes, written, ffi.from_buffer(self._work))
+        if status == lib.DR_E_NUMERIC:
+            return self.nonfinite_payload(flat.size, restore, name)
+        check(status, f"top-k of {name!r} with its residual")
+        # The indices sent, as the ctx keeps them: the frame's own (aligned: the header
+        # is whole words).
+        indices = frame[_INDICES_AT:_INDICES_AT + 4 * k].view(np.uint32)
+        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, None, None, True, name)

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from .. import edge
+from ..base import encode
 from ..compressors.none import NoneCompressor
 from ..memories.none import NoneMemory
 from ..memories.residual import ResidualMemory
@@ -62,9 +63,7 @@ class Direction:
         return message, time.perf_counter() - start
 
     def _frame(self, tensor, key):
-        compensated = self.memory.compensate(tensor, key)
-        payload, ctx = self.compressor.compress(compensated, key)
-        self.memory.update(compensated, key, self.compressor, payload, ctx)
+        payload, _ = encode(self.memory, self.compressor, tensor, key)
         return self._one_frame(payload)
 
     def _one_frame(self, payload):

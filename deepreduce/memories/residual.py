@@ -2,12 +2,14 @@ from functools import partial
 
 from .. import edge
 from .._native import check, f32, lib
-from ..base import Compressor, Memory, crossed
+from ..base import Compressor, Memory, crossed, keeps_methods
 from ..state import Outputs, TensorState
 
 
 # Below this size the copy the adoption saves costs less than its bookkeeping.
 ADOPT_MIN_NUMEL = 1 << 16
+# The methods fused_encode stands in for.
+_STEP_METHODS = ("compensate", "update")
 
 
 class ResidualMemory(Memory):
@@ -36,15 +38,40 @@ class ResidualMemory(Memory):
         if name not in self.residuals:
             return tensor
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        residual = self.residuals.view(name, flat.size)  # the buffer update wrote, found by identity
-        if residual is None:  # a residual put in by hand (of any kind), or of the wrong size
-            residual, _ = edge.to_core(self.residuals[name], what=f"residual of {name!r}")
-        if flat.size != residual.size:
-            raise ValueError(f"tensor {name!r} has {flat.size} elements but its residual has {residual.size}; "
-                             "names must be stable and unique per parameter")
+        residual = self._residual(name, flat.size)
         out = self.compensated.take(name, flat.size)
         check(lib.dr_axpby(self.beta, f32(residual), self.gamma, f32(flat), f32(out), flat.size), "compensate")
         return restore.working(out)  # the caller's kind and shape, CPU float32
+
+    def _residual(self, name, size):
+        """The residual kept for ``name`` as a flat float32 array of ``size`` entries."""
+        residual = self.residuals.view(name, size)  # the buffer update wrote, found by identity
+        if residual is None:  # a residual put in by hand (of any kind), or of the wrong size
+            residual, _ = edge.to_core(self.residuals[name], what=f"residual of {name!r}")
+        if size != residual.size:
+            raise ValueError(f"tensor {name!r} has {size} elements but its residual has {residual.size}; "
+                             "names must be stable and unique per parameter")
+        return residual
+
+    def fused_encode(self, tensor, name, compressor):
+        """With a compressor that offers ``compress_compensating`` (top-k), the step's
+        compensate, compress and update in that one call: the compensated tensor is
+        written straight into the residual's next buffer and the sent entries zeroed
+        there, so there is no compensated tensor to keep (two buffers per name, not
+        three). Same bits and state as the three calls; None (the three calls then run)
+        for other compressors, or where this class or instance changed compensate or
+        update, or the compressor changed what the call stands in for."""
+        compensates = getattr(compressor, "compensates", None)
+        if compensates is None or not compensates() or not keeps_methods(self, ResidualMemory, _STEP_METHODS):
+            return None
+        self.residuals.settle(name)
+        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+        residual = self._residual(name, flat.size) if name in self.residuals else None
+        kept, _ = self.residuals.write(name, restore, flat.size)
+        tensors, ctx = compressor.compress_compensating(flat, restore, name, residual, self.beta, self.gamma, kept)
+        if not ctx.finite:  # update keeps nothing of a non-finite tensor
+            self.residuals.undo(name)
+        return tensors, ctx
 
     def update(self, tensor, name, compressor, tensors, ctx):
         flat, restore, finite = crossed(tensor, ctx, f"tensor {name!r}")
