@@ -78,8 +78,9 @@ class Compressor(ABC):
     def _sums_as(self, cls):
         """Whether this compressor decompresses and aggregates as ``cls`` does: ``cls``'s
         own ``decompress_aggregate``, which sums the payloads straight into one tensor,
-        holds for it then (a subclass that changed either gets the default)."""
-        return type(self).decompress is cls.decompress and type(self).aggregate is cls.aggregate
+        holds for it then (a subclass that changed either, or a function set on the
+        instance in place of either, gets the default, which calls it)."""
+        return keeps_methods(self, cls, _SUMMING)
 
     def lost(self, flat, tensors, ctx, out):
         """Write into ``out`` (flat float32) what compressing ``flat`` lost:
@@ -340,6 +341,8 @@ def encode(memory, compressor, tensor, name):
     return tensors, ctx
 
 
+# The methods a compressor's decompress_aggregate stands in for (``Compressor._sums_as``).
+_SUMMING = ("decompress", "aggregate")
 # (class, owner, method names) -> whether the class's methods of those names are owner's.
 _KEEPS_METHODS = {}
 

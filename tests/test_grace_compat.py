@@ -109,6 +109,19 @@ def test_a_decompress_written_elsewhere_gets_the_payloads_kind(compressor):
     assert seen and all(kind is torch.Tensor for kinds in seen for kind in kinds), seen
 
 
+@pytest.mark.parametrize("compressor", ["topk", "qsgd", "randomk", "signsgd"])
+def test_a_decompress_set_on_the_instance_is_called_by_the_step(compressor):
+    """A spy set on the instance's decompress alone (GRACE's way of watching a part) is
+    called by the step, as a subclass's is: our summing of the payloads straight into one
+    tensor stands in for decompress only where nobody changed it."""
+    grc = local(compressor)
+    spy = Spy()
+    spy.watch(grc.compressor, "decompress")
+    g = torch.randn(40, 25)
+    assert torch.equal(grc.step(g, "w"), local(compressor).step(g, "w"))
+    assert len(spy.seen) == 1
+
+
 def test_none_sends_a_cpu_float32_tensor_itself_and_its_result_is_still_a_copy():
     grc = local("none")
     g = torch.randn(30, 7)
