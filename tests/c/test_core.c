@@ -127,6 +127,51 @@ static void test_sparse_frames_finite(void)
     CHECK(finite == 7);
 }
 
+/* dr_sparse_raw_decode_dense: the bits of dr_zero then dr_sparse_raw_decode (a -0.0 the
+ * frame carries stays -0.0), over whatever dense held; NaN everywhere for the marker;
+ * dense untouched by a refused frame or marker. */
+static void test_sparse_frame_decoded_dense(void)
+{
+    const uint32_t idx[3] = {0, 2, 5};
+    const float val[3] = {1.5f, -0.0f, 3e38f};
+    uint8_t frame[128], marker[DR_FRAME_NONFINITE_SIZE], other[DR_FRAME_NONFINITE_SIZE];
+    size_t len = 0, marker_len = 0, other_len = 0, j, pos;
+    float dense[7], expected[7];
+    int finite = -1;
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 7, idx, val, 3, frame, sizeof frame, &len));
+    for (j = 0; j < 7; j++)
+        dense[j] = expected[j] = NAN;
+    CHECK_OK(dr_zero(expected, 7));
+    CHECK_OK(dr_sparse_raw_decode(frame, len, DR_KIND_TOPK, expected, 7, NULL));
+    CHECK_OK(dr_sparse_raw_decode_dense(frame, len, DR_KIND_TOPK, dense, 7, &finite));
+    CHECK(finite == 1 && memcmp(dense, expected, sizeof dense) == 0 && signbit(dense[2]));
+    /* The marker: NaN in every entry, and not finite. */
+    CHECK_OK(dr_frame_nonfinite(DR_KIND_TOPK, 7, marker, sizeof marker, &marker_len));
+    CHECK_OK(dr_sparse_raw_decode_dense(marker, marker_len, DR_KIND_TOPK, dense, 7, &finite));
+    CHECK(finite == 0);
+    for (j = 0; j < 7; j++)
+        CHECK(isnan(dense[j]));
+    /* Refusals leave dense and *finite as they were: every byte changed, every
+     * truncation, another kind or size, a marker of another kind or size, no finite. */
+    CHECK_OK(dr_sparse_raw_decode_dense(frame, len, DR_KIND_TOPK, dense, 7, &finite));
+    finite = 7;
+    for (pos = 0; pos < len; pos++) {
+        uint8_t saved = frame[pos];
+        frame[pos] ^= 0x5a;
+        CHECK(dr_sparse_raw_decode_dense(frame, len, DR_KIND_TOPK, dense, 7, &finite) < 0);
+        frame[pos] = saved;
+        CHECK(dr_sparse_raw_decode_dense(frame, pos, DR_KIND_TOPK, dense, 7, &finite) < 0);
+    }
+    CHECK_STATUS(dr_sparse_raw_decode_dense(frame, len, DR_KIND_DGC, dense, 7, &finite), DR_E_FRAME_CODEC);
+    CHECK_STATUS(dr_sparse_raw_decode_dense(frame, len, DR_KIND_TOPK, dense, 6, &finite), DR_E_FRAME_FIELD);
+    CHECK_OK(dr_frame_nonfinite(DR_KIND_DGC, 7, other, sizeof other, &other_len));
+    CHECK_STATUS(dr_sparse_raw_decode_dense(other, other_len, DR_KIND_TOPK, dense, 7, &finite), DR_E_FRAME_CODEC);
+    CHECK_STATUS(dr_sparse_raw_decode_dense(marker, marker_len, DR_KIND_TOPK, dense, 8, &finite),
+                 DR_E_FRAME_FIELD);
+    CHECK_STATUS(dr_sparse_raw_decode_dense(frame, len, DR_KIND_TOPK, dense, 7, NULL), DR_E_ARG);
+    CHECK(finite == 7 && memcmp(dense, expected, sizeof dense) == 0);
+}
+
 /* Frames of many entries, which the codec checks, copies and folds into its CRC in
  * chunks of 4,096 (and streams past the caches from 4M entries on): the same entries
  * back at every length, at either alignment of the frame; a descent or an Inf exactly
@@ -1219,6 +1264,7 @@ int main(void)
     test_frame_roundtrip_and_corruption();
     test_sparse_frames_added();
     test_sparse_frames_finite();
+    test_sparse_frame_decoded_dense();
     test_sparse_frames_in_chunks();
     test_empty_frame();
     test_nonfinite_marker();

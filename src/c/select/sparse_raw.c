@@ -10,6 +10,7 @@
 #include "../core/frame_fused.h"
 #include "../core/stream_simd.h"
 
+#include <math.h>
 #include <string.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -123,12 +124,19 @@ static uint32_t check_sections(const uint8_t *buf, const dr_frame *f, size_t r, 
     return crc;
 }
 
-/* The decoders' one body: parse and check the frame, then dense[idx] = val, or += val,
- * and *finite (if asked): from the values for a plain decode, from each sum written
- * for an adding one. The refusals come in dr_frame_parse's order (the CRC before the
- * fields it covers), then this codec's. */
+/* How sparse_raw_apply writes the frame's entries into dense. */
+enum apply_mode {
+    APPLY_WRITE,           /* dense[idx] = val */
+    APPLY_ADD,             /* dense[idx] += val */
+    APPLY_ZERO_THEN_WRITE  /* dense = 0, then dense[idx] = val */
+};
+
+/* The decoders' one body: parse and check the frame, then write its entries as `mode`
+ * says, and *finite (if asked): from the values for a plain decode, from each sum
+ * written for an adding one. The refusals come in dr_frame_parse's order (the CRC before
+ * the fields it covers), then this codec's; dense is untouched on every one. */
 static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
-                            int add, int *finite)
+                            enum apply_mode mode, int *finite)
 {
     dr_frame f;
     size_t r, j;
@@ -141,8 +149,9 @@ static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float 
     /* Two sections of r entries, as this codec writes them: checked with the CRC. */
     sections_as_written = f.nsections == 2 && f.section_len[0] == 4u * f.count &&
                           f.section_len[1] == 4u * f.count;
-    crc = sections_as_written ? check_sections(buf, &f, r, &bad, finite != NULL && !add ? &values_finite : NULL)
-                              : dr_crc32(0, buf, len - DR_FRAME_TRAILER);
+    crc = sections_as_written
+              ? check_sections(buf, &f, r, &bad, finite != NULL && mode != APPLY_ADD ? &values_finite : NULL)
+              : dr_crc32(0, buf, len - DR_FRAME_TRAILER);
     if (crc != dr_frame_stored_crc(buf, len))
         return DR_E_FRAME_CHECKSUM;
     if (f.kind != kind || f.index_codec != DR_INDEX_RAW || f.value_codec != DR_VALUE_RAW ||
@@ -161,12 +170,14 @@ static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float 
         memcpy(&last, ip + 4u * (r - 1), 4);
     if (bad || (r > 0 && last >= n))
         return DR_E_CORRUPT;
+    if (mode == APPLY_ZERO_THEN_WRITE && n > 0)
+        dr_zero(dense, n);
     for (j = 0; j < r; j++) {
         uint32_t i;
         float v;
         memcpy(&i, ip + 4u * j, 4);
         memcpy(&v, vp + 4u * j, 4);
-        if (add) {
+        if (mode == APPLY_ADD) {
             uint32_t bits;
             v = dense[i] + v; /* the order of dense[i] += v (which NaN's payload stays) */
             memcpy(&bits, &v, 4);
@@ -175,17 +186,37 @@ static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float 
         dense[i] = v;
     }
     if (finite != NULL)
-        *finite = add ? !nonfinite : values_finite;
+        *finite = mode == APPLY_ADD ? !nonfinite : values_finite;
     return DR_OK;
 }
 
 int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n, int *finite)
 {
-    return sparse_raw_apply(buf, len, kind, dense, n, 0, finite);
+    return sparse_raw_apply(buf, len, kind, dense, n, APPLY_WRITE, finite);
 }
 
 int dr_sparse_raw_decode_add(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
                              int *finite)
 {
-    return sparse_raw_apply(buf, len, kind, dense, n, 1, finite);
+    return sparse_raw_apply(buf, len, kind, dense, n, APPLY_ADD, finite);
+}
+
+int dr_sparse_raw_decode_dense(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
+                               int *finite)
+{
+    int is_marker, st;
+    size_t j;
+    if (finite == NULL)
+        return DR_E_ARG;
+    st = dr_frame_is_nonfinite(buf, len, kind, n, &is_marker);
+    if (st != DR_OK)
+        return st;
+    if (!is_marker)
+        return sparse_raw_apply(buf, len, kind, dense, n, APPLY_ZERO_THEN_WRITE, finite);
+    if (n > 0 && dense == NULL)
+        return DR_E_ARG;
+    for (j = 0; j < n; j++)
+        dense[j] = NAN;
+    *finite = 0;
+    return DR_OK;
 }

@@ -146,4 +146,15 @@ int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *de
 int dr_sparse_raw_decode_add(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
                              int *finite);
 
+/* One rank's frame as the whole dense tensor: dense[0..n) becomes the frame's entries
+ * and +0.0 elsewhere (dense's old contents do not matter), *finite as
+ * dr_sparse_raw_decode sets it; or, where buf is the non-finite marker of `kind` for n
+ * entries (dr_frame_is_nonfinite), NaN in every entry and *finite = 0. The same bits as
+ * dr_zero then dr_sparse_raw_decode, or as a NaN fill, in one call (a one-rank step
+ * decodes this way). The refusals of dr_frame_is_nonfinite, then of
+ * dr_sparse_raw_decode, and DR_E_ARG for a NULL finite; dense is untouched on each.
+ * Time O(n + len), no memory. */
+int dr_sparse_raw_decode_dense(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
+                               int *finite);
+
 #endif /* DEEPREDUCE_SELECT_H */
