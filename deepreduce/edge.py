@@ -26,6 +26,9 @@ _NUMPY_FLOATS = (np.float16, np.float32, np.float64)
 # "is this a tensor?" about ten times per step, and a dict and an attribute lookup each
 # time cost about a microsecond of a step's twenty.
 _TENSOR = None
+# torch.float32, torch.bfloat16 and torch.from_numpy, bound with _TENSOR: the hot paths run
+# only once a tensor has been seen, and read them without a module lookup.
+_FLOAT32 = _BFLOAT16 = _FROM_NUMPY = None
 
 
 def is_torch(x):
@@ -39,9 +42,11 @@ def is_torch(x):
 
 
 def _bind_torch(torch):
-    """Keep torch's tensor class (``is_torch``) and return it."""
-    global _TENSOR
-    _TENSOR = torch.Tensor
+    """Keep torch's tensor class (``is_torch``), its float32, bfloat16 and from_numpy,
+    and return the class."""
+    global _TENSOR, _FLOAT32, _BFLOAT16, _FROM_NUMPY
+    _FLOAT32, _BFLOAT16, _FROM_NUMPY = torch.float32, torch.bfloat16, torch.from_numpy
+    _TENSOR = torch.Tensor  # last: is_torch binds until this is set
     return _TENSOR
 
 
@@ -95,21 +100,21 @@ class Restore:
     def wrap(self, array):
         """A NumPy array (a payload, a state buffer) in the caller's kind, sharing its
         memory: a CPU torch tensor when the caller passed torch, else the array itself."""
-        return _torch().from_numpy(array) if self.is_torch else array
+        return _FROM_NUMPY(array) if self.is_torch else array
 
     def working(self, flat):
         """The flat float32 core array as the roles see it: the caller's kind and shape,
         on the CPU, sharing flat's memory."""
         # NumPy's reshape then from_numpy: a third of the cost of torch's .view(shape).
-        return _torch().from_numpy(flat.reshape(self.shape)) if self.is_torch else flat.reshape(self.shape)
+        return _FROM_NUMPY(flat.reshape(self.shape)) if self.is_torch else flat.reshape(self.shape)
 
     def __call__(self, flat):
         if self.cpu_float32_torch:  # the common cases, kept short
             if type(flat) is np.ndarray and flat.dtype is _F32 and flat.flags.c_contiguous:
-                return _torch().from_numpy(flat.reshape(self.shape))
+                return _FROM_NUMPY(flat.reshape(self.shape))
             # A result a decompress has already restored (the step restores what its
             # communicator returns, whatever that is).
-            if type(flat) is _TENSOR and flat.dtype is torch_float32() and flat.is_cpu and flat.shape == self.shape:
+            if type(flat) is _TENSOR and flat.dtype is _FLOAT32 and flat.is_cpu and flat.shape == self.shape:
                 return flat
         if is_torch(flat):  # a compressor already produced a tensor (e.g. user code)
             if not self.is_torch:
@@ -173,8 +178,10 @@ def to_working(x, what="tensor"):
     contiguous tensor is its own working tensor (detached if it requires grad): no
     NumPy view is made, since the roles cross the edge themselves."""
     if is_torch(x):
-        if x.dtype is _torch().float32 and x.is_cpu and x.is_contiguous():
-            return (x.detach() if x.requires_grad else x), x.numel(), _cpu_float32_torch_restore(x.shape)
+        if x.dtype is _FLOAT32 and x.is_cpu and x.is_contiguous():
+            shape = x.shape
+            return (x.detach() if x.requires_grad else x), x.numel(), \
+                _CPU_FLOAT32_TORCH.get(shape) or _cpu_float32_torch_restore(shape)
         flat, restore = _torch_to_core(x, what)
     else:
         flat, restore = _array_to_core(x, what)
@@ -182,11 +189,13 @@ def to_working(x, what="tensor"):
 
 
 def _torch_to_core(t, what):
-    torch = _torch()
     dtype = t.dtype
-    if dtype is torch.float32 and t.is_cpu:  # the common case, kept short: a view
+    if dtype is _FLOAT32 and t.is_cpu:  # the common case, kept short: a view
         # A gradient never requires grad: detach (a new tensor object) only when needed.
-        return (t.detach() if t.requires_grad else t).numpy().reshape(-1), _cpu_float32_torch_restore(t.shape)
+        shape = t.shape
+        return (t.detach() if t.requires_grad else t).numpy().reshape(-1), \
+            _CPU_FLOAT32_TORCH.get(shape) or _cpu_float32_torch_restore(shape)
+    torch = _torch()
     device = t.device
     restore = Restore(t.shape, dtype, device, is_torch=True)
     if not dtype.is_floating_point:
@@ -208,7 +217,7 @@ def unaliased(result, original, outputs=None, name=None):
     if is_torch(result):
         if not (is_torch(original) and result.numel() and result.data_ptr() == original.data_ptr()):
             return result
-        if outputs is None or result.dtype is not torch_float32() or result.device.type != "cpu" or \
+        if outputs is None or result.dtype is not _FLOAT32 or result.device.type != "cpu" or \
                 not result.is_contiguous():
             return result.clone()
         return _torch().from_numpy(outputs.copy_of(name, result.numpy()))
@@ -222,7 +231,7 @@ def as_numpy(payload):
     (CPU tensors). bfloat16, which NumPy lacks, travels as float32 (``like`` casts back)."""
     if not is_torch(payload):
         return np.asarray(payload)
-    if payload.is_cpu and not payload.requires_grad and payload.dtype is not _torch().bfloat16:
+    if payload.is_cpu and not payload.requires_grad and payload.dtype is not _BFLOAT16:
         return payload.numpy()  # the common case: no detached copy of the tensor object
     t = payload.detach()
     if t.dtype is _torch().bfloat16:

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from . import edge
-from ._native import zero
+from ._native import f32, lasting_pointer, pointer_maker, zero
 
 
 class TensorState(dict):
@@ -27,10 +27,11 @@ class TensorState(dict):
         super().__init__()
         self._spare = {}  # name -> the other buffer, reused by the next step's write
         self._undo = {}   # name -> the entry before this step's write (None: there was none)
-        # name -> ((entry, flat, address), ...): the (at most two) buffers write made for
-        # the name, with their flat float32 views, so a step finds its buffers' views by
-        # identity instead of crossing the edge again. An entry a caller put in by hand
-        # is not among them and crosses as before.
+        # name -> ((entry, flat, address, pointer), ...): the (at most two) buffers write
+        # made for the name, with their flat float32 views and C pointers, so a step finds
+        # its buffers' views by identity instead of crossing the edge again (``pointer``:
+        # nor makes a pointer). An entry a caller put in by hand is not among them and
+        # crosses as before.
         self._made = {}
 
     def settle(self, name):
@@ -46,7 +47,7 @@ class TensorState(dict):
 
     def _flat(self, name, entry):
         """entry's memory as a writable flat float32 view (None if it has none)."""
-        for made, flat, address in self._made.get(name, ()):
+        for made, flat, address, _ in self._made.get(name, ()):
             # A torch entry still on the memory write made (no set_ or .data = since).
             if made is entry and (address is None or (entry.data_ptr() == address and
                                                       entry.dtype is edge.torch_float32())):
@@ -69,13 +70,48 @@ class TensorState(dict):
             new = np.empty(size, dtype=edge.CORE_DTYPE)
             spare = restore.working(new) if restore.numel == size else restore.wrap(new)
             address = spare.data_ptr() if edge.is_torch(spare) else None
-            self._made[name] = ((spare, new, address),) + self._made.get(name, ())[:1]
+            self._made[name] = ((spare, new, address, lasting_pointer(new)),) + self._made.get(name, ())[:1]
         previous = self.get(name)
         self._undo[name] = previous
         if previous is not None:
             self._spare[name] = previous
         self[name] = spare
         return new, old
+
+    def turn(self, name, size):
+        """``settle`` and ``write`` at once, in the steady state of a name whose two
+        buffers ``write`` made take turns (a residual memory's, step after step), for a
+        caller that reads the entry being replaced and writes the new one in C:
+        ``(new, old)``, ``float *`` to the buffer that now backs ``self[name]`` (its
+        contents undefined) and to the one it replaced. None, with the step settled and
+        nothing written, in any other case (a name's first steps, an entry put in by
+        hand or moved with ``set_``, another size): the caller then writes as usual."""
+        self._undo.pop(name, None)
+        made = self._made.get(name)
+        if made is None or len(made) != 2:
+            return None
+        entry, spare = self.get(name), self._spare.get(name)
+        if entry is made[0][0] and spare is made[1][0]:
+            old, new = made[0], made[1]
+        elif entry is made[1][0] and spare is made[0][0]:
+            old, new = made[1], made[0]
+        else:
+            return None
+        for record in old, new:  # as _flat checks them
+            if record[1].size != size or record[2] is not None and (
+                    record[0].data_ptr() != record[2] or record[0].dtype is not edge.torch_float32()):
+                return None
+        self._undo[name] = self._spare[name] = entry
+        self[name] = spare
+        return new[3], old[3]
+
+    def pointer(self, name, flat):
+        """A ``float *`` to ``flat``: kept with the buffer where ``flat`` is one that
+        ``view`` or ``write`` returned for ``name``, else made for it."""
+        for record in self._made.get(name, ()):
+            if record[1] is flat:
+                return record[3]
+        return f32(flat)
 
     def adopt(self, name, entry, flat):
         """``write`` with a buffer the caller made: ``entry`` (a tensor of the caller's
@@ -95,7 +131,8 @@ class TensorState(dict):
         self[name] = entry
         made = self._made.get(name, ())
         address = entry.data_ptr() if edge.is_torch(entry) else None
-        self._made[name] = ((entry, flat, address),) + tuple(r for r in made if r[0] is not released)[:1]
+        self._made[name] = ((entry, flat, address, lasting_pointer(flat)),) + \
+            tuple(r for r in made if r[0] is not released)[:1]
         return next((r[1] for r in made if r[0] is released and released is not None), None)
 
     def undo(self, name):
@@ -156,6 +193,9 @@ class Outputs:
         self.dtype = dtype
         self.grow = grow
         self._buffers = {}  # name -> [flat arrays this pool handed out]
+        # name -> [C pointers to those arrays, in the same order; None until
+        # ``take_pointed`` asks for one]: kept with the buffer, so a step makes none.
+        self._pointers = {}
 
     def take(self, name, size):
         """A flat array of ``size`` elements that nothing else refers to (its contents
@@ -166,13 +206,30 @@ class Outputs:
         buffers = self._buffers.get(name)
         if buffers is None or (buffers and not self._serves(buffers[0], size)):  # first use, or a new size
             buffers = self._buffers[name] = []
+            self._pointers[name] = []
         for i in range(len(buffers)):
             if _references(buffers, i) == _ONLY_THE_POOL:
                 return buffers[i][:size] if self.grow else buffers[i]
         fresh = np.empty(self._capacity(buffers, size), dtype=self.dtype)
         if len(buffers) < self.keep:
             buffers.append(fresh)
+            self._pointers[name].append(None)
         return fresh[:size] if self.grow else fresh
+
+    def take_pointed(self, name, size):
+        """``(array, pointer)``: ``take``'s array and a C pointer to it, of the pool's dtype
+        (``float *`` for float32, ``uint8_t *`` for uint8), kept with the buffer, so a step
+        makes none."""
+        array = self.take(name, size)
+        buffers = self._buffers.get(name, ())
+        for i in range(len(buffers)):
+            buffer = buffers[i]
+            if buffer is array or buffer is array.base:  # grow: take's view of the buffer's start
+                pointers = self._pointers[name]
+                if pointers[i] is None:
+                    pointers[i] = lasting_pointer(buffer)
+                return array, pointers[i]
+        return array, pointer_maker(self.dtype)(array)  # an array the pool does not keep
 
     def copy_of(self, name, array):
         """A C-contiguous copy of the NumPy ``array``, in its shape: in a buffer ``take``
@@ -203,6 +260,7 @@ class Outputs:
         address = view.__array_interface__["data"][0]
         for i, buffer in enumerate(buffers):
             if buffer.size == view.size and buffer.__array_interface__["data"][0] == address:
+                self._pointers[name].pop(i)
                 return buffers.pop(i)
         return None
 
@@ -213,6 +271,7 @@ class Outputs:
         if buffer is not None and buffers is not None and len(buffers) < self.keep and \
                 (not buffers or buffers[0].size == buffer.size):
             buffers.append(buffer)
+            self._pointers[name].append(None)
 
     def zeros(self, name, size):
         """``take``, zeroed (for ``name`` None, fresh zero pages); a float32 pool's."""

@@ -162,9 +162,9 @@ def count_fused_calls(monkeypatch):
     from deepreduce.compressors.topk import TopKCompressor
     calls, fused = [], TopKCompressor.compress_compensating
 
-    def counted(self, flat, restore, name, *args):
+    def counted(self, grad, numel, restore, name, *args):
         calls.append(name)
-        return fused(self, flat, restore, name, *args)
+        return fused(self, grad, numel, restore, name, *args)
     monkeypatch.setattr(TopKCompressor, "compress_compensating", counted)
     return calls
 

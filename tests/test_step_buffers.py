@@ -197,6 +197,65 @@ def test_a_residual_replaced_by_hand_is_the_one_compensated():
     torch.testing.assert_close(grc.memory.compensate(g, "w"), g + 2.0)
 
 
+def as_bytes(x):
+    return (x.detach().numpy() if torch.is_tensor(x) else np.asarray(x)).tobytes()
+
+
+@pytest.mark.parametrize("change", ["set_", "replaced", "replaced-by-numpy", "resized"])
+def test_a_residual_changed_by_hand_between_fused_steps_is_the_one_compensated(change):
+    """Top-k's fused step reads the residual by its two buffers' turns
+    (``TensorState.turn``) only while the entry is the buffer the memory made, on that
+    memory: after an entry moved with ``set_``, or replaced, the next step compensates
+    with what the caller put there, as the roles' step does (``StepByRoles``); a residual
+    of another size is refused by both. Fails with turn's check of the entry's data
+    pointer dropped (``set_``)."""
+    params = {"compressor": "topk", "compress_ratio": 0.1, "memory": "residual", "communicator": "allgather",
+              "world_size": 1, "transport": "local"}
+    fused, roles = grace_from_params(dict(params)), grace_from_params(dict(params))
+    roles.memory = StepByRoles()
+    changes = {"set_": lambda r: r["w"].set_(torch.full((1000,), -1.5)),
+               "replaced": lambda r: r.__setitem__("w", torch.full((1000,), 2.5)),
+               "replaced-by-numpy": lambda r: r.__setitem__("w", np.full(1000, 0.5, dtype=np.float32)),
+               "resized": lambda r: r.__setitem__("w", torch.zeros(999))}
+    for step in range(7):
+        g = gradient("torch", step)
+        if step == 3:
+            for grc in fused, roles:
+                changes[change](grc.memory.residuals)
+            if change == "resized":
+                for grc in fused, roles:
+                    with pytest.raises(ValueError, match="999"):
+                        grc.step(g, "w")
+                return
+        results = [grc.step(g, "w") for grc in (fused, roles)]
+        assert as_bytes(results[0]) == as_bytes(results[1]), f"step {step}"
+        assert as_bytes(fused.memory.residuals["w"]) == as_bytes(roles.memory.residuals["w"]), f"step {step}"
+
+
+def test_a_pools_pointers_are_its_buffers_and_made_afresh_for_arrays_it_does_not_keep():
+    """``Outputs.take_pointed``: the pointer kept with each buffer the pool keeps (for a
+    growing pool, its view's start), and one made for an array the pool hands out
+    without keeping; a released buffer's pointer leaves with it (else the buffer taken
+    in its place would get it)."""
+    from deepreduce._native import ffi
+    from deepreduce.state import Outputs
+
+    def at(pointer):
+        return int(ffi.cast("uintptr_t", pointer))
+    for pool, sizes in ((Outputs(keep=2), (100, 100, 100)), (Outputs(keep=1, dtype=np.uint8, grow=True), (40, 30, 60))):
+        held = []
+        for size in sizes:  # each held: the next is another buffer, or one the pool does not keep
+            array, pointer = pool.take_pointed("w", size)
+            assert array.size == size and at(pointer) == address(array)
+            held.append(array)
+        assert len({address(a) for a in held}) == len(held)
+    pool = Outputs(keep=2)
+    (first, _), (second, _) = pool.take_pointed("w", 100), pool.take_pointed("w", 100)
+    assert pool.release("w", first) is first
+    third, pointer = pool.take_pointed("w", 100)  # second is held: a new buffer in first's place
+    assert third is not second and at(pointer) == address(third)
+
+
 class StepByRoles(ResidualMemory):
     """A GRACE-style subclass with its own update: the step then calls compensate,
     compress and update one by one (no ``fused_encode``)."""

@@ -29,20 +29,6 @@ def encode(kind, numel, indices, values, what, frames, name):
     return frame
 
 
-def decode(kind, payload, numel, what, dense):
-    """``(tensor, finite)``: the dense float32 tensor a raw sparse payload describes (zeros
-    elsewhere; NaN everywhere for the non-finite marker), written into ``dense`` (flat
-    float32 of numel zeros) unless it is the marker, and whether it is finite (told by
-    the decoder from the entries it wrote: no sweep of the tensor)."""
-    frame = as_frame_bytes(payload, what)
-    marker = decoded_marker(frame, kind, numel, what)
-    if marker is not None:
-        return marker, False
-    finite = ffi.new("int *")
-    check(lib.dr_sparse_raw_decode(u8(frame), frame.nbytes, kind, f32(dense), numel, finite), what)
-    return dense, finite[0] == 1
-
-
 def sum_frames(payloads, kind, numel, what, total, add):
     """Several ranks' sparse payloads summed into ``total`` (flat float32 zeros):
     ``add(frame)`` adds each frame that is not the non-finite marker, in rank order, so
@@ -68,12 +54,14 @@ class SparseCtx:
     as dgc's zero their state there), the way back to the caller's type, and the tensor
     it compressed with its flat view and whether that was finite (``base.crossed``: the
     memory's update reads them instead of crossing the edge and sweeping again), the
-    tensor's name (its decoded results come from a pool per name; None: fresh ones), and
-    ``finite_result`` (``base.vouched_finite``)."""
+    tensor's name (its decoded results come from a pool per name; None: fresh ones),
+    ``finite_result`` (``base.vouched_finite``), and ``sent``: ``(payload, array)``, the
+    payload handed out and the NumPy array it is a torch tensor of, or None
+    (``base.numpy_payload``: the exchange then need not cross it back)."""
 
-    __slots__ = ("numel", "indices", "restore", "source", "flat", "finite", "name", "finite_result")
+    __slots__ = ("numel", "indices", "restore", "source", "flat", "finite", "name", "finite_result", "sent")
 
-    def __init__(self, numel, indices, restore, source=None, flat=None, finite=None, name=None):
+    def __init__(self, numel, indices, restore, source=None, flat=None, finite=None, name=None, sent=None):
         self.numel = numel
         self.indices = indices
         self.restore = restore
@@ -82,6 +70,7 @@ class SparseCtx:
         self.finite = finite
         self.name = name
         self.finite_result = None
+        self.sent = sent
 
 
 @lru_cache(maxsize=None)
@@ -137,7 +126,8 @@ class Sparsifier(Compressor):
         indices, values = picked
         frame = encode(getattr(lib, self.frame_kind), flat.size, indices, values,
                        f"{type(self).__name__} of {name!r}", self.frames, name)
-        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, tensor, flat, True, name)
+        payload = restore.wrap(frame)
+        return [payload], SparseCtx(flat.size, indices, restore, tensor, flat, True, name, (payload, frame))
 
     def nonfinite_payload(self, numel, restore, name, tensor=None, flat=None):
         """``(tensors, ctx)`` for a tensor of ``numel`` entries holding an Inf or a NaN:
@@ -158,10 +148,18 @@ class Sparsifier(Compressor):
         frame, = tensors
         return ctx.restore(self._decode_noting_finite(frame, ctx)[0])
 
-    def _decode_noting_finite(self, frame, ctx):
-        """``(flat, finite)`` of one rank's frame (``decode``), into this name's buffer."""
-        return decode(getattr(lib, self.frame_kind), frame, ctx.numel, f"{type(self).__name__} payload",
-                      self.outputs.zeros(ctx.name, ctx.numel))
+    def _decode_noting_finite(self, payload, ctx):
+        """``(dense, finite)``: the float32 tensor one rank's payload describes (zeros
+        elsewhere; NaN everywhere for the non-finite marker), in this name's buffer, and
+        whether it is finite (told by the decoder from the entries it wrote: no sweep of
+        the tensor). One C call."""
+        what = f"{type(self).__name__} payload"
+        frame = as_frame_bytes(payload, what)
+        dense, dense_pointer = self.outputs.take_pointed(ctx.name, ctx.numel)
+        finite = ffi.new("int *")
+        check(lib.dr_sparse_raw_decode_dense(u8(frame), frame.nbytes, getattr(lib, self.frame_kind), dense_pointer,
+                                             ctx.numel, finite), what)
+        return dense, finite[0] == 1
 
     def decompress_aggregate(self, payloads, ctx, divisor=1):
         """Several ranks' frames are scatter-added into one tensor (one rank's is simply

@@ -1,13 +1,14 @@
 import numpy as np
 
 from .. import edge
-from .._native import check, f32, ffi, lib, u8, u32
+from .._native import check, f32, ffi, lasting_pointer, lib, u32
 from ._sparse import SparseCtx, Sparsifier, selected_values
 from ..base import keeps_methods
 from ..checks import fraction
 
 # Where a raw sparse frame's indices start (its header, for two sections).
 _INDICES_AT = lib.dr_frame_header_size(2)
+_UINT32 = np.dtype(np.uint32)
 # The compressor's methods compress_compensating stands in for (the memory checks its own
 # compensate and update: ResidualMemory.fused_encode).
 _COMPENSATING_STANDS_IN_FOR = ("compress", "pick", "select", "select_with_values", "lost", "nonfinite_payload")
@@ -83,6 +84,8 @@ class TopKCompressor(Sparsifier):
         self.compress_ratio = fraction(compress_ratio, "compress_ratio")
         self.kernel = kernel
         self._work = np.empty(0, dtype=np.uint8)  # scratch of the fast select, grown once, reused
+        self._work_pointer = (None, None)  # (_work, a pointer to it): compress_compensating's, made once
+        self._plans = {}  # numel -> compress_compensating's sizes (_plan)
 
     @classmethod
     def from_params(cls, params):
@@ -108,27 +111,44 @@ class TopKCompressor(Sparsifier):
         and lost: neither a subclass nor the instance changed a method it stands in for."""
         return keeps_methods(self, TopKCompressor, _COMPENSATING_STANDS_IN_FOR)
 
-    def compress_compensating(self, flat, restore, name, residual, beta, gamma, kept):
+    def compress_compensating(self, grad, numel, restore, name, residual, beta, gamma, kept):
         """A residual memory's step with this compressor in one C call
         (``dr_topk_residual_encode``): ``compress`` of the compensated tensor
-        beta·residual + gamma·flat (flat itself where ``residual`` is None), with what it
+        beta·residual + gamma·grad (grad itself where ``residual`` is None), with what it
         loses, the compensated tensor with the sent entries zeroed, written into ``kept``:
         the bits of the memory's compensate, this compress and the memory's update.
-        ``flat``, ``residual`` and ``kept`` are flat float32 arrays of one size, ``kept``
-        apart from ``flat``; ``restore`` is flat's. Returns ``(tensors, ctx)``; where the
-        compensated tensor holds an Inf or a NaN, the non-finite marker (``ctx.finite``
-        False) and ``kept`` undefined, for the memory to take back."""
-        k = topk_count(flat.size, self.compress_ratio)
-        frame = self.frames.take(name, lib.dr_sparse_raw_size(k))
-        self._work = grown(self._work, lib.dr_topk_residual_workspace_size(flat.size, k))
+        ``grad``, ``residual`` and ``kept`` are ``float *`` to ``numel`` floats (their
+        owners kept alive by the caller), ``kept`` apart from grad; ``restore`` is
+        grad's. Returns ``(tensors, ctx)``; where the compensated tensor holds an Inf or
+        a NaN, the non-finite marker (``ctx.finite`` False) and ``kept`` undefined, for
+        the memory to take back."""
+        plan = self._plans.get(numel)
+        if plan is None or plan[0] != self.compress_ratio:
+            plan = self._plan(numel)
+        _, k, frame_size, work_size = plan
+        frame, frame_pointer = self.frames.take_pointed(name, frame_size)
+        work = self._work = grown(self._work, work_size)
+        if self._work_pointer[0] is not work:  # grown here, or by select
+            self._work_pointer = (work, lasting_pointer(work))
         written = ffi.new("size_t *")
-        status = lib.dr_topk_residual_encode(ffi.NULL if residual is None else f32(residual), beta, f32(flat),
-                                             gamma, flat.size, k, f32(kept), getattr(lib, self.frame_kind),
-                                             u8(frame), frame.nbytes, written, ffi.from_buffer(self._work))
-        if status == lib.DR_E_NUMERIC:
-            return self.nonfinite_payload(flat.size, restore, name)
-        check(status, f"top-k of {name!r} with its residual")
+        status = lib.dr_topk_residual_encode(ffi.NULL if residual is None else residual, beta, grad, gamma, numel,
+                                             k, kept, getattr(lib, self.frame_kind), frame_pointer,
+                                             frame_size, written, self._work_pointer[1])
+        if status:  # not DR_OK (the message is made only then)
+            if status == lib.DR_E_NUMERIC:
+                return self.nonfinite_payload(numel, restore, name)
+            check(status, f"top-k of {name!r} with its residual")
         # The indices sent, as the ctx keeps them: the frame's own (aligned: the header
         # is whole words).
-        indices = frame[_INDICES_AT:_INDICES_AT + 4 * k].view(np.uint32)
-        return [restore.wrap(frame)], SparseCtx(flat.size, indices, restore, None, None, True, name)
+        indices = np.frombuffer(frame, _UINT32, k, _INDICES_AT)
+        payload = restore.wrap(frame)
+        return [payload], SparseCtx(numel, indices, restore, None, None, True, name, (payload, frame))
+
+    def _plan(self, numel):
+        """``(compress_ratio, k, frame bytes, workspace bytes)`` of compress_compensating
+        for tensors of ``numel`` entries, kept per size (a model has a few dozen) and made
+        again when the ratio changed (a script may set compress_ratio between steps)."""
+        k = topk_count(numel, self.compress_ratio)
+        plan = self._plans[numel] = (self.compress_ratio, k, lib.dr_sparse_raw_size(k),
+                                     lib.dr_topk_residual_workspace_size(numel, k))
+        return plan

@@ -1,7 +1,7 @@
 from functools import partial
 
 from .. import edge
-from .._native import check, f32, lib
+from .._native import check, f32, lib, working_pointer
 from ..base import Compressor, Memory, crossed, keeps_methods
 from ..state import Outputs, TensorState
 
@@ -53,24 +53,36 @@ class ResidualMemory(Memory):
                              "names must be stable and unique per parameter")
         return residual
 
-    def fused_encode(self, tensor, name, compressor):
+    def fused_encode(self, tensor, name, compressor, restore=None):
         """With a compressor that offers ``compress_compensating`` (top-k), the step's
         compensate, compress and update in that one call: the compensated tensor is
         written straight into the residual's next buffer and the sent entries zeroed
         there, so there is no compensated tensor to keep (two buffers per name, not
         three). Same bits and state as the three calls; None (the three calls then run)
         for other compressors, or where this class or instance changed compensate or
-        update, or the compressor changed what the call stands in for."""
+        update, or the compressor changed what the call stands in for. ``restore``: the
+        step's, for its working tensor (CPU float32, contiguous, the caller's kind:
+        ``edge.to_working``), which C then reads in place; None for any other tensor,
+        which crosses the edge here."""
         compensates = getattr(compressor, "compensates", None)
         if compensates is None or not compensates() or not keeps_methods(self, ResidualMemory, _STEP_METHODS):
             return None
-        self.residuals.settle(name)
-        flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        residual = self._residual(name, flat.size) if name in self.residuals else None
-        kept, _ = self.residuals.write(name, restore, flat.size)
-        tensors, ctx = compressor.compress_compensating(flat, restore, name, residual, self.beta, self.gamma, kept)
+        if restore is None:
+            flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
+            grad, numel = f32(flat), flat.size  # the pointer keeps flat alive
+        else:
+            grad, numel = working_pointer(tensor)
+        residuals = self.residuals
+        turned = residuals.turn(name, numel)  # the steady state: the two buffers swap roles
+        if turned is None:
+            residual = f32(self._residual(name, numel)) if name in residuals else None
+            kept, _ = residuals.write(name, restore, numel)
+            turned = residuals.pointer(name, kept), residual
+        kept, residual = turned
+        tensors, ctx = compressor.compress_compensating(grad, numel, restore, name, residual, self.beta, self.gamma,
+                                                        kept)
         if not ctx.finite:  # update keeps nothing of a non-finite tensor
-            self.residuals.undo(name)
+            residuals.undo(name)
         return tensors, ctx
 
     def update(self, tensor, name, compressor, tensors, ctx):
