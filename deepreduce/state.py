@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from . import edge
-from ._native import f32, lasting_pointer, pointer_maker, zero
+from ._native import lasting_pointer, pointer_maker, zero
 
 
 class TensorState(dict):
@@ -29,9 +29,9 @@ class TensorState(dict):
         self._undo = {}   # name -> the entry before this step's write (None: there was none)
         # name -> ((entry, flat, address, pointer), ...): the (at most two) buffers write
         # made for the name, with their flat float32 views and C pointers, so a step finds
-        # its buffers' views by identity instead of crossing the edge again (``pointer``:
-        # nor makes a pointer). An entry a caller put in by hand is not among them and
-        # crosses as before.
+        # its buffers' views by identity instead of crossing the edge again (``turn``: nor
+        # makes a pointer). An entry a caller put in by hand is not among them and crosses
+        # as before.
         self._made = {}
 
     def settle(self, name):
@@ -47,11 +47,9 @@ class TensorState(dict):
 
     def _flat(self, name, entry):
         """entry's memory as a writable flat float32 view (None if it has none)."""
-        for made, flat, address, _ in self._made.get(name, ()):
-            # A torch entry still on the memory write made (no set_ or .data = since).
-            if made is entry and (address is None or (entry.data_ptr() == address and
-                                                      entry.dtype is edge.torch_float32())):
-                return flat
+        for record in self._made.get(name, ()):
+            if record[0] is entry and _unmoved(record):
+                return record[1]
         return edge.writable_view(entry)
 
     def write(self, name, restore, size):
@@ -97,21 +95,11 @@ class TensorState(dict):
             old, new = made[1], made[0]
         else:
             return None
-        for record in old, new:  # as _flat checks them
-            if record[1].size != size or record[2] is not None and (
-                    record[0].data_ptr() != record[2] or record[0].dtype is not edge.torch_float32()):
-                return None
+        if old[1].size != size or new[1].size != size or not (_unmoved(old) and _unmoved(new)):
+            return None
         self._undo[name] = self._spare[name] = entry
         self[name] = spare
         return new[3], old[3]
-
-    def pointer(self, name, flat):
-        """A ``float *`` to ``flat``: kept with the buffer where ``flat`` is one that
-        ``view`` or ``write`` returned for ``name``, else made for it."""
-        for record in self._made.get(name, ()):
-            if record[1] is flat:
-                return record[3]
-        return f32(flat)
 
     def adopt(self, name, entry, flat):
         """``write`` with a buffer the caller made: ``entry`` (a tensor of the caller's
@@ -154,6 +142,13 @@ class TensorState(dict):
         self._spare.pop(name, None)
         self._undo.pop(name, None)
         self._made.pop(name, None)
+
+
+def _unmoved(record):
+    """Whether a ``TensorState._made`` record's entry still lies on the buffer write made
+    for it: a NumPy entry always; a torch entry unless ``set_`` or ``.data =`` moved it."""
+    entry, _, address, _ = record
+    return address is None or (entry.data_ptr() == address and entry.dtype is edge.torch_float32())
 
 
 def _references(buffers, i):

@@ -77,7 +77,7 @@ class ResidualMemory(Memory):
         if turned is None:
             residual = f32(self._residual(name, numel)) if name in residuals else None
             kept, _ = residuals.write(name, restore, numel)
-            turned = residuals.pointer(name, kept), residual
+            turned = f32(kept), residual
         kept, residual = turned
         tensors, ctx = compressor.compress_compensating(grad, numel, restore, name, residual, self.beta, self.gamma,
                                                         kept)
