@@ -12,6 +12,7 @@
 #include "../../src/c/core/lane_tables.h"
 #include "../../src/c/quant/lookup_simd.h"
 #include "../../src/c/quant/sketch_simd.h"
+#include "../../src/c/index/unary_simd.h"
 
 typedef int (*encode_fn)(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written);
 typedef int (*decode_fn)(const uint8_t *, size_t, float *, size_t);
@@ -663,15 +664,15 @@ static int decodes_as(decode_fn decode, const uint8_t *buf, size_t len, float *o
  * with room for their whole-vector stores and loads) and the scalar code takes the rest:
  * the same bytes on every path with a roomy cap and with the exact size (which leaves
  * the last blocks no room to spare); an Inf or a NaN in a late block refused on every
- * path; a zero magnitude or an Inf planted in the first block (vector-decoded) and
- * resealed refused as corrupt, a changed tag resealed refused for the lengths it
+ * path; a zero magnitude or an Inf planted in the first block (vector-decoded; each of
+ * the last 40 entries of each section in turn) and resealed refused as corrupt, a changed tag resealed refused for the lengths it
  * breaks, and a changed byte not resealed refused by the CRC. */
 static void test_inceptionn_blocks(void)
 {
     enum { B = DR_INCEPTIONN_BLOCK, N = 3 * B + 77, TAGS = B / 4 };
     static float x[N], out[N];
     static const uint32_t bounds[] = {1, 10, 17, 24};
-    size_t cap = dr_inceptionn_bound(N), exact, len, i, p, n32 = 0, n16 = 0;
+    size_t cap = dr_inceptionn_bound(N), exact, len, i, p, n32 = 0, n16 = 0, n8 = 0, kind;
     uint8_t *buf = malloc(cap);
     const uint8_t *block = buf + 48; /* the first block: its tags, float32s, uint16s */
     int numeric = 1;
@@ -700,8 +701,32 @@ static void test_inceptionn_blocks(void)
         unsigned tag = (block[i / 4] >> (2 * (i % 4))) & 3u;
         n32 += tag == 3;
         n16 += tag == 2;
+        n8 += tag == 1;
     }
-    CHECK(n32 > 0 && n16 > 0);
+    CHECK(n32 > 0 && n16 > 0 && n8 > 0);
+    /* Each of the last 40 entries of each section of the first block (the decoders' last
+     * whole vectors and their ends one by one) made one the encoder cannot write: an Inf
+     * float32, a uint16 or byte of magnitude 0 (its sign kept), resealed. */
+    for (kind = 0; kind < 3; kind++) {
+        size_t count = kind == 0 ? n32 : kind == 1 ? n16 : n8, at = 48 + TAGS, j;
+        int refused = 1;
+        at += kind == 0 ? 0 : kind == 1 ? 4 * n32 : 4 * n32 + 2 * n16;
+        for (j = count > 40 ? count - 40 : 0; j < count; j++) {
+            CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
+            if (kind == 0) {
+                memcpy(buf + at + 4 * j, &(float){-INFINITY}, 4);
+            } else if (kind == 1) {
+                buf[at + 2 * j] = 0;
+                buf[at + 2 * j + 1] &= 0x80;
+            } else {
+                buf[at + j] &= 0x80;
+            }
+            reseal(buf, len);
+            refused &= decodes_as(dr_inceptionn_decode, buf, len, out, N, DR_E_CORRUPT);
+        }
+        CHECK(refused);
+    }
+    CHECK_OK(dr_inceptionn_encode(x, N, 10, 0, buf, cap, &len));
     buf[48 + TAGS + 4 * n32 + 1] = 0x80; /* the first uint16: -0 */
     buf[48 + TAGS + 4 * n32] = 0;
     reseal(buf, len);
@@ -948,29 +973,40 @@ static void test_crc32_threads(void)
 }
 
 /* The AVX2 kernels' stand-ins for PDEP and PEXT (lane_tables.h) against their
- * definitions, bit by bit: every entry of both lane tables, every pair of 8-bit masks
- * interleaved, every 16-bit tag split. */
+ * definitions, bit by bit: every entry of the lane and tag tables, every pair of 8-bit
+ * masks interleaved. */
 static void test_lane_tables(void)
 {
-    uint32_t m, a, b, t;
+    uint32_t m, a, b, width;
     int tables_ok = 1, bits_ok = 1;
     for (m = 0; m < 256; m++) {
-        unsigned lane, packed = 0;
-        for (lane = 0; lane < 8; lane++) {
-            unsigned below = 0, k;
-            for (k = 0; k < lane; k++)
-                below += (m >> k) & 1u;
-            if ((m >> lane) & 1u) {
-                tables_ok &= ((dr_pack_lanes8[m] >> (8 * packed)) & 0xffu) == lane;
-                tables_ok &= ((dr_spread_lanes8[m] >> (8 * lane)) & 0xffu) == below;
-                packed++;
-            } else {
-                tables_ok &= ((dr_spread_lanes8[m] >> (8 * lane)) & 0xffu) == 0u;
-            }
-        }
+        unsigned lane, packed = 0, tag, ones[4] = {0, 0, 0, 0}, lanes[4] = {0, 0, 0, 0};
+        for (lane = 0; lane < 8; lane++)
+            if ((m >> lane) & 1u)
+                tables_ok &= ((dr_pack_lanes8[m] >> (8 * packed++)) & 0xffu) == lane;
         for (; packed < 8; packed++)
             tables_ok &= ((dr_pack_lanes8[m] >> (8 * packed)) & 0xffu) == 0x80u;
+        /* m as four 2-bit tags. */
+        for (lane = 0; lane < 4; lane++) {
+            tag = (m >> (2 * lane)) & 3u;
+            lanes[tag] |= 1u << lane;
+            ones[tag]++;
+        }
+        tables_ok &= dr_crumb_kinds[m] == (lanes[1] | lanes[2] << 4 | lanes[3] << 8 | ones[1] << 12 |
+                                           2u * ones[2] << 16 | 4u * ones[3] << 20);
     }
+    for (width = 0; width < 3; width++)
+        for (m = 0; m < 16; m++) {
+            unsigned w = 1u << width, lane, byte, rank = 0;
+            for (lane = 0; lane < 4; lane++)
+                for (byte = 0; byte < 4; byte++) {
+                    unsigned want = 0x80u;
+                    if (((m >> lane) & 1u) && byte >= 4u - w)
+                        want = w * rank + byte - (4u - w);
+                    tables_ok &= dr_crumb_spread[width][m][4 * lane + byte] == want;
+                    rank += ((m >> lane) & 1u) && byte == 3u;
+                }
+        }
     for (a = 0; a < 256; a++)
         for (b = 0; b < 256; b++) {
             uint32_t want = 0, bit;
@@ -978,21 +1014,15 @@ static void test_lane_tables(void)
                 want |= ((a >> bit) & 1u) << (2 * bit) | ((b >> bit) & 1u) << (2 * bit + 1);
             bits_ok &= dr_interleave_bits8(a, b) == want;
         }
-    for (t = 0; t < 65536; t++) {
-        uint32_t want = 0, bit;
-        for (bit = 0; bit < 8; bit++)
-            want |= ((t >> (2 * bit)) & 1u) << bit;
-        bits_ok &= dr_even_bits16(t) == want;
-    }
     CHECK(tables_ok);
     CHECK(bits_ok);
 }
 
-/* Elias-Fano and Rice, whose AVX-512 decoders take the unary sweep in vectors (and
- * Rice's its running sum of the lows): every path decodes each section, and the section
- * with one byte changed, cut short or read with a wrong r, to the same status and, where
- * accepted, the same indices. Sets that cross the vector decoder's block of 1024 ones,
- * vectors with a ragged last word, all of [0, d), and a wide d. */
+/* Elias-Fano and Rice, whose AVX-512 and AVX2 decoders take the unary sweep in vectors
+ * (and Rice's its running sum of the lows): every path decodes each section, and the
+ * section with one byte changed, cut short or read with a wrong r, to the same status
+ * and, where accepted, the same indices. Sets that cross the vector decoders' block of
+ * 1024 ones, vectors with a ragged last word, all of [0, d), and a wide d. */
 typedef int (*index_decode_fn)(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *out);
 
 static int decode_on_paths(index_decode_fn decode, const uint8_t *in, size_t len, size_t d, size_t r)
@@ -1039,13 +1069,34 @@ static int encode_on_paths(index_encode_fn encode, const uint32_t *idx, size_t r
     return same;
 }
 
+#if DR_HAVE_X86_SIMD
+/* The AVX2 unary decoder's table against its definition: for each byte, lane j holds
+ * the zeros below its j-th one, and 0 past its last one. */
+static void test_byte_zeros_table(void)
+{
+    unsigned byte, bit;
+    int ok = 1;
+    for (byte = 0; byte < 256u; byte++) {
+        unsigned ones = 0;
+        for (bit = 0; bit < 8u; bit++)
+            if ((byte >> bit) & 1u) {
+                ok &= dr_byte_zeros_below[byte][ones] == bit - ones;
+                ones++;
+            }
+        for (; ones < 8u; ones++)
+            ok &= dr_byte_zeros_below[byte][ones] == 0u;
+    }
+    CHECK(ok);
+}
+#endif
+
 static void test_unary_index_paths(void)
 {
     /* `ramp` > 0: the gaps of the b-th 16 indices drawn around 2^(b % ramp - ramp / 2 - 1)
-     * times the mean instead, so that the AVX-512 encoders' steps of 16 ones span from one
-     * word to many (past the two a step writes at once); ramp 1 gives all r indices, the
-     * sections then ending where a step of 16 does. d = 2^32 is the largest a section may
-     * have. */
+     * times the mean instead, so that the AVX-512 encoders' steps of 16 ones (and the
+     * AVX2 encoders' of 8) span from one word to many (past the two a step writes at
+     * once); ramp 1 gives all r indices, the sections then ending where a step of 16 does.
+     * d = 2^32 is the largest a section may have. */
     static const struct {
         size_t d, r, ramp;
     } sets[] = {{1, 1, 0},          {64, 64, 0},       {65, 3, 0},         {1000, 3, 0},
@@ -1055,6 +1106,9 @@ static void test_unary_index_paths(void)
                 {1u << 16, 64, 1},  {1u << 20, 4096, 1}, {(size_t)1 << 32, 32, 1}};
     static const uint8_t masks[] = {0x01, 0x80, 0xff};
     size_t s, c;
+#if DR_HAVE_X86_SIMD
+    test_byte_zeros_table();
+#endif
     for (s = 0; s < sizeof sets / sizeof *sets; s++) {
         size_t d = sets[s].d, r = 0, i;
         uint32_t *idx = malloc(sets[s].r * sizeof *idx);

@@ -1,15 +1,15 @@
 /* Internal: what the AVX2 kernels did with BMI2's PDEP and PEXT, without them. Those two
  * are microcoded on AMD before Zen 3 (Zen 1 and 2, which report BMI2 and run the AVX2
  * path): tens to hundreds of cycles each, data-dependent, where Intel and Zen 3 on take
- * one. So the AVX2 kernels spread bits and take lane permutations from tables (two of
- * 2 KB, one of 512 bytes) and gather bits by shifts and masks; the AVX-512 kernels, on
- * CPUs where PDEP is fast, keep it.
+ * one. So the AVX2 kernels spread bits and take lane permutations and byte shuffles from
+ * tables (of 2 KB, 1 KB, 768 and 512 bytes); the AVX-512 kernels, on CPUs where PDEP is
+ * fast, keep it.
  *
  * The tables, in lane_tables.c, were written by:
  *   pack(m)   = bytes [lanes l with bit l of m set, ascending] + [0x80] * (8 - popcount(m))
- *   spread(m) = bytes [popcount(m & ((1 << l) - 1)) if bit l of m else 0 for l in 0..7]
- * each entry a little-endian uint64 (byte j at bits 8j..8j+7), and
- *   even(m)   = sum of (bit i of m) << 2i, a uint16. */
+ * each entry a little-endian uint64 (byte j at bits 8j..8j+7),
+ *   even(m)   = sum of (bit i of m) << 2i, a uint16,
+ * and dr_crumb_kinds and dr_crumb_spread as their comments below say. */
 #ifndef DR_LANE_TABLES_H
 #define DR_LANE_TABLES_H
 
@@ -20,11 +20,6 @@
  * the rest from lane 0, as _pext_u64(0x0706050403020100, bytes of m) did; as a pshufb
  * order it packs the set bytes and zeroes the rest, as PEXT on the bytes did. */
 extern const uint64_t dr_pack_lanes8[256];
-
-/* Byte l: for a set bit l of the index, the number of set bits below it, else 0. As a
- * vpermd order it spreads the low lanes to the set lanes, in order (lanes not set get
- * lane 0, which the caller clears), as _pdep_u64(0x0706050403020100, bytes of m) did. */
-extern const uint64_t dr_spread_lanes8[256];
 
 /* Bit i of the index at bit 2i: _pdep_u32(m, 0x5555). */
 extern const uint16_t dr_even_spread8[256];
@@ -37,13 +32,16 @@ static inline uint32_t dr_interleave_bits8(uint32_t a, uint32_t b)
     return dr_even_spread8[a & 0xffu] | (uint32_t)dr_even_spread8[b & 0xffu] << 1;
 }
 
-/* _pext_u32(t, 0x5555) for 16-bit t: bit 2i of t to bit i. */
-static inline uint32_t dr_even_bits16(uint32_t t)
-{
-    uint32_t x = t & 0x5555u;
-    x = (x | x >> 1) & 0x3333u;
-    x = (x | x >> 2) & 0x0f0fu;
-    return (x | x >> 4) & 0x00ffu;
-}
+/* Per byte of inceptionn tags (four 2-bit tags, lane l's at bits 2l..2l+1): bits 0-3
+ * the lanes tagged 1, 4-7 those tagged 2, 8-11 those tagged 3; bits 12-15 the bytes their
+ * tag-1 entries take (one each), 16-19 their tag-2 entries' (two each), 20-24 their
+ * tag-3 entries' (four each). */
+extern const uint32_t dr_crumb_kinds[256];
+
+/* Row w = 0, 1, 2 for entries of 1, 2, 4 bytes, column a 4-bit lane mask m: a pshufb
+ * order that moves the j-th of a run of packed entries to the top bytes of the 32-bit
+ * lane of the j-th set bit of m (the entry's byte i to byte 4l + 4 - width + i) and
+ * zeroes every other byte (0x80). */
+extern const uint8_t dr_crumb_spread[3][16][16];
 
 #endif

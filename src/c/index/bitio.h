@@ -185,27 +185,39 @@ static inline int dr_stream_ends_at(const uint8_t *in, size_t len, uint64_t bits
     return (bits & 7u) == 0 || (in[len - 1] >> (bits & 7u)) == 0;
 }
 
-/* The ones of the 64-bit word at byte `off` of the unary vector v[0..len) (zero-filled
- * past the end): their bit numbers within the word, ascending, into pos[0..count) (pos
- * holds 72 bytes; 8 bytes of table per byte of the word, no branch per bit), *last_one
- * set to the highest one's bit number in v when there is one. Returns the count, or
- * SIZE_MAX when it exceeds `room` (more ones than indices left: a corrupt vector). */
+/* The 64-bit word at byte `off` of the unary vector v[0..len) (zero-filled past the end)
+ * into *word, and its count of ones, or SIZE_MAX when that exceeds `room` (more ones than
+ * indices left: a corrupt vector); *last_one set to the highest one's bit number in v
+ * when the word has one. Every unary decoder's step over the vector. */
+static inline size_t dr_unary_load_word(const uint8_t *v, size_t len, size_t off, size_t room, uint64_t *word,
+                                        uint64_t *last_one)
+{
+    size_t ones;
+    *word = 0;
+    if (len - off >= 8u)
+        memcpy(word, v + off, 8); /* a fixed-size copy is one load, not a call */
+    else
+        memcpy(word, v + off, len - off);
+    if (*word == 0)
+        return 0;
+    ones = (size_t)__builtin_popcountll(*word);
+    if (ones > room)
+        return SIZE_MAX;
+    *last_one = (uint64_t)off * 8u + 63u - (uint64_t)__builtin_clzll(*word);
+    return ones;
+}
+
+/* The ones of that word (dr_unary_load_word): their bit numbers within the word,
+ * ascending, into pos[0..count) (pos holds 72 bytes; 8 bytes of table per byte of the
+ * word, no branch per bit). Returns the count, or SIZE_MAX as dr_unary_load_word. */
 static inline size_t dr_unary_word(const uint8_t *v, size_t len, size_t off, size_t room,
                                    uint8_t *pos, uint64_t *last_one)
 {
-    uint64_t word = 0;
-    size_t ones, cnt = 0;
+    uint64_t word;
+    size_t ones = dr_unary_load_word(v, len, off, room, &word, last_one), cnt = 0;
     unsigned b;
-    if (len - off >= 8u)
-        memcpy(&word, v + off, 8); /* a fixed-size copy is one load, not a call */
-    else
-        memcpy(&word, v + off, len - off);
-    if (word == 0)
-        return 0;
-    ones = (size_t)__builtin_popcountll(word);
-    if (ones > room)
-        return SIZE_MAX;
-    *last_one = (uint64_t)off * 8u + 63u - (uint64_t)__builtin_clzll(word);
+    if (ones == 0 || ones == SIZE_MAX)
+        return ones;
     for (b = 0; b < 8u; b++) {
         unsigned byte = (unsigned)(word >> (8u * b)) & 0xffu;
         uint64_t e = dr_byte_ones[byte] + 0x0808080808080808ull * b;

@@ -124,12 +124,15 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
     dr_bw_init(&w, out + 1);
     if (l > 0) {
         /* Groups of 56 / l fields, one store each, while 8 bytes of the section remain
-         * (the upper vector is written after); then a field at a time. AVX-512 first
-         * packs 16 fields per step in vectors (unary_write_avx512.c). */
+         * (the upper vector is written after); then a field at a time. AVX-512 and AVX2
+         * first pack 16 or 8 fields per step in vectors (unary_write_avx512.c,
+         * unary_write_avx2.c). */
         unsigned group = 56u / l, k;
 #if DR_HAVE_X86_SIMD
         if (simd >= DR_SIMD_AVX512)
             j = dr_ef_lows_avx512(idx, r, l, &w, size - 1u);
+        else if (simd >= DR_SIMD_AVX2)
+            j = dr_ef_lows_avx2(idx, r, l, &w, size - 1u);
 #endif
         for (; j + group <= r && w.pos + 8u <= size - 1u; j += group) {
             uint64_t fields = 0;
@@ -141,12 +144,16 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
             dr_bw_put(&w, idx[j] & low_mask, l);
         dr_bw_finish(&w);
     }
-    /* The upper vector: the one of index j at bit high_j + j (AVX-512: 16 ones per step). */
+    /* The upper vector: the one of index j at bit high_j + j (AVX-512: 16 ones per step,
+     * AVX2: 8). */
     upper = out + 1 + low_bytes;
     memset(upper, 0, size - 1u - low_bytes);
 #if DR_HAVE_X86_SIMD
-    if (simd >= DR_SIMD_AVX512) {
-        dr_ef_upper_avx512(idx, r, l, upper, size - 1u - low_bytes);
+    if (simd >= DR_SIMD_AVX2) {
+        if (simd >= DR_SIMD_AVX512)
+            dr_ef_upper_avx512(idx, r, l, upper, size - 1u - low_bytes);
+        else
+            dr_ef_upper_avx2(idx, r, l, upper, size - 1u - low_bytes);
         *written = size;
         return DR_OK;
     }
@@ -198,8 +205,8 @@ DR_ALWAYS_INLINE int ef_decode(int simd, const uint8_t *in, size_t len, size_t d
     l = in[0];
     /* Two sweeps, each simple enough to run near its own speed: the low fields with the
      * bit unpacker, then the set bits of the upper vector, the one for index j at bit
-     * high_j + j (AVX-512: unary_avx512.c; adding a high with no bits below l is the OR
-     * of the portable sweep). */
+     * high_j + j (AVX-512: unary_avx512.c, AVX2: unary_avx2.c; adding a high with no
+     * bits below l is the OR of the portable sweep). */
     st = dr_low_block(in, len, r, l, idx_out, &upper, &upper_len);
     if (st != DR_OK)
         return st;
@@ -208,6 +215,8 @@ DR_ALWAYS_INLINE int ef_decode(int simd, const uint8_t *in, size_t len, size_t d
 #if DR_HAVE_X86_SIMD
     if (simd >= DR_SIMD_AVX512)
         j = dr_unary_add_highs_avx512(upper, upper_len, r, l, idx_out, &last_one);
+    else if (simd >= DR_SIMD_AVX2)
+        j = dr_unary_add_highs_avx2(upper, upper_len, r, l, idx_out, &last_one);
     else
 #endif
         j = ef_highs(upper, upper_len, r, l, idx_out, &last_one);

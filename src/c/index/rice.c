@@ -74,14 +74,20 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     low_mask = (1u << k) - 1u;
     /* In one sweep: the low k bits of every gap, bit-packed, and the quotients in unary,
      * q zeros then a one each: gap j's one at bit Q_j + j, set in place (AVX-512: 16
-     * gaps per step, unary_write_avx512.c). */
+     * gaps per step, unary_write_avx512.c; AVX2: 8, unary_write_avx2.c). */
     unary = out + 1 + low_bytes;
     memset(unary, 0, size - 1u - low_bytes);
 #if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX512) {
-        dr_rice_sweep_avx512(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
-        *written = size;
-        return DR_OK;
+    {
+        int simd = dr_simd_active();
+        if (simd >= DR_SIMD_AVX2) {
+            if (simd >= DR_SIMD_AVX512)
+                dr_rice_sweep_avx512(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
+            else
+                dr_rice_sweep_avx2(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
+            *written = size;
+            return DR_OK;
+        }
     }
 #endif
     dr_ow_init(&ones, unary, size - 1u - low_bytes);
@@ -159,11 +165,12 @@ DR_TARGET_AVX2 static int rice_decode_avx2(const uint8_t *in, size_t len, size_t
     return rice_decode(in, len, d, r, idx_out);
 }
 
-/* The same sweeps in the other order, in vectors: the running sum of lows + 1 in place
- * (x_j = (Q_j << k) + that sum - 1), then Q_j << k added per one (unary_avx512.c). In 32
- * bits, so only where the sums cannot wrap: r lows below 2^k sum with the ones to at
- * most r 2^k <= 2^32 (every section this library writes: 2^k is below the mean gap). */
-static int rice_decode_avx512(const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
+/* The same sweeps in the other order, in vectors (AVX-512 where `simd` says so, else
+ * AVX2): the running sum of lows + 1 in place (x_j = (Q_j << k) + that sum - 1), then
+ * Q_j << k added per one (unary_avx512.c, unary_avx2.c). In 32 bits, so only where the
+ * sums cannot wrap: r lows below 2^k sum with the ones to at most r 2^k <= 2^32 (every
+ * section this library writes: 2^k is below the mean gap). */
+static int rice_decode_vectors(int simd, const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
 {
     const uint8_t *unary;
     size_t unary_len, j;
@@ -174,8 +181,13 @@ static int rice_decode_avx512(const uint8_t *in, size_t len, size_t d, size_t r,
         return st;
     if (r == 0)
         return unary_len == 0 ? DR_OK : DR_E_CORRUPT;
-    sum = dr_rice_running_sum_avx512(idx_out, r);
-    j = dr_unary_add_highs_avx512(unary, unary_len, r, k, idx_out, &last_one);
+    if (simd >= DR_SIMD_AVX512) {
+        sum = dr_rice_running_sum_avx512(idx_out, r);
+        j = dr_unary_add_highs_avx512(unary, unary_len, r, k, idx_out, &last_one);
+    } else {
+        sum = dr_rice_running_sum_avx2(idx_out, r);
+        j = dr_unary_add_highs_avx2(unary, unary_len, r, k, idx_out, &last_one);
+    }
     /* The last index in 64 bits (Q_last bounded first by rice_ends_well's check, so
      * nothing wraps): no sum above wrapped when it is below d, as the x_j ascend. A
      * count other than r (SIZE_MAX included) is refused there before the rest counts. */
@@ -192,8 +204,8 @@ int dr_index_rice_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint
         return DR_E_CORRUPT;
     simd = dr_simd_active();
 #if DR_HAVE_X86_SIMD
-    if (simd >= DR_SIMD_AVX512 && ((uint64_t)r << in[0]) <= ((uint64_t)1 << 32))
-        return rice_decode_avx512(in, len, d, r, idx_out);
+    if (simd >= DR_SIMD_AVX2 && ((uint64_t)r << in[0]) <= ((uint64_t)1 << 32))
+        return rice_decode_vectors(simd, in, len, d, r, idx_out);
     if (simd >= DR_SIMD_AVX2)
         return rice_decode_avx2(in, len, d, r, idx_out);
 #else

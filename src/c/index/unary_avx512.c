@@ -40,19 +40,13 @@ DR_TARGET_AVX512 size_t dr_unary_add_highs_avx512(const uint8_t *v, size_t len, 
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     size_t off, done = 0, filled = 0; /* ones added into out; highs waiting in the block */
     for (off = 0; off < len; off += 8u) {
-        uint64_t word = 0;
-        size_t ones;
+        uint64_t word;
+        size_t ones = dr_unary_load_word(v, len, off, r - done - filled, &word, last_one);
         unsigned q;
-        if (len - off >= 8u)
-            memcpy(&word, v + off, 8);
-        else
-            memcpy(&word, v + off, len - off);
-        if (word == 0)
-            continue;
-        ones = (size_t)__builtin_popcountll(word);
-        if (ones > r - done - filled)
+        if (ones == SIZE_MAX)
             return SIZE_MAX;
-        *last_one = (uint64_t)off * 8u + 63u - (uint64_t)__builtin_clzll(word);
+        if (ones == 0)
+            continue;
         for (q = 0; q < 4u; q++) {
             __mmask16 m = (__mmask16)(word >> (16u * q));
             /* Lane i: the i-th one's bit number in these 16 bits, then p - t for it, with

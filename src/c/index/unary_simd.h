@@ -1,6 +1,6 @@
-/* Internal: the AVX-512 decoder of a unary vector's ones, shared by Elias-Fano (its
- * upper vector) and Rice (its quotients), the running sum Rice's lows need, and both
- * codecs' encoding sweeps.
+/* Internal: the AVX-512 and AVX2 decoders of a unary vector's ones, shared by Elias-Fano
+ * (its upper vector) and Rice (its quotients), the running sum Rice's lows need, and both
+ * codecs' encoding sweeps (AVX-512).
  *
  * In both codecs the t-th one (t = 0, 1, ...) of the vector sits at bit p_t = h_t + t,
  * with h_t the index's high part (Elias-Fano) or the quotients' running sum (Rice), and
@@ -28,7 +28,44 @@ size_t dr_unary_add_highs_avx512(const uint8_t *v, size_t len, size_t r, unsigne
  * sum of the n values out[t] + 1 in 64 bits (exact for any n that fits in memory). */
 uint64_t dr_rice_running_sum_avx512(uint32_t *out, size_t n);
 
+/* The same two for AVX2 CPUs (unary_avx2.c: a byte of the vector per step), with the
+ * same contracts. */
+/* For each byte value, the zeros below each of its set bits, ascending (the j-th one, at
+ * bit p_j, has p_j - j), in 32-bit lanes; 0 past its last one (unary_tables.c). */
+extern const uint32_t dr_byte_zeros_below[256][8];
+size_t dr_unary_add_highs_avx2(const uint8_t *v, size_t len, size_t r, unsigned shift, uint32_t *out,
+                               uint64_t *last_one);
+uint64_t dr_rice_running_sum_avx2(uint32_t *out, size_t n);
+
 /* The encoders' sweeps (unary_write_avx512.c); the bytes are the portable encoders'. */
+
+/* Sets bit p of the zeroed vector v (p < 8 len): where the vector steps do not. */
+static inline void dr_unary_set_bit(uint8_t *v, uint64_t p)
+{
+    v[p >> 3] |= (uint8_t)(1u << (p & 7u));
+}
+
+/* Elias-Fano's ones for idx[t..end), one at a time. */
+static inline void dr_ef_upper_ones(const uint32_t *idx, size_t t, size_t end, unsigned l, uint8_t *v)
+{
+    for (; t < end; t++)
+        dr_unary_set_bit(v, ((uint64_t)idx[t] >> l) + t);
+}
+
+/* Rice's ones for idx[t..end), one at a time, and their gaps' low k bits to w where w is
+ * not NULL, from the quotients so far and idx[t - 1] + 1 (*next), which both advance. */
+static inline void dr_rice_codes(const uint32_t *idx, size_t t, size_t end, unsigned k, dr_bitwriter *w,
+                                 uint8_t *v, uint64_t *quotients, uint64_t *next)
+{
+    for (; t < end; t++) {
+        uint64_t gap = (uint64_t)idx[t] - *next;
+        if (w != NULL && k > 0u)
+            dr_bw_put(w, (uint32_t)gap & ((1u << k) - 1u), k);
+        *quotients += gap >> k;
+        dr_unary_set_bit(v, *quotients + t);
+        *next = (uint64_t)idx[t] + 1u;
+    }
+}
 
 /* Elias-Fano's low fields, idx[t] & (2^l - 1), l in 1..32, appended to w (fresh, or one
  * that only this took) 16 at a time while each step's stores stay within the first `room`
@@ -43,6 +80,13 @@ void dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, s
  * Q_t + t of the zeroed v[0..len), Q_t = (g_0 >> k) + ... + (g_t >> k). */
 void dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes, uint8_t *v,
                           size_t len);
+
+/* The three encoders' sweeps again for AVX2 CPUs (unary_write_avx2.c: 8 indices per
+ * step), with the same contracts; dr_ef_lows_avx2 asks for `room` as the AVX-512 one. */
+size_t dr_ef_lows_avx2(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room);
+void dr_ef_upper_avx2(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, size_t len);
+void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes, uint8_t *v,
+                        size_t len);
 #endif
 
 #endif

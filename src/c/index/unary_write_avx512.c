@@ -18,12 +18,6 @@
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
-/* Sets bit p of the zeroed vector v (p < 8 len): what the vector steps leave. */
-static void set_bit(uint8_t *v, uint64_t p)
-{
-    v[p >> 3] |= (uint8_t)(1u << (p & 7u));
-}
-
 /* ORs the 16 ones at bits 64 w + rel_i (rel_i < 128) into the words w and w + 1 of v,
  * which must both lie inside v. */
 DR_TARGET_AVX512 static void or_two_words(uint8_t *v, uint64_t w, __m512i rel)
@@ -85,7 +79,7 @@ DR_TARGET_AVX512 void dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned
 {
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const __m128i shift = _mm_cvtsi32_si128((int)l);
-    size_t t, i;
+    size_t t;
     for (t = 0; t + 16u <= r; t += 16u) {
         uint64_t first = ((uint64_t)idx[t] >> l) + t, last = ((uint64_t)idx[t + 15u] >> l) + t + 15u;
         uint64_t w = first / 64u;
@@ -95,12 +89,10 @@ DR_TARGET_AVX512 void dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned
             __m512i base = _mm512_set1_epi32((int)(uint32_t)(first % 64u - (first - t)));
             or_two_words(v, w, _mm512_add_epi32(_mm512_add_epi32(high, lanes), base));
         } else {
-            for (i = 0; i < 16u; i++)
-                set_bit(v, ((uint64_t)idx[t + i] >> l) + t + i);
+            dr_ef_upper_ones(idx, t, t + 16u, l, v);
         }
     }
-    for (; t < r; t++)
-        set_bit(v, ((uint64_t)idx[t] >> l) + t);
+    dr_ef_upper_ones(idx, t, r, l, v);
 }
 
 DR_TARGET_AVX512 void dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows,
@@ -146,22 +138,11 @@ DR_TARGET_AVX512 void dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsign
             or_two_words(v, w0, _mm512_add_epi32(sum, _mm512_set1_epi32((int)(uint32_t)(p0 % 64u - (q0 + 1u)))));
             quotients += q0 + spread - 15u;
         } else {
-            for (i = 0; i < 16u; i++) {
-                quotients += ((uint64_t)idx[t + i] - next) >> k;
-                set_bit(v, quotients + t + i);
-                next = (uint64_t)idx[t + i] + 1u;
-            }
+            dr_rice_codes(idx, t, t + 16u, k, NULL, v, &quotients, &next);
         }
         next = (uint64_t)idx[t + 15u] + 1u;
     }
-    for (; t < r; t++) {
-        uint64_t gap = (uint64_t)idx[t] - next;
-        if (k > 0u)
-            dr_bw_put(&w, (uint32_t)gap & ((1u << k) - 1u), k);
-        quotients += gap >> k;
-        set_bit(v, quotients + t);
-        next = (uint64_t)idx[t] + 1u;
-    }
+    dr_rice_codes(idx, t, r, k, &w, v, &quotients, &next);
     if (k > 0u)
         dr_bw_finish(&w);
 }

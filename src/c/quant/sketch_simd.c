@@ -386,15 +386,20 @@ DR_TARGET_AVX2 size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32
 }
 
 /* The bins of 8 elements at x from a prefix table of the form `form` (constant where
- * inlined; dr_sketch_bins_table says how each reads): one gather. */
+ * inlined; dr_sketch_bins_table says how each reads): the table's entries by eight plain
+ * loads, as the 8-bit encoder reads its buckets (a VPGATHERDD took 32 ms for 25.6M
+ * elements where the loads take 26, on an AMD Zen 1 core). */
 DR_TARGET_AVX2 static inline __attribute__((always_inline)) __m256i table_bins8_avx2(const float *x,
                                                                                    const uint32_t *table,
                                                                                    int form)
 {
     __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)x);
     __m256i key = _mm256_xor_si256(u, _mm256_or_si256(_mm256_srai_epi32(u, 31), _mm256_set1_epi32((int)0x80000000u)));
-    __m256i entry = _mm256_i32gather_epi32((const int *)(const void *)table, _mm256_srli_epi32(key, 16), 4);
-    __m256i low = _mm256_and_si256(key, _mm256_set1_epi32(0xffff)), below;
+    __m256i low = _mm256_and_si256(key, _mm256_set1_epi32(0xffff)), entry, below;
+    uint32_t slot[8];
+    _mm256_storeu_si256((__m256i *)(void *)slot, _mm256_srli_epi32(key, 16));
+    entry = _mm256_setr_epi32((int)table[slot[0]], (int)table[slot[1]], (int)table[slot[2]], (int)table[slot[3]],
+                              (int)table[slot[4]], (int)table[slot[5]], (int)table[slot[6]], (int)table[slot[7]]);
     if (form == DR_PREFIX_SINGLE)
         return _mm256_srli_epi32(_mm256_add_epi32(entry, low), 16);
     /* -1 where the key's low half is below h: the bin t. */

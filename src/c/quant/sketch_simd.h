@@ -46,7 +46,7 @@ size_t dr_sketch_bins_avx512(const float *x, size_t n, const uint32_t *edges, ui
 size_t dr_sketch_bins_avx2(const float *x, size_t n, const uint32_t *edges, uint32_t p,
                            uint32_t last, uint8_t *index);
 
-/* dr_sketch_bins_table by AVX2 gathers, 16 elements at a time (whole blocks only). */
+/* dr_sketch_bins_table with AVX2, 16 elements at a time (whole blocks only). */
 size_t dr_sketch_bins_table_avx2(const float *x, size_t n, const uint32_t *table, int form,
                                  uint8_t *index);
 

@@ -1,0 +1,169 @@
+/* AVX2 encoding of Elias-Fano and Rice sections (unary_simd.h), 8 indices per step, for
+ * CPUs without AVX-512; the same method as unary_write_avx512.c at half the width:
+ *
+ * The unary vectors: a step's 8 ones, which almost always fall within two 64-bit words,
+ * become those two words by a variable shift per 64-bit lane and an OR across the lanes,
+ * OR-ed into the zeroed vector by two 8-byte read-modify-writes (the next step's first
+ * word is this step's second or a later one: an exact overlap, forwarded from the store).
+ * The portable encoders set one bit per index through a word held in a register, with a
+ * branch where the ones move on to the next word.
+ *
+ * The low fields: packed in the lanes into groups of up to 56 bits (pairs, then fours,
+ * then eights), each group appended by one 8-byte store (dr_bw_put56). The bytes are
+ * those of the portable code. */
+#include "bitio.h"
+#include "unary_simd.h"
+
+#include <string.h>
+
+#if DR_HAVE_X86_SIMD
+#include <immintrin.h>
+
+/* ORs the 8 ones at bits 64 w + rel_i (rel_i < 128) into the words w and w + 1 of v,
+ * which must both lie inside v. */
+DR_TARGET_AVX2 static void or_two_words(uint8_t *v, uint64_t w, __m256i rel)
+{
+    const __m256i one = _mm256_set1_epi64x(1), sixty_four = _mm256_set1_epi64x(64);
+    __m256i lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(rel));
+    __m256i hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(rel, 1));
+    /* A count of 64 or more shifts the one out (rel - 64 wraps below 64): each lane's one
+     * lands in one of the two words. */
+    __m256i first = _mm256_or_si256(_mm256_sllv_epi64(one, lo), _mm256_sllv_epi64(one, hi));
+    __m256i second = _mm256_or_si256(_mm256_sllv_epi64(one, _mm256_sub_epi64(lo, sixty_four)),
+                                     _mm256_sllv_epi64(one, _mm256_sub_epi64(hi, sixty_four)));
+    /* Both ORs across the lanes at once, by halves (no lane-crossing permute): each
+     * word's two halves OR-ed, then the first word's two 64-bit lanes in the low lane of
+     * the result, the second's in the high. */
+    __m128i first2 = _mm_or_si128(_mm256_castsi256_si128(first), _mm256_extracti128_si256(first, 1));
+    __m128i second2 = _mm_or_si128(_mm256_castsi256_si128(second), _mm256_extracti128_si256(second, 1));
+    __m128i both = _mm_or_si128(_mm_unpacklo_epi64(first2, second2), _mm_unpackhi_epi64(first2, second2));
+    __m128i *at = (__m128i *)(void *)(v + 8u * w), *after = (__m128i *)(void *)(v + 8u * w + 8u);
+    /* Two 8-byte read-modify-writes, not one of 16 bytes: the next step's first read is
+     * then exactly one of these stores (16 bytes overlapping half of one would stall). */
+    _mm_storel_epi64(at, _mm_or_si128(_mm_loadl_epi64(at), both));
+    _mm_storel_epi64(after, _mm_or_si128(_mm_loadl_epi64(after), _mm_unpackhi_epi64(both, both)));
+}
+
+/* Appends the 8 fields of f (each below 2^bits, 1 <= bits <= 28) to w, which has fewer
+ * than 8 bits pending and `bits` + 8 bytes of room (the fields take `bits` bytes, and a
+ * group's store writes 8): 8 / 2^m groups of 2^m fields, with the largest m >= 1 that
+ * keeps a group within 56 bits. Shifts within the 128-bit halves, no lane-crossing
+ * permutes (several times an add's cost on AMD before Zen 2). */
+DR_TARGET_AVX2 static void put8(dr_bitwriter *w, __m256i f, unsigned bits)
+{
+    uint64_t group[4];
+    __m128i low, high;
+    /* Pairs: 64-bit lane i holds fields 2i and 2i + 1, 2 bits wide. */
+    f = _mm256_or_si256(_mm256_and_si256(f, _mm256_set1_epi64x(0xffffffff)),
+                        _mm256_sll_epi64(_mm256_srli_epi64(f, 32), _mm_cvtsi32_si128((int)bits)));
+    if (4u * bits > 56u) {
+        _mm256_storeu_si256((__m256i *)(void *)group, f);
+        dr_bw_put56(w, group[0], 2u * bits);
+        dr_bw_put56(w, group[1], 2u * bits);
+        dr_bw_put56(w, group[2], 2u * bits);
+        dr_bw_put56(w, group[3], 2u * bits);
+        return;
+    }
+    /* Fours: each half's second pair shifted onto its first. */
+    f = _mm256_or_si256(f, _mm256_sll_epi64(_mm256_srli_si256(f, 8), _mm_cvtsi32_si128((int)(2u * bits))));
+    low = _mm256_castsi256_si128(f);
+    high = _mm256_extracti128_si256(f, 1);
+    if (8u * bits > 56u) {
+        dr_bw_put56(w, (uint64_t)_mm_cvtsi128_si64(low), 4u * bits);
+        dr_bw_put56(w, (uint64_t)_mm_cvtsi128_si64(high), 4u * bits);
+        return;
+    }
+    /* Eights: the high half's four after the low half's. */
+    low = _mm_or_si128(low, _mm_sll_epi64(high, _mm_cvtsi32_si128((int)(4u * bits))));
+    dr_bw_put56(w, (uint64_t)_mm_cvtsi128_si64(low), 8u * bits);
+}
+
+DR_TARGET_AVX2 size_t dr_ef_lows_avx2(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room)
+{
+    const __m256i mask = _mm256_set1_epi32(l == 32u ? -1 : (int)((1u << l) - 1u));
+    size_t t;
+    for (t = 0; t + 8u <= r && l <= 28u && w->pos + l + 8u <= room; t += 8u)
+        put8(w, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), mask), l);
+    return t;
+}
+
+DR_TARGET_AVX2 void dr_ef_upper_avx2(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, size_t len)
+{
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m128i shift = _mm_cvtsi32_si128((int)l);
+    size_t t;
+    for (t = 0; t + 8u <= r; t += 8u) {
+        uint64_t first = ((uint64_t)idx[t] >> l) + t, last = ((uint64_t)idx[t + 7u] >> l) + t + 7u;
+        uint64_t w = first / 64u;
+        if (last - 64u * w < 128u && 8u * w + 16u <= len) {
+            /* rel_i = high_i + t + i - 64 w = (high_i - high_0) + i + first % 64. */
+            __m256i high = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), shift);
+            __m256i base = _mm256_set1_epi32((int)(uint32_t)(first % 64u - (first - t)));
+            or_two_words(v, w, _mm256_add_epi32(_mm256_add_epi32(high, lanes), base));
+        } else {
+            dr_ef_upper_ones(idx, t, t + 8u, l, v);
+        }
+    }
+    dr_ef_upper_ones(idx, t, r, l, v);
+}
+
+DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes,
+                                       uint8_t *v, size_t len)
+{
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i low_mask = _mm256_set1_epi32((int)((1u << k) - 1u));
+    const __m128i shift = _mm_cvtsi32_si128((int)k);
+    dr_bitwriter w;
+    uint64_t next = 0, quotients = 0; /* idx[t - 1] + 1, and the quotients of the gaps before t */
+    size_t t, i;
+    dr_bw_init(&w, lows);
+    for (t = 0; t + 8u <= r; t += 8u) {
+        __m256i now = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), before, gap, sum, low_half;
+        uint64_t q0 = ((uint64_t)idx[t] - next) >> k, p0 = quotients + q0 + t, w0 = p0 / 64u;
+        uint32_t spread;
+        /* gap_i = idx[t + i] - idx[t + i - 1] - 1: the indices one back are a second load
+         * (a lane permute costs several adds on AMD before Zen 2), but at t = 0, where the
+         * index before is -1. */
+        if (t > 0) {
+            before = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t - 1));
+        } else {
+            uint32_t first[8];
+            first[0] = UINT32_MAX;
+            memcpy(first + 1, idx, 7u * sizeof *idx);
+            before = _mm256_loadu_si256((const __m256i *)(const void *)first);
+        }
+        gap = _mm256_sub_epi32(_mm256_sub_epi32(now, before), one);
+        sum = _mm256_add_epi32(_mm256_srl_epi32(gap, shift), one);
+        if (k > 0u) {
+            if (k <= 28u && w.pos + k + 8u <= low_bytes) {
+                put8(&w, _mm256_and_si256(gap, low_mask), k);
+            } else {
+                uint32_t field[8];
+                _mm256_storeu_si256((__m256i *)(void *)field, _mm256_and_si256(gap, low_mask));
+                for (i = 0; i < 8u; i++)
+                    dr_bw_put(&w, field[i], k);
+            }
+        }
+        /* S_i = (q_0 + 1) + ... + (q_i + 1), inclusive across the lanes (within each
+         * 128-bit half, then the low half's total added to the high half), modulo 2^32;
+         * the one of index t + i is at p0 + S_i - S_0, at rel_i = S_i - S_0 + p0 % 64
+         * from word w0. The differences are exact while the step's gaps sum below 2^31. */
+        sum = _mm256_add_epi32(sum, _mm256_slli_si256(sum, 4));
+        sum = _mm256_add_epi32(sum, _mm256_slli_si256(sum, 8));
+        low_half = _mm256_shuffle_epi32(sum, 0xff);
+        sum = _mm256_add_epi32(sum, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(low_half), 1));
+        spread = (uint32_t)_mm256_extract_epi32(sum, 7) - (uint32_t)(q0 + 1u);
+        if ((uint64_t)idx[t + 7u] - idx[t] < ((uint64_t)1 << 31) && spread + p0 % 64u < 128u &&
+            8u * w0 + 16u <= len) {
+            or_two_words(v, w0, _mm256_add_epi32(sum, _mm256_set1_epi32((int)(uint32_t)(p0 % 64u - (q0 + 1u)))));
+            quotients += q0 + spread - 7u;
+        } else {
+            dr_rice_codes(idx, t, t + 8u, k, NULL, v, &quotients, &next);
+        }
+        next = (uint64_t)idx[t + 7u] + 1u;
+    }
+    dr_rice_codes(idx, t, r, k, &w, v, &quotients, &next);
+    if (k > 0u)
+        dr_bw_finish(&w);
+}
+#endif
