@@ -1070,12 +1070,16 @@ static int encode_on_paths(index_encode_fn encode, const uint32_t *idx, size_t r
 }
 
 #if DR_HAVE_X86_SIMD
-/* The AVX2 unary decoder's table against its definition: for each byte, lane j holds
- * the zeros below its j-th one, and 0 past its last one. */
-static void test_byte_zeros_table(void)
+/* The AVX2 unary codecs' tables against their definitions: for each byte, lane j holds
+ * the zeros below its j-th one, and 0 past its last one; entry p of the one-hot table
+ * has bit p alone set. */
+static void test_unary_tables(void)
 {
-    unsigned byte, bit;
+    unsigned byte, bit, p;
     int ok = 1;
+    for (p = 0; p < 128u; p++)
+        ok &= dr_one_hot128[p][0] == (p < 64u ? (uint64_t)1 << p : 0u) &&
+              dr_one_hot128[p][1] == (p >= 64u ? (uint64_t)1 << (p - 64u) : 0u);
     for (byte = 0; byte < 256u; byte++) {
         unsigned ones = 0;
         for (bit = 0; bit < 8u; bit++)
@@ -1107,7 +1111,7 @@ static void test_unary_index_paths(void)
     static const uint8_t masks[] = {0x01, 0x80, 0xff};
     size_t s, c;
 #if DR_HAVE_X86_SIMD
-    test_byte_zeros_table();
+    test_unary_tables();
 #endif
     for (s = 0; s < sizeof sets / sizeof *sets; s++) {
         size_t d = sets[s].d, r = 0, i;

@@ -227,6 +227,20 @@ static inline size_t dr_unary_word(const uint8_t *v, size_t len, size_t off, siz
     return ones;
 }
 
+/* Whether in[0..len) opens with a whole block of r fields of `bits` bits after its byte
+ * at in[0] (dr_low_block's checks, without the unpacking); points *rest, *rest_len at
+ * the bytes after it. */
+static inline int dr_low_block_fits(const uint8_t *in, size_t len, size_t r, unsigned bits, const uint8_t **rest,
+                                    size_t *rest_len)
+{
+    size_t low_bytes = dr_bitpack_size(r, bits);
+    if (len - 1u < low_bytes || !dr_stream_ends_at(in + 1, low_bytes, (uint64_t)r * bits))
+        return 0;
+    *rest = in + 1 + low_bytes;
+    *rest_len = len - 1u - low_bytes;
+    return 1;
+}
+
 /* The block that opens the Elias-Fano and Rice sections: u8 `bits` at in[0] (read by the
  * caller), then r fields of `bits` bits, bit-packed and byte-aligned. Unpacks them into
  * out[0..r) and points *rest, *rest_len at the bytes after the block. DR_E_CORRUPT for
@@ -234,12 +248,9 @@ static inline size_t dr_unary_word(const uint8_t *v, size_t len, size_t off, siz
 static inline int dr_low_block(const uint8_t *in, size_t len, size_t r, unsigned bits,
                                uint32_t *out, const uint8_t **rest, size_t *rest_len)
 {
-    size_t low_bytes = dr_bitpack_size(r, bits);
-    if (len - 1u < low_bytes || !dr_stream_ends_at(in + 1, low_bytes, (uint64_t)r * bits))
+    if (!dr_low_block_fits(in, len, r, bits, rest, rest_len))
         return DR_E_CORRUPT;
-    *rest = in + 1 + low_bytes;
-    *rest_len = len - 1u - low_bytes;
-    return dr_bitunpack(in + 1, low_bytes, r, bits, out);
+    return dr_bitunpack(in + 1, dr_bitpack_size(r, bits), r, bits, out);
 }
 
 #endif

@@ -189,6 +189,19 @@ DR_ALWAYS_INLINE size_t ef_highs(const uint8_t *upper, size_t upper_len, size_t 
     return j;
 }
 
+/* The checks after a decode's sweeps: exactly r ones, the vector ending in the byte of
+ * the last one, the indices ascending (`descending` zero), and the last index below d.
+ * The range check needs only the last index, since high_j never decreases: high_last <=
+ * (d-1) >> l rules out any overflow of high << l, and then x_last < d bounds them all. */
+static int ef_ends_well(size_t ones, size_t r, size_t d, unsigned l, size_t upper_len, uint64_t last_one,
+                        const uint32_t *idx_out, uint32_t descending)
+{
+    if (ones != r || upper_len != (size_t)(last_one / 8u) + 1u || last_one - (r - 1u) > ((uint64_t)d - 1u) >> l ||
+        (uint64_t)idx_out[r - 1] >= (uint64_t)d || descending)
+        return DR_E_CORRUPT;
+    return DR_OK;
+}
+
 DR_ALWAYS_INLINE int ef_decode(int simd, const uint8_t *in, size_t len, size_t d, size_t r,
                                uint32_t *idx_out)
 {
@@ -203,34 +216,39 @@ DR_ALWAYS_INLINE int ef_decode(int simd, const uint8_t *in, size_t len, size_t d
     if (len < 1u || in[0] > 32u)
         return DR_E_CORRUPT;
     l = in[0];
-    /* Two sweeps, each simple enough to run near its own speed: the low fields with the
-     * bit unpacker, then the set bits of the upper vector, the one for index j at bit
-     * high_j + j (AVX-512: unary_avx512.c, AVX2: unary_avx2.c; adding a high with no
-     * bits below l is the OR of the portable sweep). */
-    st = dr_low_block(in, len, r, l, idx_out, &upper, &upper_len);
-    if (st != DR_OK)
-        return st;
+    if (!dr_low_block_fits(in, len, r, l, &upper, &upper_len))
+        return DR_E_CORRUPT;
     if (r == 0)
         return upper_len == 0 ? DR_OK : DR_E_CORRUPT;
 #if DR_HAVE_X86_SIMD
+    if (simd == DR_SIMD_AVX2) {
+        /* One sweep: each block of the upper vector's ones with its low fields (the
+         * order checked block by block), every index written once (unary_avx2.c). */
+        j = dr_ef_indices_avx2(in + 1, (size_t)(upper - in) - 1u, upper, upper_len, r, l, idx_out, &last_one, &bad);
+        return ef_ends_well(j, r, d, l, upper_len, last_one, idx_out, bad);
+    }
+#endif
+    /* Two sweeps, each simple enough to run near its own speed: the low fields with the
+     * bit unpacker, then the set bits of the upper vector, the one for index j at bit
+     * high_j + j (AVX-512: unary_avx512.c; adding a high with no bits below l is the OR
+     * of the portable sweep). */
+    st = dr_bitunpack(in + 1, (size_t)(upper - in) - 1u, r, l, idx_out);
+    if (st != DR_OK)
+        return st;
+#if DR_HAVE_X86_SIMD
     if (simd >= DR_SIMD_AVX512)
         j = dr_unary_add_highs_avx512(upper, upper_len, r, l, idx_out, &last_one);
-    else if (simd >= DR_SIMD_AVX2)
-        j = dr_unary_add_highs_avx2(upper, upper_len, r, l, idx_out, &last_one);
     else
 #endif
         j = ef_highs(upper, upper_len, r, l, idx_out, &last_one);
     (void)simd;
-    /* Exactly r ones, the vector ending in the byte of the last one. The range check
-     * needs only the last index, since high_j never decreases: high_last <= (d-1) >> l
-     * rules out any overflow of high << l, and then x_last < d bounds them all. */
-    if (j != r || upper_len != (size_t)(last_one / 8u) + 1u ||
-        last_one - (r - 1u) > ((uint64_t)d - 1u) >> l || (uint64_t)idx_out[r - 1] >= (uint64_t)d)
-        return DR_E_CORRUPT;
     /* Strictly ascending (equal highs with non-increasing lows are possible on the wire). */
-    for (j = 1; j < r; j++)
-        bad |= (uint32_t)(idx_out[j] <= idx_out[j - 1]);
-    return bad ? DR_E_CORRUPT : DR_OK;
+    if (j == r)
+        for (j = 1; j < r; j++)
+            bad |= (uint32_t)(idx_out[j] <= idx_out[j - 1]);
+    else
+        j = SIZE_MAX;
+    return ef_ends_well(j, r, d, l, upper_len, last_one, idx_out, bad);
 }
 
 #if DR_HAVE_X86_SIMD

@@ -1,10 +1,11 @@
 /* AVX2 encoding of Elias-Fano and Rice sections (unary_simd.h), 8 indices per step, for
- * CPUs without AVX-512; the same method as unary_write_avx512.c at half the width:
+ * CPUs without AVX-512; the method of unary_write_avx512.c at half the width, but for how
+ * the ones become words:
  *
  * The unary vectors: a step's 8 ones, which almost always fall within two 64-bit words,
- * become those two words by a variable shift per 64-bit lane and an OR across the lanes,
- * OR-ed into the zeroed vector by two 8-byte read-modify-writes (the next step's first
- * word is this step's second or a later one: an exact overlap, forwarded from the store).
+ * become those two words by an OR of 8 one-hot table entries, OR-ed into the zeroed
+ * vector by two 8-byte read-modify-writes (the next step's first word is this step's
+ * second or a later one: an exact overlap, forwarded from the store).
  * The portable encoders set one bit per index through a word held in a register, with a
  * branch where the ones move on to the next word.
  *
@@ -20,24 +21,25 @@
 #include <immintrin.h>
 
 /* ORs the 8 ones at bits 64 w + rel_i (rel_i < 128) into the words w and w + 1 of v,
- * which must both lie inside v. */
+ * which must both lie inside v. Each one's two words are a 16-byte entry of a table
+ * (dr_one_hot128), OR-ed in by loads: variable shifts (VPSLLVQ), as the AVX-512 encoder
+ * makes them, cost six adds each on AMD before Zen 2, four per step. */
 DR_TARGET_AVX2 static void or_two_words(uint8_t *v, uint64_t w, __m256i rel)
 {
-    const __m256i one = _mm256_set1_epi64x(1), sixty_four = _mm256_set1_epi64x(64);
-    __m256i lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(rel));
-    __m256i hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(rel, 1));
-    /* A count of 64 or more shifts the one out (rel - 64 wraps below 64): each lane's one
-     * lands in one of the two words. */
-    __m256i first = _mm256_or_si256(_mm256_sllv_epi64(one, lo), _mm256_sllv_epi64(one, hi));
-    __m256i second = _mm256_or_si256(_mm256_sllv_epi64(one, _mm256_sub_epi64(lo, sixty_four)),
-                                     _mm256_sllv_epi64(one, _mm256_sub_epi64(hi, sixty_four)));
-    /* Both ORs across the lanes at once, by halves (no lane-crossing permute): each
-     * word's two halves OR-ed, then the first word's two 64-bit lanes in the low lane of
-     * the result, the second's in the high. */
-    __m128i first2 = _mm_or_si128(_mm256_castsi256_si128(first), _mm256_extracti128_si256(first, 1));
-    __m128i second2 = _mm_or_si128(_mm256_castsi256_si128(second), _mm256_extracti128_si256(second, 1));
-    __m128i both = _mm_or_si128(_mm_unpacklo_epi64(first2, second2), _mm_unpackhi_epi64(first2, second2));
+    uint32_t at16[8]; /* rel_i * 16: entry i's byte offset in the table */
+    const uint8_t *table = (const uint8_t *)dr_one_hot128;
+    __m128i a, b, both;
     __m128i *at = (__m128i *)(void *)(v + 8u * w), *after = (__m128i *)(void *)(v + 8u * w + 8u);
+    _mm256_storeu_si256((__m256i *)(void *)at16, _mm256_slli_epi32(rel, 4));
+    a = _mm_or_si128(_mm_load_si128((const __m128i *)(const void *)(table + at16[0])),
+                     _mm_load_si128((const __m128i *)(const void *)(table + at16[1])));
+    b = _mm_or_si128(_mm_load_si128((const __m128i *)(const void *)(table + at16[2])),
+                     _mm_load_si128((const __m128i *)(const void *)(table + at16[3])));
+    a = _mm_or_si128(a, _mm_load_si128((const __m128i *)(const void *)(table + at16[4])));
+    b = _mm_or_si128(b, _mm_load_si128((const __m128i *)(const void *)(table + at16[5])));
+    a = _mm_or_si128(a, _mm_load_si128((const __m128i *)(const void *)(table + at16[6])));
+    b = _mm_or_si128(b, _mm_load_si128((const __m128i *)(const void *)(table + at16[7])));
+    both = _mm_or_si128(a, b);
     /* Two 8-byte read-modify-writes, not one of 16 bytes: the next step's first read is
      * then exactly one of these stores (16 bytes overlapping half of one would stall). */
     _mm_storel_epi64(at, _mm_or_si128(_mm_loadl_epi64(at), both));
