@@ -2,9 +2,10 @@
  * a time, the zeros below each of its ones read as 8 lanes from a table
  * (dr_byte_zeros_below) and offset by the zeros before the byte, 8 highs stored per byte
  * whatever its count. As in the AVX-512 decoder the highs go to a stack block first and
- * then into out in whole vectors (adding into out straight away would load each byte's
- * entries just after the overlapping store of the byte before). For Elias-Fano the block
- * also brings its low fields (dr_ef_indices_avx2), so that each index is written once. */
+ * then into out in whole vectors (writing out straight away would load each byte's
+ * entries just after the overlapping store of the byte before). Each block brings its
+ * own low fields, so that each index is written once: Elias-Fano's as they are, Rice's
+ * through their running sum. */
 #include "deepreduce.h"
 #include "bitpack_simd.h"
 #include "unary_simd.h"
@@ -18,7 +19,7 @@
  * one, so the block holds BLOCK + 64 + 8. */
 #define BLOCK 1024u
 
-/* out[0..n) = base[0..n) + (high[0..n) << shift); base may be out. */
+/* out[0..n) = base[0..n) + (high[0..n) << shift). */
 DR_TARGET_AVX2 static void add_block(uint32_t *out, const uint32_t *high, size_t n, unsigned shift,
                                      const uint32_t *base)
 {
@@ -72,10 +73,9 @@ DR_TARGET_AVX2 static void running_sum(uint32_t *x, size_t n, uint32_t *run, uin
     *run = last;
 }
 
-/* Where a block's highs go: added into out (lows == NULL), or made the indices with their
- * low fields, which the block unpacks from lows (low_len bytes, the fields of `shift`
- * bits each from index 0 on) to the stack first: Elias-Fano's as they are, Rice's
- * through their running sum. */
+/* How a block's highs become indices: with their low fields, which the block unpacks
+ * from lows (low_len bytes, the fields of `shift` bits each from index 0 on) to the stack
+ * first, Elias-Fano's as they are, Rice's through their running sum. */
 typedef struct {
     const uint8_t *lows;
     size_t low_len, fields; /* the section's bytes and fields */
@@ -136,9 +136,11 @@ DR_TARGET_AVX2 static void indices_block(flush_to *to, size_t done, uint32_t *ou
     to->descending |= descending;
 }
 
-/* The unary sweep of dr_unary_add_highs_avx2, each block of highs handed to `to`'s way. */
-DR_TARGET_AVX2 static inline __attribute__((always_inline)) size_t
-unary_blocks(const uint8_t *v, size_t len, size_t r, unsigned shift, uint32_t *out, uint64_t *last_one, flush_to *to)
+/* The unary sweep: for the t-th one of v[0..len) at bit p_t, its high p_t - t, a block
+ * of them at a time made indices by indices_block. Returns the ones, or SIZE_MAX past r;
+ * *last_one as dr_unary_add_highs_avx512 sets it. */
+DR_TARGET_AVX2 static size_t unary_blocks(const uint8_t *v, size_t len, size_t r, unsigned shift, uint32_t *out,
+                                          uint64_t *last_one, flush_to *to)
 {
     uint32_t high[BLOCK + 64 + 8];
     size_t off, done = 0, filled = 0; /* ones added into out; highs waiting in the block */
@@ -163,25 +165,13 @@ unary_blocks(const uint8_t *v, size_t len, size_t r, unsigned shift, uint32_t *o
             filled += (size_t)__builtin_popcount(byte);
         }
         if (filled >= BLOCK) {
-            if (to == NULL)
-                add_block(out + done, high, filled, shift, out + done);
-            else
-                indices_block(to, done, out + done, high, filled, shift);
+            indices_block(to, done, out + done, high, filled, shift);
             done += filled;
             filled = 0;
         }
     }
-    if (to == NULL)
-        add_block(out + done, high, filled, shift, out + done);
-    else
-        indices_block(to, done, out + done, high, filled, shift);
+    indices_block(to, done, out + done, high, filled, shift);
     return done + filled;
-}
-
-DR_TARGET_AVX2 size_t dr_unary_add_highs_avx2(const uint8_t *v, size_t len, size_t r, unsigned shift,
-                                              uint32_t *out, uint64_t *last_one)
-{
-    return unary_blocks(v, len, r, shift, out, last_one, NULL);
 }
 
 /* The state of a sweep that unpacks the low fields of a section of r. */

@@ -28,17 +28,16 @@ size_t dr_unary_add_highs_avx512(const uint8_t *v, size_t len, size_t r, unsigne
  * sum of the n values out[t] + 1 in 64 bits (exact for any n that fits in memory). */
 uint64_t dr_rice_running_sum_avx512(uint32_t *out, size_t n);
 
-/* The first for AVX2 CPUs (unary_avx2.c: a byte of the vector per step), with the same
- * contract. */
+/* The AVX2 decoders (unary_avx2.c) take the vector a byte per step, and each block of
+ * ones with its low fields, so that every index is written once. */
 /* For each byte value, the zeros below each of its set bits, ascending (the j-th one, at
  * bit p_j, has p_j - j), in 32-bit lanes; 0 past its last one (unary_tables.c). */
 extern const uint32_t dr_byte_zeros_below[256][8];
-size_t dr_unary_add_highs_avx2(const uint8_t *v, size_t len, size_t r, unsigned shift, uint32_t *out,
-                               uint64_t *last_one);
+
 /* Elias-Fano's indices on AVX2 in one sweep: out[t] = low_t + ((p_t - t) << l), low_t
  * the t-th of the fields of l bits (1..32) packed at lows[0..low_len) (which holds at
- * least r), so each index is written once. Returns the ones and sets *last_one as
- * dr_unary_add_highs_avx2 does, and *descending nonzero when some out[t] <= out[t - 1]
+ * least r). Returns the ones, or SIZE_MAX past r, and sets *last_one, as
+ * dr_unary_add_highs_avx512 does; sets *descending nonzero when some out[t] <= out[t - 1]
  * among those written. */
 size_t dr_ef_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r, unsigned l,
                           uint32_t *out, uint64_t *last_one, uint32_t *descending);
@@ -46,7 +45,7 @@ size_t dr_ef_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v,
 /* Rice's indices on AVX2 in one sweep: out[t] = (the running sum of the lows + 1, less
  * one, as dr_rice_running_sum_avx512 makes it) + (Q_t << k), the lows the fields of k
  * bits (0..31) at lows[0..low_len) (at least r of them); *sum gets the lows + 1 summed in
- * 64 bits. Returns the ones and sets *last_one as dr_unary_add_highs_avx2 does. For
+ * 64 bits. Returns the ones and sets *last_one as dr_ef_indices_avx2 does. For
  * sections where r 2^k <= 2^32 (the sums then do not wrap). */
 size_t dr_rice_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r, unsigned k,
                             uint32_t *out, uint64_t *last_one, uint64_t *sum);
