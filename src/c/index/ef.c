@@ -206,7 +206,7 @@ DR_ALWAYS_INLINE int ef_decode(int simd, const uint8_t *in, size_t len, size_t d
                                uint32_t *idx_out)
 {
     const uint8_t *upper;
-    size_t upper_len, j;
+    size_t upper_len, j, t;
     unsigned l;
     uint64_t last_one = 0;
     uint32_t bad = 0;
@@ -243,11 +243,8 @@ DR_ALWAYS_INLINE int ef_decode(int simd, const uint8_t *in, size_t len, size_t d
         j = ef_highs(upper, upper_len, r, l, idx_out, &last_one);
     (void)simd;
     /* Strictly ascending (equal highs with non-increasing lows are possible on the wire). */
-    if (j == r)
-        for (j = 1; j < r; j++)
-            bad |= (uint32_t)(idx_out[j] <= idx_out[j - 1]);
-    else
-        j = SIZE_MAX;
+    for (t = 1; t < r; t++)
+        bad |= (uint32_t)(idx_out[t] <= idx_out[t - 1]);
     return ef_ends_well(j, r, d, l, upper_len, last_one, idx_out, bad);
 }
 
