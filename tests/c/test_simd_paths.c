@@ -1070,16 +1070,12 @@ static int encode_on_paths(index_encode_fn encode, const uint32_t *idx, size_t r
 }
 
 #if DR_HAVE_X86_SIMD
-/* The AVX2 unary codecs' tables against their definitions: for each byte, lane j holds
- * the zeros below its j-th one, and 0 past its last one; entry p of the one-hot table
- * has bit p alone set. */
+/* The AVX2 unary decoders' tables against their definitions: for each byte, lane j holds
+ * the zeros below its j-th one, and 0 past its last one; and its zeros. */
 static void test_unary_tables(void)
 {
-    unsigned byte, bit, p;
+    unsigned byte, bit;
     int ok = 1;
-    for (p = 0; p < 128u; p++)
-        ok &= dr_one_hot128[p][0] == (p < 64u ? (uint64_t)1 << p : 0u) &&
-              dr_one_hot128[p][1] == (p >= 64u ? (uint64_t)1 << (p - 64u) : 0u);
     for (byte = 0; byte < 256u; byte++) {
         unsigned ones = 0;
         for (bit = 0; bit < 8u; bit++)
@@ -1087,12 +1083,66 @@ static void test_unary_tables(void)
                 ok &= dr_byte_zeros_below[byte][ones] == bit - ones;
                 ones++;
             }
+        ok &= dr_byte_zeros[byte] == 8u - ones;
         for (; ones < 8u; ones++)
             ok &= dr_byte_zeros_below[byte][ones] == 0u;
     }
     CHECK(ok);
 }
 #endif
+
+/* Elias-Fano's order check on every path: index t made equal to index t - 1, or below
+ * it, by its low field (where the two share their high part: no zero between their ones),
+ * at every lane of the first steps, around the AVX2 and AVX-512 decoders' blocks of 1024
+ * ones and at the end; each path must refuse it, the scalar one included. */
+static void test_ef_order_on_paths(void)
+{
+    static const struct {
+        size_t d, r;
+    } sets[] = {{1u << 16, 24000}, {1u << 20, 100000}};
+    size_t s;
+    for (s = 0; s < sizeof sets / sizeof *sets; s++) {
+        size_t d = sets[s].d, r = sets[s].r, cap = dr_index_ef_bound(d, r), len = 0, t, checked = 0;
+        uint32_t *idx = malloc(r * sizeof *idx), *back = malloc(r * sizeof *back);
+        uint8_t *sec = malloc(cap), *copy = malloc(cap);
+        void *work = malloc(dr_randomk_workspace_size(d));
+        unsigned l;
+        int ok = 1;
+        dr_randomk(55 + s, d, r, idx, work);
+        CHECK_OK(dr_index_ef_encode(idx, r, d, sec, cap, &len));
+        l = sec[0];
+        for (t = 1; t < r; t++) {
+            uint32_t mask = (1u << l) - 1u, low_before = idx[t - 1] & mask, lowered;
+            int near = t < 40u || t % 1024u < 24u || t % 1024u > 1000u || t + 40u > r;
+            if (!near || idx[t] >> l != idx[t - 1] >> l)
+                continue;
+            /* equal to the one before, then (where it can be) one below it */
+            for (lowered = 0; lowered < 2u && lowered <= low_before; lowered++) {
+                uint32_t field = low_before - lowered;
+                size_t b;
+                memcpy(copy, sec, len);
+                for (b = 0; b < l; b++) {
+                    uint64_t bit = 8u + (uint64_t)t * l + b; /* byte 0 holds l */
+                    unsigned one = 1u << (bit % 8u);
+                    copy[bit / 8u] = (uint8_t)(((field >> b) & 1u) ? copy[bit / 8u] | one : copy[bit / 8u] & ~one);
+                }
+                setenv("DEEPREDUCE_SIMD", "scalar", 1);
+                ok &= dr_index_ef_decode(copy, len, d, r, back) == DR_E_CORRUPT;
+                unsetenv("DEEPREDUCE_SIMD");
+                ok &= decode_on_paths(dr_index_ef_decode, copy, len, d, r);
+                checked++;
+            }
+        }
+        if (!ok)
+            fprintf(stderr, "ef d=%zu r=%zu: an index out of order accepted, or paths differ\n", d, r);
+        CHECK(ok && checked > 100u);
+        free(idx);
+        free(back);
+        free(sec);
+        free(copy);
+        free(work);
+    }
+}
 
 static void test_unary_index_paths(void)
 {
@@ -1154,6 +1204,7 @@ static void test_unary_index_paths(void)
         }
         free(idx);
     }
+    test_ef_order_on_paths();
 }
 
 /* The quantisers on every size, level and bucket count, and the kernels' own checks. */

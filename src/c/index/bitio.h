@@ -27,6 +27,15 @@ static inline size_t dr_sat_size(uint64_t n)
     return n > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)n;
 }
 
+/* The common argument checks of an encoder, the set itself aside. */
+static inline int dr_index_check_args(const uint32_t *idx, size_t r, size_t d, const uint8_t *out,
+                                      const size_t *written)
+{
+    return (uint64_t)d > DR_INDEX_D_LIMIT || r > d || (r > 0 && idx == NULL) || out == NULL || written == NULL
+               ? DR_E_ARG
+               : DR_OK;
+}
+
 /* The common argument checks of an encoder, then the set itself: strictly ascending,
  * every index < d. */
 static inline int dr_index_check_encode(const uint32_t *idx, size_t r, size_t d,
@@ -34,8 +43,7 @@ static inline int dr_index_check_encode(const uint32_t *idx, size_t r, size_t d,
 {
     size_t j;
     uint32_t bad = 0;
-    if ((uint64_t)d > DR_INDEX_D_LIMIT || r > d || (r > 0 && idx == NULL) || out == NULL ||
-        written == NULL)
+    if (dr_index_check_args(idx, r, d, out, written) != DR_OK)
         return DR_E_ARG;
     /* No early exit: the loop vectorises (an exit per pair kept it scalar, a fifth of
      * an encode). */

@@ -101,17 +101,31 @@ size_t dr_index_ef_bound(size_t d, size_t r)
     return dr_sat_size(ef_size(r, l, r == 0 ? 0 : ((uint64_t)d - 1u) >> l));
 }
 
+#if DR_HAVE_X86_SIMD
+/* The set's checks compiled for AVX2: its loop over the set vectorises twice as wide. */
+DR_TARGET_AVX2 static int ef_check_avx2(const uint32_t *idx, size_t r, size_t d, const uint8_t *out,
+                                        const size_t *written)
+{
+    return dr_index_check_encode(idx, r, d, out, written);
+}
+#endif
+
 int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                        size_t *written)
 {
     dr_bitwriter w;
     dr_onewriter ones;
-    size_t j = 0, size, low_bytes;
+    size_t j = 0, size, low_bytes, upper_len;
     unsigned l;
     uint32_t low_mask;
     uint8_t *upper;
-    int simd = dr_simd_active();
+    int simd = dr_simd_active(), upper_done = 0;
+#if DR_HAVE_X86_SIMD
+    int st = simd >= DR_SIMD_AVX2 ? ef_check_avx2(idx, r, d, out, written)
+                                  : dr_index_check_encode(idx, r, d, out, written);
+#else
     int st = dr_index_check_encode(idx, r, d, out, written);
+#endif
     if (st != DR_OK)
         return st;
     l = ef_low_bits(d, r);
@@ -121,20 +135,30 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
     out[0] = (uint8_t)l;
     low_mask = l == 32u ? UINT32_MAX : (1u << l) - 1u;
     low_bytes = dr_bitpack_size(r, l);
+    /* The upper vector: the one of index j at bit high_j + j, set in the zeroed vector
+     * (AVX-512: 16 ones per step, with the low fields in a sweep of their own; AVX2: 8,
+     * in one sweep with the low fields). Zeroed before the low fields are written, so
+     * that no low field's store may reach it: the group stores stay in low_bytes. */
+    upper = out + 1 + low_bytes;
+    upper_len = size - 1u - low_bytes;
+    memset(upper, 0, upper_len);
     dr_bw_init(&w, out + 1);
-    if (l > 0) {
-        /* Groups of 56 / l fields, one store each, while 8 bytes of the section remain
-         * (the upper vector is written after); then a field at a time. AVX-512 and AVX2
-         * first pack 16 or 8 fields per step in vectors (unary_write_avx512.c,
-         * unary_write_avx2.c). */
-        unsigned group = 56u / l, k;
 #if DR_HAVE_X86_SIMD
-        if (simd >= DR_SIMD_AVX512)
-            j = dr_ef_lows_avx512(idx, r, l, &w, size - 1u);
-        else if (simd >= DR_SIMD_AVX2)
-            j = dr_ef_lows_avx2(idx, r, l, &w, size - 1u);
+    if (simd >= DR_SIMD_AVX512) {
+        if (l > 0)
+            j = dr_ef_lows_avx512(idx, r, l, &w, low_bytes);
+        dr_ef_upper_avx512(idx, r, l, upper, upper_len);
+        upper_done = 1;
+    } else if (simd >= DR_SIMD_AVX2) {
+        j = dr_ef_sweep_avx2(idx, r, l, &w, low_bytes, upper, upper_len);
+        upper_done = 1;
+    }
 #endif
-        for (; j + group <= r && w.pos + 8u <= size - 1u; j += group) {
+    if (l > 0) {
+        /* Groups of 56 / l fields, one store each, while 8 bytes of the section remain;
+         * then a field at a time. */
+        unsigned group = 56u / l, k;
+        for (; j + group <= r && w.pos + 8u <= low_bytes; j += group) {
             uint64_t fields = 0;
             for (k = 0; k < group; k++)
                 fields |= (uint64_t)(idx[j + k] & low_mask) << (k * l);
@@ -144,25 +168,12 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
             dr_bw_put(&w, idx[j] & low_mask, l);
         dr_bw_finish(&w);
     }
-    /* The upper vector: the one of index j at bit high_j + j (AVX-512: 16 ones per step,
-     * AVX2: 8). */
-    upper = out + 1 + low_bytes;
-    memset(upper, 0, size - 1u - low_bytes);
-#if DR_HAVE_X86_SIMD
-    if (simd >= DR_SIMD_AVX2) {
-        if (simd >= DR_SIMD_AVX512)
-            dr_ef_upper_avx512(idx, r, l, upper, size - 1u - low_bytes);
-        else
-            dr_ef_upper_avx2(idx, r, l, upper, size - 1u - low_bytes);
-        *written = size;
-        return DR_OK;
+    if (!upper_done) {
+        dr_ow_init(&ones, upper, upper_len);
+        for (j = 0; j < r; j++)
+            dr_ow_set(&ones, ((uint64_t)idx[j] >> l) + j);
+        dr_ow_flush(&ones);
     }
-#endif
-    (void)simd;
-    dr_ow_init(&ones, upper, size - 1u - low_bytes);
-    for (j = 0; j < r; j++)
-        dr_ow_set(&ones, ((uint64_t)idx[j] >> l) + j);
-    dr_ow_flush(&ones);
     *written = size;
     return DR_OK;
 }

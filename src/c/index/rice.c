@@ -47,6 +47,36 @@ size_t dr_index_rice_bound(size_t d, size_t r)
     return dr_sat_size(1u + (uint64_t)dr_bitpack_size(r, k) + unary_bytes(r, ((uint64_t)d - r) >> k));
 }
 
+/* One sweep over the set for the encoder's checks and its size: *descending nonzero
+ * where some idx[j] <= idx[j - 1], and the sum of the gaps' quotients, (idx[0] >> k) +
+ * the (idx[j] - idx[j - 1] - 1) >> k (meaningless where the set does not ascend). Gap
+ * j from idx[j - 1] rather than a carried `next`, and no early exit: the loop
+ * vectorises. */
+DR_ALWAYS_INLINE uint64_t rice_quotients(const uint32_t *idx, size_t r, unsigned k, uint32_t *descending)
+{
+    uint64_t q_sum = r > 0 ? idx[0] >> k : 0;
+    uint32_t bad = 0;
+    size_t j;
+    for (j = 1; j < r; j++) {
+        bad |= (uint32_t)(idx[j] <= idx[j - 1]);
+        q_sum += (idx[j] - idx[j - 1] - 1u) >> k;
+    }
+    *descending = bad;
+    return q_sum;
+}
+
+static uint64_t rice_quotients_plain(const uint32_t *idx, size_t r, unsigned k, uint32_t *descending)
+{
+    return rice_quotients(idx, r, k, descending);
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static uint64_t rice_quotients_avx2(const uint32_t *idx, size_t r, unsigned k, uint32_t *descending)
+{
+    return rice_quotients(idx, r, k, descending);
+}
+#endif
+
 int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                          size_t *written)
 {
@@ -54,18 +84,21 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     dr_onewriter ones;
     size_t j, size, low_bytes;
     unsigned k;
-    uint32_t next = 0, low_mask;
-    uint64_t q_sum = 0, p;
+    uint32_t next = 0, low_mask, descending;
+    uint64_t q_sum, p;
     uint8_t *unary;
-    int st = dr_index_check_encode(idx, r, d, out, written);
-    if (st != DR_OK)
-        return st;
+    int simd = dr_simd_active();
+    if (dr_index_check_args(idx, r, d, out, written) != DR_OK)
+        return DR_E_ARG;
     k = rice_param(d, r);
-    /* Gap j from idx[j - 1] rather than a carried `next`: the loop vectorises. */
-    if (r > 0)
-        q_sum = idx[0] >> k;
-    for (j = 1; j < r; j++)
-        q_sum += (idx[j] - idx[j - 1] - 1u) >> k;
+#if DR_HAVE_X86_SIMD
+    q_sum = simd >= DR_SIMD_AVX2 ? rice_quotients_avx2(idx, r, k, &descending)
+                                 : rice_quotients_plain(idx, r, k, &descending);
+#else
+    q_sum = rice_quotients_plain(idx, r, k, &descending);
+#endif
+    if (descending || (r > 0 && (uint64_t)idx[r - 1] >= (uint64_t)d))
+        return DR_E_ARG;
     low_bytes = dr_bitpack_size(r, k);
     size = dr_sat_size(1u + (uint64_t)low_bytes + unary_bytes(r, q_sum));
     if (cap < size)
@@ -78,16 +111,13 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     unary = out + 1 + low_bytes;
     memset(unary, 0, size - 1u - low_bytes);
 #if DR_HAVE_X86_SIMD
-    {
-        int simd = dr_simd_active();
-        if (simd >= DR_SIMD_AVX2) {
-            if (simd >= DR_SIMD_AVX512)
-                dr_rice_sweep_avx512(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
-            else
-                dr_rice_sweep_avx2(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
-            *written = size;
-            return DR_OK;
-        }
+    if (simd >= DR_SIMD_AVX2) {
+        if (simd >= DR_SIMD_AVX512)
+            dr_rice_sweep_avx512(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
+        else
+            dr_rice_sweep_avx2(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
+        *written = size;
+        return DR_OK;
     }
 #endif
     dr_ow_init(&ones, unary, size - 1u - low_bytes);

@@ -19,169 +19,201 @@
  * one, so the block holds BLOCK + 64 + 8. */
 #define BLOCK 1024u
 
-/* out[0..n) = base[0..n) + (high[0..n) << shift). */
-DR_TARGET_AVX2 static void add_block(uint32_t *out, const uint32_t *high, size_t n, unsigned shift,
-                                     const uint32_t *base)
-{
-    const __m128i count = _mm_cvtsi32_si128((int)shift);
-    size_t t = 0;
-    for (; t + 8 <= n; t += 8) {
-        __m256i h = _mm256_sll_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(high + t)), count);
-        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(base + t));
-        _mm256_storeu_si256((__m256i *)(void *)(out + t), _mm256_add_epi32(b, h));
-    }
-    /* shift 32 adds nothing, as in the AVX-512 decoder (a vector shift past 31 gives 0). */
-    for (; t < n; t++)
-        out[t] = base[t] + (shift < 32u ? high[t] << shift : 0u);
-}
-
-/* Rice's running sum in place: x[t] = run + (x[0] + 1) + ... + (x[t] + 1) modulo 2^32,
- * *run (the sum so far, less one) advanced past them, and the values + 1 added to *sum
- * in 64 bits. No lane-crossing permutes (VPERMD, VPERM2I128: several adds' cost each on
- * AMD before Zen 2): the carries cross between the halves by 128-bit extracts and
- * inserts. */
-DR_TARGET_AVX2 static void running_sum(uint32_t *x, size_t n, uint32_t *run, uint64_t *sum)
-{
-    const __m256i one = _mm256_set1_epi32(1), low32 = _mm256_set1_epi64x(0xffffffff);
-    __m256i carry = _mm256_set1_epi32((int)*run);
-    __m256i wide = _mm256_setzero_si256(); /* the values + 1, summed in 64-bit lanes */
-    uint64_t lanes[4];
-    uint32_t last;
-    size_t t;
-    for (t = 0; t + 8 <= n; t += 8) {
-        __m256i *at = (__m256i *)(void *)(x + t);
-        __m256i v = _mm256_add_epi32(_mm256_loadu_si256(at), one), top;
-        wide = _mm256_add_epi64(wide, _mm256_add_epi64(_mm256_and_si256(v, low32), _mm256_srli_epi64(v, 32)));
-        /* Inclusive running sum within each 128-bit half (lane i adds lane i - 1, then
-         * i - 2), then the low half's total added to the high half. */
-        v = _mm256_add_epi32(v, _mm256_slli_si256(v, 4));
-        v = _mm256_add_epi32(v, _mm256_slli_si256(v, 8));
-        top = _mm256_shuffle_epi32(v, 0xff);
-        v = _mm256_add_epi32(v, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(top), 1));
-        v = _mm256_add_epi32(v, carry);
-        _mm256_storeu_si256(at, v);
-        carry = _mm256_broadcastd_epi32(_mm_shuffle_epi32(_mm256_extracti128_si256(v, 1), 0xff));
-    }
-    _mm256_storeu_si256((__m256i *)(void *)lanes, wide);
-    *sum += (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    last = (uint32_t)_mm256_cvtsi256_si32(carry);
-    for (; t < n; t++) {
-        *sum += (uint64_t)x[t] + 1u;
-        last += x[t] + 1u;
-        x[t] = last;
-    }
-    *run = last;
-}
-
 /* How a block's highs become indices: with their low fields, which the block unpacks
- * from lows (low_len bytes, the fields of `shift` bits each from index 0 on) to the stack
- * first, Elias-Fano's as they are, Rice's through their running sum. */
+ * from lows (low_len bytes, the fields of `bits` bits each from index 0 on) as it uses
+ * them, Elias-Fano's as they are, Rice's through their running sum. */
 typedef struct {
     const uint8_t *lows;
-    size_t low_len, fields; /* the section's bytes and fields */
+    size_t low_len;         /* the section's bytes */
+    unsigned bits;
     int rice;
+    dr_unpack8_plan plan;   /* the vector unpacker's, for 1 to 25 bits */
+    size_t vector_groups;   /* the groups of 8 fields from the section's start it takes */
     uint32_t descending;    /* Elias-Fano: nonzero once some out[t] <= out[t - 1] */
     uint32_t run;           /* Rice: the running sum so far, less one */
     uint64_t sum;           /* Rice: the lows + 1 so far, in 64 bits */
 } flush_to;
 
-/* out[0..n) = (lows' fields done..done + n, for Rice their running sum) + (high[0..n) <<
- * shift), and for Elias-Fano whether they ascend from out[-1] (done > 0) on. The block's
- * fields start at a multiple of 8, whose bit offset, 8 shift per 8 fields, is on a byte. */
-DR_TARGET_AVX2 static void indices_block(flush_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n,
-                                         unsigned shift)
+/* Rice's step of 8: the running sum run + (low_0 + 1) + ... + (low_i + 1) in lane i, with
+ * run in every lane of *carry, which it advances to the last lane's sum; the lows + 1
+ * summed into *wide's 64-bit lanes. No lane-crossing permutes (VPERMD, VPERM2I128:
+ * several adds' cost each on AMD before Zen 2): the sums cross between the halves by
+ * 128-bit extracts and inserts. */
+DR_TARGET_AVX2 static inline __m256i rice_step(__m256i low, __m256i *carry, __m256i *wide)
 {
-    uint32_t low[BLOCK + 64 + 8 + 8];
-    const __m128i count = _mm_cvtsi32_si128((int)shift);
-    size_t first = done & ~(size_t)7u, skip = done - first, at = first / 8u * shift, t, k;
-    size_t fields = (skip + n + 7u) & ~(size_t)7u; /* whole groups, where r has them */
-    uint32_t descending = 0;
-    if (fields > to->fields - first)
-        fields = to->fields - first;
-    /* Whole groups of 8 by the vector unpacker; what it leaves (the last fields of the
-     * section, or fields wider than 25 bits) by the library's, whose statuses cannot fail
-     * on a section the caller checked. */
-    k = dr_bitunpack_avx2(to->lows + at, to->low_len - at, fields, shift, low);
-    if (k < skip + n)
-        (void)dr_bitunpack(to->lows + at + k / 8u * shift, to->low_len - at - k / 8u * shift, skip + n - k, shift,
-                           low + k);
+    const __m256i one = _mm256_set1_epi32(1), low32 = _mm256_set1_epi64x(0xffffffff);
+    __m256i v = _mm256_add_epi32(low, one), top;
+    *wide = _mm256_add_epi64(*wide, _mm256_add_epi64(_mm256_and_si256(v, low32), _mm256_srli_epi64(v, 32)));
+    /* Inclusive running sum within each 128-bit half (lane i adds lane i - 1, then
+     * i - 2), then the low half's total added to the high half. */
+    v = _mm256_add_epi32(v, _mm256_slli_si256(v, 4));
+    v = _mm256_add_epi32(v, _mm256_slli_si256(v, 8));
+    top = _mm256_shuffle_epi32(v, 0xff);
+    v = _mm256_add_epi32(v, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(top), 1));
+    v = _mm256_add_epi32(v, *carry);
+    *carry = _mm256_broadcastd_epi32(_mm_shuffle_epi32(_mm256_extracti128_si256(v, 1), 0xff));
+    return v;
+}
+
+/* Where a block takes its low fields from: groups of 8 fields unpacked as they are used
+ * (groups before vec), then the fields from vec on, unpacked first into low. */
+typedef struct {
+    const uint8_t *group; /* the group at step 0 */
+    size_t half, vec;
+    unsigned bits;
+    __m256i shuffle, shifts, mask;
+    const uint32_t *low;
+} block_lows;
+
+/* The 8 fields of the block's step at t (a multiple of 8). */
+DR_TARGET_AVX2 static inline __m256i lows8(const block_lows *from, size_t t)
+{
+    if (t >= from->vec)
+        return _mm256_loadu_si256((const __m256i *)(const void *)(from->low + t - from->vec));
+    if (from->bits == 0)
+        return _mm256_setzero_si256();
+    return dr_unpack8_avx2(from->group + t / 8u * from->bits, from->half, from->shuffle, from->shifts, from->mask);
+}
+
+/* out[0..n) = (lows' fields done..done + n, for Rice their running sum) + (high[0..n) <<
+ * bits), and for Elias-Fano whether they ascend from out[-1] (done > 0) on. done is a
+ * multiple of 8, so the block's fields start on a byte (8 bits per 8 fields). Whole
+ * groups of 8 whose windows lie in the section are unpacked in the loop as they are
+ * used; the rest (the section's last fields, or fields wider than 25 bits) first, by the
+ * library's unpacker, whose statuses cannot fail on a section the caller checked. */
+DR_TARGET_AVX2 static void indices_block(flush_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n)
+{
+    uint32_t low[BLOCK + 64 + 8]; /* the fields from vec on */
+    const unsigned bits = to->bits;
+    const __m128i count = _mm_cvtsi32_si128((int)bits);
+    const size_t first_group = done / 8u;
+    block_lows from;
+    size_t t, at;
+    from.group = to->lows + first_group * bits;
+    from.half = to->plan.half;
+    from.vec = 0;
+    from.bits = bits;
+    from.shuffle = _mm256_loadu_si256((const __m256i *)(const void *)to->plan.control);
+    from.shifts = _mm256_loadu_si256((const __m256i *)(const void *)to->plan.shift);
+    from.mask = _mm256_set1_epi32((int)to->plan.mask);
+    from.low = low;
+    if (to->vector_groups > first_group)
+        from.vec = 8u * (to->vector_groups - first_group < n / 8u ? to->vector_groups - first_group : n / 8u);
+    at = (done + from.vec) / 8u * bits;
+    if (from.vec < n)
+        (void)dr_bitunpack(to->lows + at, to->low_len - at, n - from.vec, bits, low);
     if (to->rice) {
-        /* Rice's indices ascend by construction (each gap adds at least one). */
-        running_sum(low + skip, n, &to->run, &to->sum);
-        add_block(out, high, n, shift, low + skip);
+        __m256i carry = _mm256_set1_epi32((int)to->run), wide = _mm256_setzero_si256();
+        uint64_t lanes[4];
+        uint32_t last;
+        for (t = 0; t + 8u <= n; t += 8u) {
+            __m256i h = _mm256_sll_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(high + t)), count);
+            __m256i x = rice_step(lows8(&from, t), &carry, &wide);
+            _mm256_storeu_si256((__m256i *)(void *)(out + t), _mm256_add_epi32(x, h));
+        }
+        _mm256_storeu_si256((__m256i *)(void *)lanes, wide);
+        to->sum += (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+        last = (uint32_t)_mm256_cvtsi256_si32(carry);
+        /* bits 32 adds nothing, as in the AVX-512 decoder (a vector shift past 31
+         * gives 0). Rice's indices ascend by construction (each gap adds at least one). */
+        for (; t < n; t++) {
+            to->sum += (uint64_t)low[t - from.vec] + 1u;
+            last += low[t - from.vec] + 1u;
+            out[t] = last + (bits < 32u ? high[t] << bits : 0u);
+        }
+        to->run = last;
         return;
     }
-    /* out[t] <= out[t - 1] where the larger of the two is out[t - 1]. The first index
-     * against the block before; the others against an index made again from the block's
-     * lows and highs (a load of out just stored would wait on the stores). */
-    if (n > 0 && done > 0)
-        descending = (uint32_t)(low[skip] + (shift < 32u ? high[0] << shift : 0u) <= out[-1]);
     {
-        __m256i found = _mm256_setzero_si256();
-        for (t = 0; t + 9 <= n; t += 8) {
+        /* out[t + i] <= out[t + i - 1], against the lanes one back: [before's last lane,
+         * now's 0..6] (one lane-crossing permute, where loading the stored outputs back
+         * would wait on the stores). The first step checks no lane 0 where the block
+         * starts the section. */
+        __m256i before = _mm256_set1_epi32(done > 0 ? (int)out[-1] : 0), found = _mm256_setzero_si256();
+        __m256i checked = done > 0 ? _mm256_set1_epi32(-1) : _mm256_setr_epi32(0, -1, -1, -1, -1, -1, -1, -1);
+        uint32_t descending;
+        for (t = 0; t + 8u <= n; t += 8u) {
             __m256i h = _mm256_sll_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(high + t)), count);
-            __m256i g = _mm256_sll_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(high + t + 1)), count);
-            __m256i now = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(low + skip + t)), h);
-            __m256i next = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(low + skip + t + 1)), g);
+            __m256i now = _mm256_add_epi32(lows8(&from, t), h);
+            __m256i back = _mm256_alignr_epi8(now, _mm256_permute2x128_si256(before, now, 0x21), 12);
             _mm256_storeu_si256((__m256i *)(void *)(out + t), now);
-            found = _mm256_or_si256(found, _mm256_cmpeq_epi32(_mm256_max_epu32(next, now), now));
+            found = _mm256_or_si256(found,
+                                    _mm256_and_si256(checked, _mm256_cmpeq_epi32(_mm256_max_epu32(back, now), back)));
+            checked = _mm256_set1_epi32(-1);
+            before = now;
         }
-        descending |= (uint32_t)!_mm256_testz_si256(found, found);
+        descending = (uint32_t)!_mm256_testz_si256(found, found);
+        for (; t < n; t++) {
+            out[t] = low[t - from.vec] + (bits < 32u ? high[t] << bits : 0u);
+            if (done + t > 0)
+                descending |= (uint32_t)(out[t] <= out[(ptrdiff_t)t - 1]);
+        }
+        to->descending |= descending;
     }
-    for (; t < n; t++) {
-        out[t] = low[skip + t] + (shift < 32u ? high[t] << shift : 0u);
-        if (t > 0)
-            descending |= (uint32_t)(out[t] <= out[t - 1]);
-    }
-    to->descending |= descending;
 }
 
 /* The unary sweep: for the t-th one of v[0..len) at bit p_t, its high p_t - t, a block
  * of them at a time made indices by indices_block. Returns the ones, or SIZE_MAX past r;
  * *last_one as dr_unary_add_highs_avx512 sets it. */
-DR_TARGET_AVX2 static size_t unary_blocks(const uint8_t *v, size_t len, size_t r, unsigned shift, uint32_t *out,
-                                          uint64_t *last_one, flush_to *to)
+DR_TARGET_AVX2 static size_t unary_blocks(const uint8_t *v, size_t len, size_t r, uint32_t *out, uint64_t *last_one,
+                                          flush_to *to)
 {
     uint32_t high[BLOCK + 64 + 8];
     size_t off, done = 0, filled = 0; /* ones added into out; highs waiting in the block */
+    /* The zeros before the current byte, in every lane (mod 2^32, exact for every input
+     * the caller's checks accept): a vector add per byte, where the count made in scalar
+     * took a broadcast per byte. */
+    __m256i zeros = _mm256_setzero_si256();
     for (off = 0; off < len; off += 8u) {
         uint64_t word;
         size_t ones = dr_unary_load_word(v, len, off, r - done - filled, &word, last_one);
         unsigned b;
         if (ones == SIZE_MAX)
             return SIZE_MAX;
-        if (ones == 0)
+        if (ones == 0) {
+            zeros = _mm256_add_epi32(zeros, _mm256_set1_epi32(64));
             continue;
+        }
         for (b = 0; b < 8u; b++) {
             unsigned byte = (unsigned)(word >> (8u * b)) & 0xffu;
-            /* p - t for the byte's i-th one, the zeros below it: those in the byte
-             * (the table's lane i) plus those before the byte, 8 off + 8 b less the ones
-             * before it, done + filled (mod 2^32, exact for every input the caller's
-             * checks accept). */
-            uint32_t before = (uint32_t)((uint64_t)off * 8u + 8u * b - (done + filled));
+            /* p - t for the byte's i-th one, the zeros below it: those in the byte (the
+             * table's lane i) and those before the byte. */
             __m256i h = _mm256_add_epi32(_mm256_load_si256((const __m256i *)(const void *)dr_byte_zeros_below[byte]),
-                                         _mm256_set1_epi32((int)before));
+                                         zeros);
             _mm256_storeu_si256((__m256i *)(void *)(high + filled), h);
+            zeros = _mm256_add_epi32(zeros, _mm256_set1_epi32((int)dr_byte_zeros[byte]));
             filled += (size_t)__builtin_popcount(byte);
         }
         if (filled >= BLOCK) {
-            indices_block(to, done, out + done, high, filled, shift);
-            done += filled;
-            filled = 0;
+            /* Whole groups of 8, so that every block's fields start on a byte; the
+             * highs past them (fewer than 8) start the next block. */
+            size_t whole = filled & ~(size_t)7u;
+            indices_block(to, done, out + done, high, whole);
+            done += whole;
+            filled -= whole;
+            memcpy(high, high + whole, filled * sizeof *high);
         }
     }
-    indices_block(to, done, out + done, high, filled, shift);
+    indices_block(to, done, out + done, high, filled);
     return done + filled;
 }
 
-/* The state of a sweep that unpacks the low fields of a section of r. */
-static flush_to with_lows(const uint8_t *lows, size_t low_len, size_t r, int rice)
+/* The state of a sweep that unpacks the low fields of `bits` bits of a section. */
+static flush_to with_lows(const uint8_t *lows, size_t low_len, unsigned bits, int rice)
 {
     flush_to to;
+    memset(&to, 0, sizeof to);
     to.lows = lows;
     to.low_len = low_len;
-    to.fields = r;
+    to.bits = bits;
     to.rice = rice;
+    /* No fields (bits 0) are zeros in every group; past 25 bits none is unpacked in the
+     * loop. */
+    to.vector_groups = bits == 0 ? SIZE_MAX : 0;
+    if (bits >= 1u && bits <= 25u) {
+        dr_unpack8_plan_make(&to.plan, bits);
+        to.vector_groups = dr_unpack8_groups(low_len, bits, to.plan.half);
+    }
     to.descending = 0;
     to.run = UINT32_MAX;
     to.sum = 0;
@@ -191,8 +223,8 @@ static flush_to with_lows(const uint8_t *lows, size_t low_len, size_t r, int ric
 DR_TARGET_AVX2 size_t dr_ef_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r,
                                          unsigned l, uint32_t *out, uint64_t *last_one, uint32_t *descending)
 {
-    flush_to to = with_lows(lows, low_len, r, 0);
-    size_t ones = unary_blocks(v, len, r, l, out, last_one, &to);
+    flush_to to = with_lows(lows, low_len, l, 0);
+    size_t ones = unary_blocks(v, len, r, out, last_one, &to);
     *descending = to.descending;
     return ones;
 }
@@ -200,8 +232,8 @@ DR_TARGET_AVX2 size_t dr_ef_indices_avx2(const uint8_t *lows, size_t low_len, co
 DR_TARGET_AVX2 size_t dr_rice_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len,
                                            size_t r, unsigned k, uint32_t *out, uint64_t *last_one, uint64_t *sum)
 {
-    flush_to to = with_lows(lows, low_len, r, 1);
-    size_t ones = unary_blocks(v, len, r, k, out, last_one, &to);
+    flush_to to = with_lows(lows, low_len, k, 1);
+    size_t ones = unary_blocks(v, len, r, out, last_one, &to);
     *sum = to.sum;
     return ones;
 }

@@ -33,6 +33,8 @@ uint64_t dr_rice_running_sum_avx512(uint32_t *out, size_t n);
 /* For each byte value, the zeros below each of its set bits, ascending (the j-th one, at
  * bit p_j, has p_j - j), in 32-bit lanes; 0 past its last one (unary_tables.c). */
 extern const uint32_t dr_byte_zeros_below[256][8];
+/* For each byte value, its zeros: 8 less its ones (unary_tables.c). */
+extern const uint32_t dr_byte_zeros[256];
 
 /* Elias-Fano's indices on AVX2 in one sweep: out[t] = low_t + ((p_t - t) << l), low_t
  * the t-th of the fields of l bits (1..32) packed at lows[0..low_len) (which holds at
@@ -94,13 +96,13 @@ void dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, s
 void dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes, uint8_t *v,
                           size_t len);
 
-/* The three encoders' sweeps again for AVX2 CPUs (unary_write_avx2.c: 8 indices per
- * step), with the same contracts; dr_ef_lows_avx2 asks for `room` as the AVX-512 one. */
-/* Entry p (0..127): the 128-bit word with only bit p set, as two little-endian 64-bit
- * halves (unary_tables.c). */
-extern const uint64_t dr_one_hot128[128][2];
-size_t dr_ef_lows_avx2(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room);
-void dr_ef_upper_avx2(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, size_t len);
+/* The encoders' sweeps again for AVX2 CPUs (unary_write_avx2.c: 8 indices per step).
+ * Elias-Fano's lows and upper vector in one sweep: the upper vector as
+ * dr_ef_upper_avx512 writes it, and low fields as dr_ef_lows_avx512 appends them (l in
+ * 0..32: none for l = 0 or above 28); returns how many fields it appended. Rice's
+ * sweep with dr_rice_sweep_avx512's contract. */
+size_t dr_ef_sweep_avx2(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room, uint8_t *v,
+                        size_t len);
 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes, uint8_t *v,
                         size_t len);
 #endif

@@ -3,8 +3,8 @@
  * the ones become words:
  *
  * The unary vectors: a step's 8 ones, which almost always fall within two 64-bit words,
- * become those two words by an OR of 8 one-hot table entries, OR-ed into the zeroed
- * vector by two 8-byte read-modify-writes (the next step's first word is this step's
+ * become those two words by variable shifts, OR-ed into the zeroed vector by two 8-byte
+ * read-modify-writes (the next step's first word is this step's
  * second or a later one: an exact overlap, forwarded from the store).
  * The portable encoders set one bit per index through a word held in a register, with a
  * branch where the ones move on to the next word.
@@ -21,25 +21,23 @@
 #include <immintrin.h>
 
 /* ORs the 8 ones at bits 64 w + rel_i (rel_i < 128) into the words w and w + 1 of v,
- * which must both lie inside v. Each one's two words are a 16-byte entry of a table
- * (dr_one_hot128), OR-ed in by loads: variable shifts (VPSLLVQ), as the AVX-512 encoder
- * makes them, cost six adds each on AMD before Zen 2, four per step. */
-DR_TARGET_AVX2 static void or_two_words(uint8_t *v, uint64_t w, __m256i rel)
+ * which must both lie inside v: each one shifted into its 64-bit word by a variable
+ * shift (VPSLLVQ gives 0 for a count of 64 or more, so a one lands in exactly one of
+ * the two), the words OR-ed across the lanes. On AMD before Zen 2 a variable shift costs
+ * six adds; there, 16-byte one-hot entries from a table OR-ed by loads were faster, but
+ * on Zen 3 they measured 1.15x slower than these four shifts (docs/performance.md). */
+DR_TARGET_AVX2 static inline __attribute__((always_inline)) void or_two_words(uint8_t *v, uint64_t w, __m256i rel)
 {
-    uint32_t at16[8]; /* rel_i * 16: entry i's byte offset in the table */
-    const uint8_t *table = (const uint8_t *)dr_one_hot128;
-    __m128i a, b, both;
+    const __m256i one = _mm256_set1_epi64x(1), sixty_four = _mm256_set1_epi64x(64);
+    __m256i r0 = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(rel));
+    __m256i r1 = _mm256_cvtepu32_epi64(_mm256_extracti128_si256(rel, 1));
+    __m256i first = _mm256_or_si256(_mm256_sllv_epi64(one, r0), _mm256_sllv_epi64(one, r1));
+    __m256i second = _mm256_or_si256(_mm256_sllv_epi64(one, _mm256_sub_epi64(r0, sixty_four)),
+                                     _mm256_sllv_epi64(one, _mm256_sub_epi64(r1, sixty_four)));
+    /* [w of lanes 0|1, w + 1 of 0|1, w of 2|3, w + 1 of 2|3], then the halves OR-ed. */
+    __m256i mixed = _mm256_or_si256(_mm256_unpacklo_epi64(first, second), _mm256_unpackhi_epi64(first, second));
+    __m128i both = _mm_or_si128(_mm256_castsi256_si128(mixed), _mm256_extracti128_si256(mixed, 1));
     __m128i *at = (__m128i *)(void *)(v + 8u * w), *after = (__m128i *)(void *)(v + 8u * w + 8u);
-    _mm256_storeu_si256((__m256i *)(void *)at16, _mm256_slli_epi32(rel, 4));
-    a = _mm_or_si128(_mm_load_si128((const __m128i *)(const void *)(table + at16[0])),
-                     _mm_load_si128((const __m128i *)(const void *)(table + at16[1])));
-    b = _mm_or_si128(_mm_load_si128((const __m128i *)(const void *)(table + at16[2])),
-                     _mm_load_si128((const __m128i *)(const void *)(table + at16[3])));
-    a = _mm_or_si128(a, _mm_load_si128((const __m128i *)(const void *)(table + at16[4])));
-    b = _mm_or_si128(b, _mm_load_si128((const __m128i *)(const void *)(table + at16[5])));
-    a = _mm_or_si128(a, _mm_load_si128((const __m128i *)(const void *)(table + at16[6])));
-    b = _mm_or_si128(b, _mm_load_si128((const __m128i *)(const void *)(table + at16[7])));
-    both = _mm_or_si128(a, b);
     /* Two 8-byte read-modify-writes, not one of 16 bytes: the next step's first read is
      * then exactly one of these stores (16 bytes overlapping half of one would stall). */
     _mm_storel_epi64(at, _mm_or_si128(_mm_loadl_epi64(at), both));
@@ -51,7 +49,7 @@ DR_TARGET_AVX2 static void or_two_words(uint8_t *v, uint64_t w, __m256i rel)
  * group's store writes 8): 8 / 2^m groups of 2^m fields, with the largest m >= 1 that
  * keeps a group within 56 bits. Shifts within the 128-bit halves, no lane-crossing
  * permutes (several times an add's cost on AMD before Zen 2). */
-DR_TARGET_AVX2 static void put8(dr_bitwriter *w, __m256i f, unsigned bits)
+DR_TARGET_AVX2 static inline __attribute__((always_inline)) void put8(dr_bitwriter *w, __m256i f, unsigned bits)
 {
     uint64_t group[4];
     __m128i low, high;
@@ -80,33 +78,35 @@ DR_TARGET_AVX2 static void put8(dr_bitwriter *w, __m256i f, unsigned bits)
     dr_bw_put56(w, (uint64_t)_mm_cvtsi128_si64(low), 8u * bits);
 }
 
-DR_TARGET_AVX2 size_t dr_ef_lows_avx2(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room)
-{
-    const __m256i mask = _mm256_set1_epi32(l == 32u ? -1 : (int)((1u << l) - 1u));
-    size_t t;
-    for (t = 0; t + 8u <= r && l <= 28u && w->pos + l + 8u <= room; t += 8u)
-        put8(w, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), mask), l);
-    return t;
-}
-
-DR_TARGET_AVX2 void dr_ef_upper_avx2(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, size_t len)
+DR_TARGET_AVX2 size_t dr_ef_sweep_avx2(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room,
+                                       uint8_t *v, size_t len)
 {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_set1_epi32(l == 32u ? -1 : (int)((1u << l) - 1u));
     const __m128i shift = _mm_cvtsi32_si128((int)l);
-    size_t t;
+    dr_bitwriter low_writer = *w; /* a local copy: through w, each field's store could alias the writer */
+    size_t t, lows = 0;
     for (t = 0; t + 8u <= r; t += 8u) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t));
         uint64_t first = ((uint64_t)idx[t] >> l) + t, last = ((uint64_t)idx[t + 7u] >> l) + t + 7u;
-        uint64_t w = first / 64u;
-        if (last - 64u * w < 128u && 8u * w + 16u <= len) {
-            /* rel_i = high_i + t + i - 64 w = (high_i - high_0) + i + first % 64. */
-            __m256i high = _mm256_srl_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), shift);
+        uint64_t word = first / 64u;
+        /* The lows while the group stores stay in room (the last steps' fields go to the
+         * caller's scalar code). */
+        if (lows == t && l >= 1u && l <= 28u && low_writer.pos + l + 8u <= room) {
+            put8(&low_writer, _mm256_and_si256(x, mask), l);
+            lows += 8u;
+        }
+        if (last - 64u * word < 128u && 8u * word + 16u <= len) {
+            /* rel_i = high_i + t + i - 64 word = (high_i - high_0) + i + first % 64. */
             __m256i base = _mm256_set1_epi32((int)(uint32_t)(first % 64u - (first - t)));
-            or_two_words(v, w, _mm256_add_epi32(_mm256_add_epi32(high, lanes), base));
+            or_two_words(v, word, _mm256_add_epi32(_mm256_add_epi32(_mm256_srl_epi32(x, shift), lanes), base));
         } else {
             dr_ef_upper_ones(idx, t, t + 8u, l, v);
         }
     }
     dr_ef_upper_ones(idx, t, r, l, v);
+    *w = low_writer;
+    return lows;
 }
 
 DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes,
