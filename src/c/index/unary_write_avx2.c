@@ -116,13 +116,12 @@ DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k
     const __m256i low_mask = _mm256_set1_epi32((int)((1u << k) - 1u));
     const __m128i shift = _mm_cvtsi32_si128((int)k);
     dr_bitwriter w;
-    uint64_t next = 0, quotients = 0; /* idx[t - 1] + 1, and the quotients of the gaps before t */
+    uint64_t at = 0, quotients, next; /* the bits of the codes before t: their quotients + t */
     size_t t, i;
     dr_bw_init(&w, lows);
     for (t = 0; t + 8u <= r; t += 8u) {
         __m256i now = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), before, gap, sum, low_half;
-        uint64_t q0 = ((uint64_t)idx[t] - next) >> k, p0 = quotients + q0 + t, w0 = p0 / 64u;
-        uint32_t spread;
+        uint32_t total;
         /* gap_i = idx[t + i] - idx[t + i - 1] - 1: the indices one back are a second load
          * (a lane permute costs several adds on AMD before Zen 2), but at t = 0, where the
          * index before is -1. */
@@ -147,23 +146,28 @@ DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k
             }
         }
         /* S_i = (q_0 + 1) + ... + (q_i + 1), inclusive across the lanes (within each
-         * 128-bit half, then the low half's total added to the high half), modulo 2^32;
-         * the one of index t + i is at p0 + S_i - S_0, at rel_i = S_i - S_0 + p0 % 64
-         * from word w0. The differences are exact while the step's gaps sum below 2^31. */
+         * 128-bit half, then the low half's total added to the high half); the one of
+         * index t + i is at bit at + S_i - 1, at rel_i = at % 64 + S_i - 1 from word
+         * at / 64. The sums cannot wrap but for S_7 at exactly 2^32 (the step's gaps
+         * less their lows sum below 2^32, the indices being below 2^32), which the
+         * check below sends to the scalar code. */
         sum = _mm256_add_epi32(sum, _mm256_slli_si256(sum, 4));
         sum = _mm256_add_epi32(sum, _mm256_slli_si256(sum, 8));
         low_half = _mm256_shuffle_epi32(sum, 0xff);
         sum = _mm256_add_epi32(sum, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(low_half), 1));
-        spread = (uint32_t)_mm256_extract_epi32(sum, 7) - (uint32_t)(q0 + 1u);
-        if ((uint64_t)idx[t + 7u] - idx[t] < ((uint64_t)1 << 31) && spread + p0 % 64u < 128u &&
-            8u * w0 + 16u <= len) {
-            or_two_words(v, w0, _mm256_add_epi32(sum, _mm256_set1_epi32((int)(uint32_t)(p0 % 64u - (q0 + 1u)))));
-            quotients += q0 + spread - 7u;
+        total = (uint32_t)_mm256_extract_epi32(sum, 7);
+        if (total - 1u < 128u - at % 64u && 8u * (at / 64u) + 16u <= len) {
+            or_two_words(v, at / 64u, _mm256_add_epi32(sum, _mm256_set1_epi32((int)(uint32_t)(at % 64u) - 1)));
+            at += total;
         } else {
+            quotients = at - t;
+            next = t > 0 ? (uint64_t)idx[t - 1u] + 1u : 0u;
             dr_rice_codes(idx, t, t + 8u, k, NULL, v, &quotients, &next);
+            at = quotients + t + 8u;
         }
-        next = (uint64_t)idx[t + 7u] + 1u;
     }
+    quotients = at - t;
+    next = t > 0 ? (uint64_t)idx[t - 1u] + 1u : 0u;
     dr_rice_codes(idx, t, r, k, &w, v, &quotients, &next);
     if (k > 0u)
         dr_bw_finish(&w);
