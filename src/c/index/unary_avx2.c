@@ -31,28 +31,27 @@ typedef struct {
     size_t vector_groups;   /* the groups of 8 fields from the section's start it takes */
     uint32_t descending;    /* Elias-Fano: nonzero once some out[t] <= out[t - 1] */
     uint32_t run;           /* Rice: the running sum so far, less one */
-    uint64_t sum;           /* Rice: the lows + 1 so far, in 64 bits */
 } flush_to;
 
 /* Rice's step of 8: the running sum run + (low_0 + 1) + ... + (low_i + 1) in lane i, with
- * run in every lane of *carry, which it advances to the last lane's sum; the lows + 1
- * summed into *wide's 64-bit lanes. No lane-crossing permutes (VPERMD, VPERM2I128:
- * several adds' cost each on AMD before Zen 2): the sums cross between the halves by
- * 128-bit extracts and inserts. */
-DR_TARGET_AVX2 static inline __m256i rice_step(__m256i low, __m256i *carry, __m256i *wide)
+ * run in every lane of *carry, which it advances to the last lane's sum. The step's own
+ * total is taken from its lows before run is added, so that the chain from one step to
+ * the next is one add. No lane-crossing permutes (VPERMD, VPERM2I128: several adds' cost
+ * each on AMD before Zen 2): the sums cross between the halves by 128-bit extracts and
+ * inserts. */
+DR_TARGET_AVX2 static inline __m256i rice_step(__m256i low, __m256i *carry)
 {
-    const __m256i one = _mm256_set1_epi32(1), low32 = _mm256_set1_epi64x(0xffffffff);
-    __m256i v = _mm256_add_epi32(low, one), top;
-    *wide = _mm256_add_epi64(*wide, _mm256_add_epi64(_mm256_and_si256(v, low32), _mm256_srli_epi64(v, 32)));
+    const __m256i one = _mm256_set1_epi32(1);
+    __m256i v = _mm256_add_epi32(low, one), top, sums;
     /* Inclusive running sum within each 128-bit half (lane i adds lane i - 1, then
      * i - 2), then the low half's total added to the high half. */
     v = _mm256_add_epi32(v, _mm256_slli_si256(v, 4));
     v = _mm256_add_epi32(v, _mm256_slli_si256(v, 8));
     top = _mm256_shuffle_epi32(v, 0xff);
     v = _mm256_add_epi32(v, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(top), 1));
-    v = _mm256_add_epi32(v, *carry);
-    *carry = _mm256_broadcastd_epi32(_mm_shuffle_epi32(_mm256_extracti128_si256(v, 1), 0xff));
-    return v;
+    sums = _mm256_add_epi32(v, *carry);
+    *carry = _mm256_add_epi32(*carry, _mm256_broadcastd_epi32(_mm_shuffle_epi32(_mm256_extracti128_si256(v, 1), 0xff)));
+    return sums;
 }
 
 /* Where a block takes its low fields from: groups of 8 fields unpacked as they are used
@@ -103,21 +102,17 @@ DR_TARGET_AVX2 static void indices_block(flush_to *to, size_t done, uint32_t *ou
     if (from.vec < n)
         (void)dr_bitunpack(to->lows + at, to->low_len - at, n - from.vec, bits, low);
     if (to->rice) {
-        __m256i carry = _mm256_set1_epi32((int)to->run), wide = _mm256_setzero_si256();
-        uint64_t lanes[4];
+        __m256i carry = _mm256_set1_epi32((int)to->run);
         uint32_t last;
         for (t = 0; t + 8u <= n; t += 8u) {
             __m256i h = _mm256_sll_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(high + t)), count);
-            __m256i x = rice_step(lows8(&from, t), &carry, &wide);
+            __m256i x = rice_step(lows8(&from, t), &carry);
             _mm256_storeu_si256((__m256i *)(void *)(out + t), _mm256_add_epi32(x, h));
         }
-        _mm256_storeu_si256((__m256i *)(void *)lanes, wide);
-        to->sum += (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
         last = (uint32_t)_mm256_cvtsi256_si32(carry);
         /* bits 32 adds nothing, as in the AVX-512 decoder (a vector shift past 31
          * gives 0). Rice's indices ascend by construction (each gap adds at least one). */
         for (; t < n; t++) {
-            to->sum += (uint64_t)low[t - from.vec] + 1u;
             last += low[t - from.vec] + 1u;
             out[t] = last + (bits < 32u ? high[t] << bits : 0u);
         }
@@ -216,7 +211,6 @@ static flush_to with_lows(const uint8_t *lows, size_t low_len, unsigned bits, in
     }
     to.descending = 0;
     to.run = UINT32_MAX;
-    to.sum = 0;
     return to;
 }
 
@@ -234,7 +228,9 @@ DR_TARGET_AVX2 size_t dr_rice_indices_avx2(const uint8_t *lows, size_t low_len, 
 {
     flush_to to = with_lows(lows, low_len, k, 1);
     size_t ones = unary_blocks(v, len, r, out, last_one, &to);
-    *sum = to.sum;
+    /* The lows + 1 sum to at most r 2^k <= 2^32 (the caller's condition), so the running
+     * sum less one, to.run, holds their sum less one exactly. */
+    *sum = (uint64_t)to.run + 1u;
     return ones;
 }
 
