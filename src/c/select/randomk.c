@@ -109,12 +109,35 @@ static void correct_count(uint64_t key, size_t n, size_t drawn, size_t want, uin
     }
 }
 
-static size_t popcount_words(const uint64_t *bits, size_t first, size_t end)
+/* The set bits of bits[first..end), written once and compiled twice (simd_config.h): the
+ * plain build has no POPCNT and calls libgcc's bit-twiddling routine per word. */
+DR_ALWAYS_INLINE size_t count_words(const uint64_t *bits, size_t first, size_t end)
 {
     size_t w, c = 0;
     for (w = first; w < end; w++)
         c += (size_t)__builtin_popcountll(bits[w]);
     return c;
+}
+
+static size_t count_words_plain(const uint64_t *bits, size_t first, size_t end)
+{
+    return count_words(bits, first, end);
+}
+
+#if DR_HAVE_X86_SIMD
+DR_TARGET_AVX2 static size_t count_words_avx2(const uint64_t *bits, size_t first, size_t end)
+{
+    return count_words(bits, first, end);
+}
+#endif
+
+static size_t popcount_words(const uint64_t *bits, size_t first, size_t end)
+{
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2)
+        return count_words_avx2(bits, first, end);
+#endif
+    return count_words_plain(bits, first, end);
 }
 
 /* The draw's steps over the words, one part of them per thread (dr_parallel_steps with
