@@ -296,7 +296,10 @@ class Communicator(ABC):
         if all_finite(flat):  # a non-finite step is skipped downstream: keep the memory
             self.memory.forget(name)
         start = time.perf_counter()
-        summed = self.transport.allreduce(flat.copy(), f"{name}/dense")
+        # Summed in a buffer the step keeps for the name, as the 'none' path's allreduce
+        # does: a fresh copy per step took fresh pages each time (auto_off at 10 Gbit/s was
+        # 14% slower per epoch than dense where it sent everything dense).
+        summed = self.transport.allreduce(self.buffers.copy_of(("dense", name), flat), f"{name}/dense")
         self.auto_off.observe_dense(name, time.perf_counter() - start)
         self.stats.record(name, bytes_sent=flat.nbytes, dense_bytes=flat.nbytes)
         return restore(summed / self.transport.size)
