@@ -125,6 +125,7 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
                                   : dr_index_check_encode(idx, r, d, out, written);
 #else
     int st = dr_index_check_encode(idx, r, d, out, written);
+    (void)simd;
 #endif
     if (st != DR_OK)
         return st;

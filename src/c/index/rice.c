@@ -96,6 +96,7 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
                                  : rice_quotients_plain(idx, r, k, &descending);
 #else
     q_sum = rice_quotients_plain(idx, r, k, &descending);
+    (void)simd;
 #endif
     if (descending || (r > 0 && (uint64_t)idx[r - 1] >= (uint64_t)d))
         return DR_E_ARG;

@@ -197,7 +197,7 @@ DR_TARGET_AVX2 static size_t unary_blocks(const uint8_t *v, size_t len, size_t r
 static flush_to with_lows(const uint8_t *lows, size_t low_len, unsigned bits, int rice)
 {
     flush_to to;
-    memset(&to, 0, sizeof to);
+    memset(&to, 0, sizeof to); /* the plan, for bits it does not serve; no order broken yet */
     to.lows = lows;
     to.low_len = low_len;
     to.bits = bits;
@@ -209,7 +209,6 @@ static flush_to with_lows(const uint8_t *lows, size_t low_len, unsigned bits, in
         dr_unpack8_plan_make(&to.plan, bits);
         to.vector_groups = dr_unpack8_groups(low_len, bits, to.plan.half);
     }
-    to.descending = 0;
     to.run = UINT32_MAX;
     return to;
 }
