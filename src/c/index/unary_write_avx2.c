@@ -1,13 +1,13 @@
 /* AVX2 encoding of Elias-Fano and Rice sections (unary_simd.h), 8 indices per step, for
- * CPUs without AVX-512; the method of unary_write_avx512.c at half the width, but for how
- * the ones become words:
+ * CPUs without AVX-512: the method of unary_write_avx512.c at half the width, with
+ * Elias-Fano's low fields and upper vector in one sweep.
  *
  * The unary vectors: a step's 8 ones, which almost always fall within two 64-bit words,
  * become those two words by variable shifts, OR-ed into the zeroed vector by two 8-byte
- * read-modify-writes (the next step's first word is this step's
- * second or a later one: an exact overlap, forwarded from the store).
- * The portable encoders set one bit per index through a word held in a register, with a
- * branch where the ones move on to the next word.
+ * read-modify-writes (the next step's first word is this step's second or a later one:
+ * an exact overlap, forwarded from the store). The portable encoders set one bit per
+ * index through a word held in a register, with a branch where the ones move on to the
+ * next word.
  *
  * The low fields: packed in the lanes into groups of up to 56 bits (pairs, then fours,
  * then eights), each group appended by one 8-byte store (dr_bw_put56). The bytes are
@@ -26,7 +26,7 @@
  * the two), the words OR-ed across the lanes. On AMD before Zen 2 a variable shift costs
  * six adds; there, 16-byte one-hot entries from a table OR-ed by loads were faster, but
  * on Zen 3 they measured 1.15x slower than these four shifts (docs/performance.md). */
-DR_TARGET_AVX2 static inline __attribute__((always_inline)) void or_two_words(uint8_t *v, uint64_t w, __m256i rel)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE void or_two_words(uint8_t *v, uint64_t w, __m256i rel)
 {
     const __m256i one = _mm256_set1_epi64x(1), sixty_four = _mm256_set1_epi64x(64);
     __m256i r0 = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(rel));
@@ -49,7 +49,7 @@ DR_TARGET_AVX2 static inline __attribute__((always_inline)) void or_two_words(ui
  * group's store writes 8): 8 / 2^m groups of 2^m fields, with the largest m >= 1 that
  * keeps a group within 56 bits. Shifts within the 128-bit halves, no lane-crossing
  * permutes (several times an add's cost on AMD before Zen 2). */
-DR_TARGET_AVX2 static inline __attribute__((always_inline)) void put8(dr_bitwriter *w, __m256i f, unsigned bits)
+DR_TARGET_AVX2 DR_ALWAYS_INLINE void put8(dr_bitwriter *w, __m256i f, unsigned bits)
 {
     uint64_t group[4];
     __m128i low, high;
