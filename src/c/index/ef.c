@@ -101,15 +101,6 @@ size_t dr_index_ef_bound(size_t d, size_t r)
     return dr_sat_size(ef_size(r, l, r == 0 ? 0 : ((uint64_t)d - 1u) >> l));
 }
 
-#if DR_HAVE_X86_SIMD
-/* The set's checks compiled for AVX2: its loop over the set vectorises twice as wide. */
-DR_TARGET_AVX2 static int ef_check_avx2(const uint32_t *idx, size_t r, size_t d, const uint8_t *out,
-                                        const size_t *written)
-{
-    return dr_index_check_encode(idx, r, d, out, written);
-}
-#endif
-
 int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                        size_t *written)
 {
@@ -120,13 +111,7 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
     uint32_t low_mask;
     uint8_t *upper;
     int simd = dr_simd_active(), upper_done = 0;
-#if DR_HAVE_X86_SIMD
-    int st = simd >= DR_SIMD_AVX2 ? ef_check_avx2(idx, r, d, out, written)
-                                  : dr_index_check_encode(idx, r, d, out, written);
-#else
     int st = dr_index_check_encode(idx, r, d, out, written);
-    (void)simd;
-#endif
     if (st != DR_OK)
         return st;
     l = ef_low_bits(d, r);
@@ -154,6 +139,8 @@ int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, si
         j = dr_ef_sweep_avx2(idx, r, l, &w, low_bytes, upper, upper_len);
         upper_done = 1;
     }
+#else
+    (void)simd;
 #endif
     if (l > 0) {
         /* Groups of 56 / l fields, one store each, while 8 bytes of the section remain;

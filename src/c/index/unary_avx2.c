@@ -36,20 +36,11 @@ typedef struct {
 /* Rice's step of 8: the running sum run + (low_0 + 1) + ... + (low_i + 1) in lane i, with
  * run in every lane of *carry, which it advances to the last lane's sum. The step's own
  * total is taken from its lows before run is added, so that the chain from one step to
- * the next is one add. No lane-crossing permutes (VPERMD, VPERM2I128: several adds' cost
- * each on AMD before Zen 2): the sums cross between the halves by 128-bit extracts and
- * inserts. */
+ * the next is one add. */
 DR_TARGET_AVX2 static inline __m256i rice_step(__m256i low, __m256i *carry)
 {
-    const __m256i one = _mm256_set1_epi32(1);
-    __m256i v = _mm256_add_epi32(low, one), top, sums;
-    /* Inclusive running sum within each 128-bit half (lane i adds lane i - 1, then
-     * i - 2), then the low half's total added to the high half. */
-    v = _mm256_add_epi32(v, _mm256_slli_si256(v, 4));
-    v = _mm256_add_epi32(v, _mm256_slli_si256(v, 8));
-    top = _mm256_shuffle_epi32(v, 0xff);
-    v = _mm256_add_epi32(v, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(top), 1));
-    sums = _mm256_add_epi32(v, *carry);
+    __m256i v = dr_running_sum8_avx2(_mm256_add_epi32(low, _mm256_set1_epi32(1)));
+    __m256i sums = _mm256_add_epi32(v, *carry);
     *carry = _mm256_add_epi32(*carry, _mm256_broadcastd_epi32(_mm_shuffle_epi32(_mm256_extracti128_si256(v, 1), 0xff)));
     return sums;
 }

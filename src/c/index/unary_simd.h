@@ -15,6 +15,22 @@
 #include <stdint.h>
 
 #if DR_HAVE_X86_SIMD
+#include <immintrin.h>
+
+/* The inclusive running sum of v's 8 lanes, modulo 2^32: within each 128-bit half (lane
+ * i adds lane i - 1, then i - 2), then the low half's total added to the high half. No
+ * lane-crossing permutes (VPERMD, VPERM2I128: several adds' cost each on AMD before Zen
+ * 2): the sum crosses between the halves by a 128-bit insert. Rice's encoder and decoder
+ * (unary_write_avx2.c, unary_avx2.c). */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_running_sum8_avx2(__m256i v)
+{
+    __m256i top;
+    v = _mm256_add_epi32(v, _mm256_slli_si256(v, 4));
+    v = _mm256_add_epi32(v, _mm256_slli_si256(v, 8));
+    top = _mm256_shuffle_epi32(v, 0xff);
+    return _mm256_add_epi32(v, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(top), 1));
+}
+
 /* For the t-th one of v[0..len) at bit p_t, t < r: out[t] += (uint32_t)((p_t - t) << shift)
  * (shift <= 32; 32 adds nothing, as the scalar decoders' 64-bit shift truncated to 32
  * bits). Words of 64 bits, a vector compress of the bit numbers per 16 bits. Returns the

@@ -109,6 +109,15 @@ DR_TARGET_AVX2 size_t dr_ef_sweep_avx2(const uint32_t *idx, size_t r, unsigned l
     return lows;
 }
 
+/* dr_rice_codes for idx[t..end) after `at` bits of codes; returns the bits after them. */
+static uint64_t codes_from(const uint32_t *idx, size_t t, size_t end, unsigned k, dr_bitwriter *w, uint8_t *v,
+                           uint64_t at)
+{
+    uint64_t quotients = at - t, next = t > 0 ? (uint64_t)idx[t - 1u] + 1u : 0u;
+    dr_rice_codes(idx, t, end, k, w, v, &quotients, &next);
+    return quotients + end;
+}
+
 DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes,
                                        uint8_t *v, size_t len)
 {
@@ -116,11 +125,11 @@ DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k
     const __m256i low_mask = _mm256_set1_epi32((int)((1u << k) - 1u));
     const __m128i shift = _mm_cvtsi32_si128((int)k);
     dr_bitwriter w;
-    uint64_t at = 0, quotients, next; /* the bits of the codes before t: their quotients + t */
+    uint64_t at = 0; /* the bits of the codes before t: their quotients + t */
     size_t t, i;
     dr_bw_init(&w, lows);
     for (t = 0; t + 8u <= r; t += 8u) {
-        __m256i now = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), before, gap, sum, low_half;
+        __m256i now = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), before, gap, sum;
         uint32_t total;
         /* gap_i = idx[t + i] - idx[t + i - 1] - 1: the indices one back are a second load
          * (a lane permute costs several adds on AMD before Zen 2), but at t = 0, where the
@@ -145,30 +154,20 @@ DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k
                     dr_bw_put(&w, field[i], k);
             }
         }
-        /* S_i = (q_0 + 1) + ... + (q_i + 1), inclusive across the lanes (within each
-         * 128-bit half, then the low half's total added to the high half); the one of
-         * index t + i is at bit at + S_i - 1, at rel_i = at % 64 + S_i - 1 from word
-         * at / 64. The sums cannot wrap but for S_7 at exactly 2^32 (the step's gaps
-         * less their lows sum below 2^32, the indices being below 2^32), which the
-         * check below sends to the scalar code. */
-        sum = _mm256_add_epi32(sum, _mm256_slli_si256(sum, 4));
-        sum = _mm256_add_epi32(sum, _mm256_slli_si256(sum, 8));
-        low_half = _mm256_shuffle_epi32(sum, 0xff);
-        sum = _mm256_add_epi32(sum, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(low_half), 1));
+        /* S_i = (q_0 + 1) + ... + (q_i + 1); the one of index t + i is at bit at + S_i - 1,
+         * at rel_i = at % 64 + S_i - 1 from word at / 64. The sums cannot wrap but for S_7
+         * at exactly 2^32 (the step's gaps less their lows sum below 2^32, the indices
+         * being below 2^32), which the check below sends to the scalar code. */
+        sum = dr_running_sum8_avx2(sum);
         total = (uint32_t)_mm256_extract_epi32(sum, 7);
         if (total - 1u < 128u - at % 64u && 8u * (at / 64u) + 16u <= len) {
             or_two_words(v, at / 64u, _mm256_add_epi32(sum, _mm256_set1_epi32((int)(uint32_t)(at % 64u) - 1)));
             at += total;
         } else {
-            quotients = at - t;
-            next = t > 0 ? (uint64_t)idx[t - 1u] + 1u : 0u;
-            dr_rice_codes(idx, t, t + 8u, k, NULL, v, &quotients, &next);
-            at = quotients + t + 8u;
+            at = codes_from(idx, t, t + 8u, k, NULL, v, at);
         }
     }
-    quotients = at - t;
-    next = t > 0 ? (uint64_t)idx[t - 1u] + 1u : 0u;
-    dr_rice_codes(idx, t, r, k, &w, v, &quotients, &next);
+    (void)codes_from(idx, t, r, k, &w, v, at);
     if (k > 0u)
         dr_bw_finish(&w);
 }
