@@ -220,26 +220,22 @@ DR_ALWAYS_INLINE int ef_decode(int simd, const uint8_t *in, size_t len, size_t d
     if (r == 0)
         return upper_len == 0 ? DR_OK : DR_E_CORRUPT;
 #if DR_HAVE_X86_SIMD
-    if (simd == DR_SIMD_AVX2) {
+    if (simd >= DR_SIMD_AVX2) {
         /* One sweep: each block of the upper vector's ones with its low fields (the
-         * order checked block by block), every index written once (unary_avx2.c). */
-        j = dr_ef_indices_avx2(in + 1, (size_t)(upper - in) - 1u, upper, upper_len, r, l, idx_out, &last_one, &bad);
+         * order checked block by block), every index written once (unary_avx2.c,
+         * unary_avx512.c). */
+        j = dr_ef_indices_simd(simd, in + 1, (size_t)(upper - in) - 1u, upper, upper_len, r, l, idx_out, &last_one,
+                               &bad);
         return ef_ends_well(j, r, d, l, upper_len, last_one, idx_out, bad);
     }
 #endif
     /* Two sweeps, each simple enough to run near its own speed: the low fields with the
      * bit unpacker, then the set bits of the upper vector, the one for index j at bit
-     * high_j + j (AVX-512: unary_avx512.c; adding a high with no bits below l is the OR
-     * of the portable sweep). */
+     * high_j + j. */
     st = dr_bitunpack(in + 1, (size_t)(upper - in) - 1u, r, l, idx_out);
     if (st != DR_OK)
         return st;
-#if DR_HAVE_X86_SIMD
-    if (simd >= DR_SIMD_AVX512)
-        j = dr_unary_add_highs_avx512(upper, upper_len, r, l, idx_out, &last_one);
-    else
-#endif
-        j = ef_highs(upper, upper_len, r, l, idx_out, &last_one);
+    j = ef_highs(upper, upper_len, r, l, idx_out, &last_one);
     (void)simd;
     /* Strictly ascending (equal highs with non-increasing lows are possible on the wire). */
     for (t = 1; t < r; t++)

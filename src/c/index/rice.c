@@ -196,11 +196,11 @@ DR_TARGET_AVX2 static int rice_decode_avx2(const uint8_t *in, size_t len, size_t
     return rice_decode(in, len, d, r, idx_out);
 }
 
-/* The same sweeps in the other order, in vectors: the running sum of lows + 1 in place
- * (x_j = (Q_j << k) + that sum - 1), then Q_j << k added per one (AVX-512:
- * unary_avx512.c; AVX2, block by block in one sweep: unary_avx2.c). In 32 bits, so only
- * where the sums cannot wrap: r lows below 2^k sum with the ones to at most r 2^k <= 2^32
- * (every section this library writes: 2^k is below the mean gap). */
+/* The same sweep in vectors, block by block, every index written once (unary_avx2.c,
+ * unary_avx512.c): the running sum of lows + 1 (x_j = (Q_j << k) + that sum - 1), and
+ * Q_j << k added per one. In 32 bits, so only where the sums cannot wrap: r lows below
+ * 2^k sum with the ones to at most r 2^k <= 2^32 (every section this library writes:
+ * 2^k is below the mean gap). */
 static int rice_decode_vectors(int simd, const uint8_t *in, size_t len, size_t d, size_t r, uint32_t *idx_out)
 {
     const uint8_t *unary;
@@ -211,16 +211,7 @@ static int rice_decode_vectors(int simd, const uint8_t *in, size_t len, size_t d
         return DR_E_CORRUPT;
     if (r == 0)
         return unary_len == 0 ? DR_OK : DR_E_CORRUPT;
-    if (simd >= DR_SIMD_AVX512) {
-        int st = dr_bitunpack(in + 1, (size_t)(unary - in) - 1u, r, k, idx_out);
-        if (st != DR_OK)
-            return st;
-        sum = dr_rice_running_sum_avx512(idx_out, r);
-        j = dr_unary_add_highs_avx512(unary, unary_len, r, k, idx_out, &last_one);
-    } else {
-        /* One sweep: each block of the ones with its lows, every index written once. */
-        j = dr_rice_indices_avx2(in + 1, (size_t)(unary - in) - 1u, unary, unary_len, r, k, idx_out, &last_one, &sum);
-    }
+    j = dr_rice_indices_simd(simd, in + 1, (size_t)(unary - in) - 1u, unary, unary_len, r, k, idx_out, &last_one, &sum);
     /* The last index in 64 bits (Q_last bounded first by rice_ends_well's check, so
      * nothing wraps): no sum above wrapped when it is below d, as the x_j ascend. A
      * count other than r (SIZE_MAX included) is refused there before the rest counts. */

@@ -1,10 +1,9 @@
 /* AVX2 unary decoding (unary_simd.h), for CPUs without AVX-512: a byte of the vector at
  * a time, the zeros below each of its ones read as 8 lanes from a table
  * (dr_byte_zeros_below) and offset by the zeros before the byte, 8 highs stored per byte
- * whatever its count. As in the AVX-512 decoder the highs go to a stack block first and
- * then into out in whole vectors (writing out straight away would load each byte's
- * entries just after the overlapping store of the byte before). Each block brings its
- * own low fields, so that each index is written once: Elias-Fano's as they are, Rice's
+ * whatever its count, a block of them at a time made indices. The blocks themselves
+ * (dr_indices_block) serve the AVX-512 sweep too (unary_avx512.c): each brings its own
+ * low fields, so that each index is written once, Elias-Fano's as they are, Rice's
  * through their running sum. */
 #include "deepreduce.h"
 #include "bitpack_simd.h"
@@ -14,24 +13,6 @@
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
-
-/* Highs decoded per block; a word adds up to 64 and a byte stores 8 lanes from its first
- * one, so the block holds BLOCK + 64 + 8. */
-#define BLOCK 1024u
-
-/* How a block's highs become indices: with their low fields, which the block unpacks
- * from lows (low_len bytes, the fields of `bits` bits each from index 0 on) as it uses
- * them, Elias-Fano's as they are, Rice's through their running sum. */
-typedef struct {
-    const uint8_t *lows;
-    size_t low_len;         /* the section's bytes */
-    unsigned bits;
-    int rice;
-    dr_unpack8_plan plan;   /* the vector unpacker's, for 1 to 25 bits */
-    size_t vector_groups;   /* the groups of 8 fields from the section's start it takes */
-    uint32_t descending;    /* Elias-Fano: nonzero once some out[t] <= out[t - 1] */
-    uint32_t run;           /* Rice: the running sum so far, less one */
-} flush_to;
 
 /* Rice's step of 8: the running sum run + (low_0 + 1) + ... + (low_i + 1) in lane i, with
  * run in every lane of *carry, which it advances to the last lane's sum. The step's own
@@ -65,15 +46,13 @@ DR_TARGET_AVX2 static inline __m256i lows8(const block_lows *from, size_t t)
     return dr_unpack8_avx2(from->group + t / 8u * from->bits, from->half, from->shuffle, from->shifts, from->mask);
 }
 
-/* out[0..n) = (lows' fields done..done + n, for Rice their running sum) + (high[0..n) <<
- * bits), and for Elias-Fano whether they ascend from out[-1] (done > 0) on. done is a
- * multiple of 8, so the block's fields start on a byte (8 bits per 8 fields). Whole
- * groups of 8 whose windows lie in the section are unpacked in the loop as they are
- * used; the rest (the section's last fields, or fields wider than 25 bits) first, by the
- * library's unpacker, whose statuses cannot fail on a section the caller checked. */
-DR_TARGET_AVX2 static void indices_block(flush_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n)
+/* Whole groups of 8 fields whose windows lie in the section are unpacked in the loop as
+ * they are used; the rest (the section's last fields, or fields wider than 25 bits)
+ * first, by the library's unpacker, whose statuses cannot fail on a section the caller
+ * checked. */
+DR_TARGET_AVX2 void dr_indices_block(dr_indices_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n)
 {
-    uint32_t low[BLOCK + 64 + 8]; /* the fields from vec on */
+    uint32_t low[DR_UNARY_BLOCK + 64 + 8]; /* the fields from vec on */
     const unsigned bits = to->bits;
     const __m128i count = _mm_cvtsi32_si128((int)bits);
     const size_t first_group = done / 8u;
@@ -138,13 +117,11 @@ DR_TARGET_AVX2 static void indices_block(flush_to *to, size_t done, uint32_t *ou
     }
 }
 
-/* The unary sweep: for the t-th one of v[0..len) at bit p_t, its high p_t - t, a block
- * of them at a time made indices by indices_block. Returns the ones, or SIZE_MAX past r;
- * *last_one as dr_unary_add_highs_avx512 sets it. */
+/* The unary sweep on AVX2, with dr_unary_blocks_avx512's contract. */
 DR_TARGET_AVX2 static size_t unary_blocks(const uint8_t *v, size_t len, size_t r, uint32_t *out, uint64_t *last_one,
-                                          flush_to *to)
+                                          dr_indices_to *to)
 {
-    uint32_t high[BLOCK + 64 + 8];
+    uint32_t high[DR_UNARY_BLOCK + 64 + 8]; /* a byte stores 8 lanes from its first one */
     size_t off, done = 0, filled = 0; /* ones added into out; highs waiting in the block */
     /* The zeros before the current byte, in every lane (mod 2^32, exact for every input
      * the caller's checks accept): a vector add per byte, where the count made in scalar
@@ -170,24 +147,23 @@ DR_TARGET_AVX2 static size_t unary_blocks(const uint8_t *v, size_t len, size_t r
             zeros = _mm256_add_epi32(zeros, _mm256_set1_epi32((int)dr_byte_zeros[byte]));
             filled += (size_t)__builtin_popcount(byte);
         }
-        if (filled >= BLOCK) {
+        if (filled >= DR_UNARY_BLOCK) {
             /* Whole groups of 8, so that every block's fields start on a byte; the
              * highs past them (fewer than 8) start the next block. */
             size_t whole = filled & ~(size_t)7u;
-            indices_block(to, done, out + done, high, whole);
+            dr_indices_block(to, done, out + done, high, whole);
             done += whole;
             filled -= whole;
             memcpy(high, high + whole, filled * sizeof *high);
         }
     }
-    indices_block(to, done, out + done, high, filled);
+    dr_indices_block(to, done, out + done, high, filled);
     return done + filled;
 }
 
-/* The state of a sweep that unpacks the low fields of `bits` bits of a section. */
-static flush_to with_lows(const uint8_t *lows, size_t low_len, unsigned bits, int rice)
+dr_indices_to dr_indices_to_make(const uint8_t *lows, size_t low_len, unsigned bits, int rice)
 {
-    flush_to to;
+    dr_indices_to to;
     memset(&to, 0, sizeof to); /* the plan, for bits it does not serve; no order broken yet */
     to.lows = lows;
     to.low_len = low_len;
@@ -204,20 +180,28 @@ static flush_to with_lows(const uint8_t *lows, size_t low_len, unsigned bits, in
     return to;
 }
 
-DR_TARGET_AVX2 size_t dr_ef_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r,
-                                         unsigned l, uint32_t *out, uint64_t *last_one, uint32_t *descending)
+/* The unary sweep of the path `simd` (AVX2 or AVX-512). */
+static size_t unary_sweep(int simd, const uint8_t *v, size_t len, size_t r, uint32_t *out, uint64_t *last_one,
+                          dr_indices_to *to)
 {
-    flush_to to = with_lows(lows, low_len, l, 0);
-    size_t ones = unary_blocks(v, len, r, out, last_one, &to);
+    return simd >= DR_SIMD_AVX512 ? dr_unary_blocks_avx512(v, len, r, out, last_one, to)
+                                  : unary_blocks(v, len, r, out, last_one, to);
+}
+
+size_t dr_ef_indices_simd(int simd, const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r,
+                          unsigned l, uint32_t *out, uint64_t *last_one, uint32_t *descending)
+{
+    dr_indices_to to = dr_indices_to_make(lows, low_len, l, 0);
+    size_t ones = unary_sweep(simd, v, len, r, out, last_one, &to);
     *descending = to.descending;
     return ones;
 }
 
-DR_TARGET_AVX2 size_t dr_rice_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len,
-                                           size_t r, unsigned k, uint32_t *out, uint64_t *last_one, uint64_t *sum)
+size_t dr_rice_indices_simd(int simd, const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r,
+                            unsigned k, uint32_t *out, uint64_t *last_one, uint64_t *sum)
 {
-    flush_to to = with_lows(lows, low_len, k, 1);
-    size_t ones = unary_blocks(v, len, r, out, last_one, &to);
+    dr_indices_to to = dr_indices_to_make(lows, low_len, k, 1);
+    size_t ones = unary_sweep(simd, v, len, r, out, last_one, &to);
     /* The lows + 1 sum to at most r 2^k <= 2^32 (the caller's condition), so the running
      * sum less one, to.run, holds their sum less one exactly. */
     *sum = (uint64_t)to.run + 1u;

@@ -1,14 +1,14 @@
 /* Internal: the AVX-512 and AVX2 decoders of a unary vector's ones, shared by Elias-Fano
- * (its upper vector) and Rice (its quotients), the running sum Rice's lows need, and both
- * codecs' encoding sweeps (AVX-512).
+ * (its upper vector) and Rice (its quotients), and both codecs' encoding sweeps.
  *
  * In both codecs the t-th one (t = 0, 1, ...) of the vector sits at bit p_t = h_t + t,
  * with h_t the index's high part (Elias-Fano) or the quotients' running sum (Rice), and
- * the decoders add h_t << shift to what the lows left in out[t]. */
+ * the decoders make out[t] from h_t << shift and the lows. */
 #ifndef DR_UNARY_SIMD_H
 #define DR_UNARY_SIMD_H
 
 #include "bitio.h"
+#include "bitpack_simd.h"
 #include "simd_config.h"
 
 #include <stddef.h>
@@ -31,42 +31,68 @@ DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_running_sum8_avx2(__m256i v)
     return _mm256_add_epi32(v, _mm256_inserti128_si256(_mm256_setzero_si256(), _mm256_castsi256_si128(top), 1));
 }
 
-/* For the t-th one of v[0..len) at bit p_t, t < r: out[t] += (uint32_t)((p_t - t) << shift)
- * (shift <= 32; 32 adds nothing, as the scalar decoders' 64-bit shift truncated to 32
- * bits). Words of 64 bits, a vector compress of the bit numbers per 16 bits. Returns the
- * number of ones, or SIZE_MAX where a word takes the count past r (out[0..r) then holds
- * partial sums: the caller refuses the input). *last_one is set to the highest one's bit
- * number when there is a one, and left alone otherwise. */
-size_t dr_unary_add_highs_avx512(const uint8_t *v, size_t len, size_t r, unsigned shift, uint32_t *out,
-                                 uint64_t *last_one);
+/* The decoders take the vector's ones a block at a time: up to DR_UNARY_BLOCK + 63 highs
+ * (a word adds up to 64 to a block under DR_UNARY_BLOCK) go to a stack block, store
+ * after store, and then become indices in whole vectors with their low fields, so that
+ * every index is written once (writing out straight away would load each step's entries
+ * just after the overlapping store of the step before, which the core cannot forward). */
+#define DR_UNARY_BLOCK 1024u
 
-/* out[t] = (out[0] + 1) + ... + (out[t] + 1) - 1 for t < n, modulo 2^32; returns the
- * sum of the n values out[t] + 1 in 64 bits (exact for any n that fits in memory). */
-uint64_t dr_rice_running_sum_avx512(uint32_t *out, size_t n);
+/* Where a decoder's blocks of highs go (unary_avx2.c): the section's low fields of `bits`
+ * bits, unpacked as they are used, Elias-Fano's as they are, Rice's through their
+ * running sum. Made by dr_indices_to_make. */
+typedef struct {
+    const uint8_t *lows;
+    size_t low_len;         /* the section's bytes */
+    unsigned bits;
+    int rice;
+    dr_unpack8_plan plan;   /* the vector unpacker's, for 1 to 25 bits */
+    size_t vector_groups;   /* the groups of 8 fields from the section's start it takes */
+    uint32_t descending;    /* Elias-Fano: nonzero once some out[t] <= out[t - 1] */
+    uint32_t run;           /* Rice: the running sum so far, less one */
+} dr_indices_to;
 
-/* The AVX2 decoders (unary_avx2.c) take the vector a byte per step, and each block of
- * ones with its low fields, so that every index is written once. */
+/* The state of a sweep over the `bits`-bit fields at lows[0..low_len) (0..32 bits;
+ * Rice's `rice` nonzero). */
+dr_indices_to dr_indices_to_make(const uint8_t *lows, size_t low_len, unsigned bits, int rice);
+
+/* out[0..n) = (the fields done..done + n, for Rice their running sum) + (high[t] <<
+ * bits), high[t] = p_t - t of the block's ones, and for Elias-Fano whether they ascend
+ * from out[-1] (done > 0) on. done is a multiple of 8 (the block's fields start on a
+ * byte), n <= DR_UNARY_BLOCK + 63. AVX2 (every AVX-512 CPU has it). */
+void dr_indices_block(dr_indices_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n);
+
+/* The unary sweep on AVX-512: for the t-th one of v[0..len) at bit p_t, t < r, its high
+ * p_t - t, from each 16 bits of a word by one compress (VPCOMPRESSD) of the lane numbers,
+ * the highs made indices a block at a time by dr_indices_block. Returns the ones, or
+ * SIZE_MAX where a word takes the count past r (out[0..r) then holds partial results:
+ * the caller refuses the input). *last_one is set to the highest one's bit number when
+ * there is a one, and left alone otherwise. */
+size_t dr_unary_blocks_avx512(const uint8_t *v, size_t len, size_t r, uint32_t *out, uint64_t *last_one,
+                              dr_indices_to *to);
+
+/* The AVX2 decoders' tables: they take the vector a byte per step. */
 /* For each byte value, the zeros below each of its set bits, ascending (the j-th one, at
  * bit p_j, has p_j - j), in 32-bit lanes; 0 past its last one (unary_tables.c). */
 extern const uint32_t dr_byte_zeros_below[256][8];
 /* For each byte value, its zeros: 8 less its ones (unary_tables.c). */
 extern const uint32_t dr_byte_zeros[256];
 
-/* Elias-Fano's indices on AVX2 in one sweep: out[t] = low_t + ((p_t - t) << l), low_t
- * the t-th of the fields of l bits (1..32) packed at lows[0..low_len) (which holds at
- * least r). Returns the ones, or SIZE_MAX past r, and sets *last_one, as
- * dr_unary_add_highs_avx512 does; sets *descending nonzero when some out[t] <= out[t - 1]
- * among those written. */
-size_t dr_ef_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r, unsigned l,
-                          uint32_t *out, uint64_t *last_one, uint32_t *descending);
+/* Elias-Fano's indices in one sweep (`simd` AVX2 or AVX-512: the unary sweep's path):
+ * out[t] = low_t + ((p_t - t) << l), low_t the t-th of the fields of l bits (1..32)
+ * packed at lows[0..low_len) (which holds at least r). Returns the ones, or SIZE_MAX
+ * past r, and sets *last_one, as dr_unary_blocks_avx512 does; sets *descending nonzero
+ * when some out[t] <= out[t - 1] among those written. */
+size_t dr_ef_indices_simd(int simd, const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r,
+                          unsigned l, uint32_t *out, uint64_t *last_one, uint32_t *descending);
 
-/* Rice's indices on AVX2 in one sweep: out[t] = (the running sum of the lows + 1, less
- * one, as dr_rice_running_sum_avx512 makes it) + (Q_t << k), the lows the fields of k
- * bits (0..31) at lows[0..low_len) (at least r of them); *sum gets the lows + 1 summed in
- * 64 bits. Returns the ones and sets *last_one as dr_ef_indices_avx2 does. For
- * sections where r 2^k <= 2^32 (the sums then do not wrap). */
-size_t dr_rice_indices_avx2(const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r, unsigned k,
-                            uint32_t *out, uint64_t *last_one, uint64_t *sum);
+/* Rice's indices in one sweep (`simd` as above): out[t] = (the lows + 1 summed up to t,
+ * less one) + (Q_t << k), the lows the fields of k bits (0..31) at lows[0..low_len) (at
+ * least r of them); *sum gets the lows + 1 summed in 64 bits. Returns the ones and sets
+ * *last_one as dr_ef_indices_simd does. For sections where r 2^k <= 2^32 (the sums then
+ * do not wrap). */
+size_t dr_rice_indices_simd(int simd, const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r,
+                            unsigned k, uint32_t *out, uint64_t *last_one, uint64_t *sum);
 
 /* The encoders' sweeps (unary_write_avx512.c); the bytes are the portable encoders'. */
 
