@@ -89,9 +89,18 @@ def working_pointer(working):
     return ffi.cast(_FLOAT_POINTER, working.data_ptr()), working.numel()
 
 
+_U8 = np.dtype(np.uint8)
+
+
 def as_frame_bytes(payload, what):
-    """A received payload as a contiguous uint8 array, or a FrameError saying why not."""
+    """A received payload as a contiguous uint8 array, or a FrameError saying why not.
+    ``what`` names the payload in that error: a string, or a function that makes it (so a
+    step makes no message it does not raise)."""
+    if type(payload) is np.ndarray and payload.dtype is _U8 and payload.ndim == 1 and payload.flags.c_contiguous:
+        return payload  # the common case, kept short
     array = edge.as_numpy(payload)
+    if callable(what):
+        what = what()
     if array.dtype != np.uint8:
         raise FrameError(f"{what}: expected a framed uint8 payload, got dtype {array.dtype}")
     return array if array.ndim == 1 and array.flags.c_contiguous else np.ascontiguousarray(array.reshape(-1))

@@ -64,6 +64,10 @@ class Compressor(ABC):
             total += payload_nbytes(t)
         return total
 
+    def _payload_name(self):
+        """Names the payload in error messages."""
+        return f"{type(self).__name__} payload"
+
     def aggregate(self, tensors):
         """Combine the decompressed tensors of all ranks (default: their sum)."""
         return tensors[0] if len(tensors) == 1 else sum(tensors)
@@ -111,10 +115,6 @@ class OneFrameCompressor(Compressor):
     needs an ``own`` slot, None until ``lost`` runs. ``lost`` also keeps whether that
     decode is known finite: its residual came out finite (``dr_axpby_finite``), and a
     finite tensor minus an Inf or a NaN is not."""
-
-    def _payload_name(self):
-        """Names the payload in error messages."""
-        return f"{type(self).__name__} payload"
 
     @abstractmethod
     def _decode(self, frame, ctx):
@@ -318,7 +318,7 @@ class Communicator(ABC):
         seconds. A compressor that is not one of our classes (duck-typed) gets the
         default: its decompress per rank, then its aggregate."""
         compressor = self.compressor
-        combine = compressor.decompress_aggregate if isinstance(compressor, Compressor) else \
+        combine = compressor.decompress_aggregate if is_compressor(compressor) else \
             partial(Compressor.decompress_aggregate, compressor)
         start = time.perf_counter()
         out = combine(payloads, ctx, self.world_size if compressor.average else 1)
@@ -330,6 +330,21 @@ class Communicator(ABC):
         a world of one skips the division)."""
         size = self.world_size
         return aggregated / size if self.compressor.average and size != 1 else aggregated
+
+
+# Class -> whether it is a Compressor (``is_compressor``).
+_IS_COMPRESSOR = {}
+
+
+def is_compressor(obj):
+    """``isinstance(obj, Compressor)``, its answer kept per class: the ABC's own check
+    costs a Python call per step, where this is a dict lookup (a class does not change
+    its bases)."""
+    cls = type(obj)
+    answer = _IS_COMPRESSOR.get(cls)
+    if answer is None:
+        answer = _IS_COMPRESSOR[cls] = isinstance(obj, Compressor)
+    return answer
 
 
 def encode(memory, compressor, tensor, name, restore=None):
@@ -363,7 +378,8 @@ def keeps_methods(obj, owner, names):
     answer = _KEEPS_METHODS.get(key)
     if answer is None:
         answer = _KEEPS_METHODS[key] = all(getattr(key[0], n, None) is getattr(owner, n) for n in names)
-    return answer and getattr(obj, "__dict__", {}).keys().isdisjoint(names)
+    instance = getattr(obj, "__dict__", None)
+    return answer and (instance is None or instance.keys().isdisjoint(names))
 
 
 def vouched_finite(result, ctx):
@@ -398,7 +414,8 @@ def decodes_numpy(compressor):
         answer = _DECODES_NUMPY[cls] = all(
             (getattr(getattr(cls, method, None), "__module__", None) or "").split(".")[0] == package
             for method in _DECODERS)
-    return answer and getattr(compressor, "__dict__", {}).keys().isdisjoint(_DECODERS)
+    instance = getattr(compressor, "__dict__", None)
+    return answer and (instance is None or instance.keys().isdisjoint(_DECODERS))
 
 
 def numpy_payload(payload, ctx):

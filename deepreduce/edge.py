@@ -70,11 +70,15 @@ def torch_float32():
 class Restore:
     """Turns a flat float32 result back into the caller's kind of array."""
 
-    __slots__ = ("shape", "dtype", "torch_device", "is_torch", "on_cpu", "cpu_float32_torch")
+    __slots__ = ("shape", "flat_shape", "dtype", "torch_device", "is_torch", "on_cpu", "cpu_float32_torch")
 
     def __init__(self, shape, dtype, torch_device=None, is_torch=False, on_cpu=None):
         # A torch.Size is a tuple already (copying it cost a third of a step's crossing).
         self.shape = shape if isinstance(shape, tuple) else tuple(shape)
+        # The shape as plain ints, for NumPy: a reshape by a torch.Size costs half as much
+        # again as by a tuple, and a flat array already of the shape (a 1-D tensor, a DDP
+        # bucket) needs none.
+        self.flat_shape = shape if type(shape) is tuple else tuple(shape)
         self.dtype = dtype
         self.torch_device = torch_device  # None: the CPU
         self.is_torch = is_torch
@@ -106,12 +110,13 @@ class Restore:
         """The flat float32 core array as the roles see it: the caller's kind and shape,
         on the CPU, sharing flat's memory."""
         # NumPy's reshape then from_numpy: a third of the cost of torch's .view(shape).
-        return _FROM_NUMPY(flat.reshape(self.shape)) if self.is_torch else flat.reshape(self.shape)
+        shaped = flat if flat.shape == self.flat_shape else flat.reshape(self.flat_shape)
+        return _FROM_NUMPY(shaped) if self.is_torch else shaped
 
     def __call__(self, flat):
         if self.cpu_float32_torch:  # the common cases, kept short
             if type(flat) is np.ndarray and flat.dtype is _F32 and flat.flags.c_contiguous:
-                return _FROM_NUMPY(flat.reshape(self.shape))
+                return _FROM_NUMPY(flat if flat.shape == self.flat_shape else flat.reshape(self.flat_shape))
             # A result a decompress has already restored (the step restores what its
             # communicator returns, whatever that is).
             if type(flat) is _TENSOR and flat.dtype is _FLOAT32 and flat.is_cpu and flat.shape == self.shape:
@@ -177,7 +182,7 @@ def to_working(x, what="tensor"):
     caller's kind and shape, CPU float32), ``restore`` the way back. A CPU float32
     contiguous tensor is its own working tensor (detached if it requires grad): no
     NumPy view is made, since the roles cross the edge themselves."""
-    if is_torch(x):
+    if type(x) is _TENSOR or is_torch(x):  # the exact class first: no call for the common case
         if x.dtype is _FLOAT32 and x.is_cpu and x.is_contiguous():
             shape = x.shape
             return (x.detach() if x.requires_grad else x), x.numel(), \
@@ -214,6 +219,9 @@ def unaliased(result, original, outputs=None, name=None):
     """``result``, or a copy of it where it is ``original``'s own memory: a CPU float32
     one into a buffer of ``outputs`` (a ``state.Outputs``) for ``name`` where given (a
     fresh 100 MB copy costs twice a reused one's time in page faults), else a new one."""
+    if type(result) is _TENSOR and type(original) is _TENSOR:  # the common case, kept short
+        if result.data_ptr() != original.data_ptr() or not result.numel():
+            return result
     if is_torch(result):
         if not (is_torch(original) and result.numel() and result.data_ptr() == original.data_ptr()):
             return result
@@ -229,6 +237,8 @@ def unaliased(result, original, outputs=None, name=None):
 def as_numpy(payload):
     """A payload of either kind as a NumPy array, without a copy where the memory allows
     (CPU tensors). bfloat16, which NumPy lacks, travels as float32 (``like`` casts back)."""
+    if type(payload) is np.ndarray:
+        return payload
     if not is_torch(payload):
         return np.asarray(payload)
     if payload.is_cpu and not payload.requires_grad and payload.dtype is not _BFLOAT16:
@@ -237,6 +247,12 @@ def as_numpy(payload):
     if t.dtype is _torch().bfloat16:
         t = t.float()
     return t.numpy() if t.device.type == "cpu" else t.cpu().numpy()
+
+
+def cpu_float32_tensor(x):
+    """Whether x is a torch tensor of exactly torch's class (no subclass), CPU float32
+    and C-contiguous: one whose data pointer the C library may read as ``float *``."""
+    return type(x) is _TENSOR and x.dtype is _FLOAT32 and x.is_cpu and x.is_contiguous()
 
 
 def to_kind(array, template, dtype=None):

@@ -9,24 +9,32 @@ class Allreduce(Communicator):
     payloads add up elementwise (none, fp16, randomk, powersgd)."""
 
     def send_receive(self, tensors, name, ctx):
-        payloads = [edge.as_numpy(t) for t in tensors]
-        for payload in payloads:
-            # A frame (uint8) is bytes, not numbers: the sum of frames is garbage that
-            # only fails later, at decode, with a message about dtypes. Every rank sees
-            # the same compressor, so all refuse here together and none is left waiting.
-            if payload.dtype == np.uint8:
-                raise ValueError(
-                    f"{type(self.compressor).__name__} sends framed byte payloads, which cannot be "
-                    f"summed by an allreduce (tensor {name!r}); use communicator='allgather'")
         # Summed in a copy where the payload may share memory with the memory's or the
         # caller's tensor ('none' sends the tensor itself).
         in_place = getattr(self.compressor, "payload_is_scratch", False) is True
+        summands = [self._summand(payload, name, i, in_place) for i, payload in enumerate(tensors)]
         # Our own decompress takes the sums as NumPy; one written against GRACE's classes
         # gets them in the payload's kind.
         as_sent = not decodes_numpy(self.codec())
         reduced = []
-        for i, (payload, original) in enumerate(zip(payloads, tensors)):
-            summed = self.transport.allreduce(payload if in_place else self.buffers.copy_of(("summed", name, i), payload),
-                                              name if i == 0 else f"{name}#{i}")
+        for i, (summand, original) in enumerate(zip(summands, tensors)):
+            summed = self.transport.allreduce(summand, name if i == 0 else f"{name}#{i}")
             reduced.append(self.average(edge.like(summed, original) if as_sent else summed))
         return self.decompress(reduced, ctx)
+
+    def _summand(self, payload, name, i, in_place):
+        """The NumPy array the transport sums for payload ``i``: the payload's own memory
+        where ``in_place``, else a copy in a buffer kept for the name (a CPU float32 torch
+        tensor copied from its data pointer, without a crossing to NumPy)."""
+        if not in_place and edge.cpu_float32_tensor(payload):
+            return self.buffers.copy_of_tensor(("summed", name, i), payload)
+        array = edge.as_numpy(payload)
+        # A frame (uint8) is bytes, not numbers: the sum of frames is garbage that only
+        # fails later, at decode, with a message about dtypes. Every rank sees the same
+        # compressor, so all refuse here together, before any collective, and none is
+        # left waiting.
+        if array.dtype == np.uint8:
+            raise ValueError(
+                f"{type(self.compressor).__name__} sends framed byte payloads, which cannot be "
+                f"summed by an allreduce (tensor {name!r}); use communicator='allgather'")
+        return array if in_place else self.buffers.copy_of(("summed", name, i), array)

@@ -12,7 +12,7 @@ from functools import partial
 import numpy as np
 
 from .. import edge
-from ..base import Communicator, Compressor
+from ..base import Communicator, Compressor, is_compressor
 
 
 class ChunkedCodec(Compressor):
@@ -46,7 +46,7 @@ class ChunkedCodec(Compressor):
         """Each chunk's loss by the inner compressor's own ``lost`` (a sparsifier's zeroes
         what it sent, where the default decompressed the whole tensor), into its slice."""
         contexts, _ = ctx
-        inner_lost = self.inner.lost if isinstance(self.inner, Compressor) else partial(Compressor.lost, self.inner)
+        inner_lost = self.inner.lost if is_compressor(self.inner) else partial(Compressor.lost, self.inner)
         for (lo, hi), chunk_tensors, chunk_ctx in zip(self.bounds(flat.size), tensors, contexts):
             inner_lost(flat[lo:hi], chunk_tensors, chunk_ctx, out[lo:hi])
 

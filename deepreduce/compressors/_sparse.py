@@ -153,12 +153,13 @@ class Sparsifier(Compressor):
         elsewhere; NaN everywhere for the non-finite marker), in this name's buffer, and
         whether it is finite (told by the decoder from the entries it wrote: no sweep of
         the tensor). One C call."""
-        what = f"{type(self).__name__} payload"
-        frame = as_frame_bytes(payload, what)
+        frame = as_frame_bytes(payload, self._payload_name)
         dense, dense_pointer = self.outputs.take_pointed(ctx.name, ctx.numel)
         finite = ffi.new("int *")
-        check(lib.dr_sparse_raw_decode_dense(u8(frame), frame.nbytes, getattr(lib, self.frame_kind), dense_pointer,
-                                             ctx.numel, finite), what)
+        status = lib.dr_sparse_raw_decode_dense(u8(frame), frame.nbytes, getattr(lib, self.frame_kind), dense_pointer,
+                                                ctx.numel, finite)
+        if status:  # not DR_OK (the message is made only then)
+            check(status, self._payload_name())
         return dense, finite[0] == 1
 
     def decompress_aggregate(self, payloads, ctx, divisor=1):

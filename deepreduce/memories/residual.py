@@ -2,7 +2,7 @@ from functools import partial
 
 from .. import edge
 from .._native import check, f32, lib, working_pointer
-from ..base import Compressor, Memory, crossed, keeps_methods
+from ..base import Compressor, Memory, crossed, is_compressor, keeps_methods
 from ..state import Outputs, TensorState
 
 
@@ -101,7 +101,7 @@ class ResidualMemory(Memory):
                 return
         residual, _ = self.residuals.write(name, restore, flat.size)
         # A compressor that is not one of our classes (duck-typed) gets the default: decompress.
-        lost = compressor.lost if isinstance(compressor, Compressor) else partial(Compressor.lost, compressor)
+        lost = compressor.lost if is_compressor(compressor) else partial(Compressor.lost, compressor)
         lost(flat, tensors, ctx, residual)
 
     def rollback(self, name):

@@ -122,10 +122,9 @@ DR_TARGET_VPCLMUL256 static uint32_t crc_vpclmul256(uint32_t state, const uint8_
     return finish(x1, x2, x3, x4, buf, len);
 }
 
-DR_TARGET_CLMUL uint32_t dr_crc32_clmul(uint32_t state, const uint8_t *buf, size_t len)
+DR_TARGET_CLMUL uint32_t dr_crc32_clmul(int simd, uint32_t state, const uint8_t *buf, size_t len)
 {
     /* The caller passes len >= 64, a multiple of 16. */
-    int simd = dr_simd_active();
     if (len >= 256u && simd >= DR_SIMD_AVX2 && __builtin_cpu_supports("vpclmulqdq"))
         return simd >= DR_SIMD_AVX512 ? crc_vpclmul(state, buf, len) : crc_vpclmul256(state, buf, len);
     return finish(_mm_xor_si128(_mm_loadu_si128((const __m128i *)buf), _mm_cvtsi32_si128((int)state)),

@@ -10,8 +10,11 @@
 #include <stdint.h>
 
 #if DR_HAVE_X86_SIMD
-/* len >= 64 and a multiple of 16; the CPU has PCLMULQDQ (every AVX2 CPU does). */
-uint32_t dr_crc32_clmul(uint32_t state, const uint8_t *buf, size_t len);
+/* len >= 64 and a multiple of 16; the CPU has PCLMULQDQ (every AVX2 CPU does). `simd`
+ * is the caller's dr_simd_active(): from AVX2 on, the folds take 256- or 512-bit lanes
+ * where the CPU has VPCLMULQDQ (the caller reads the level once, where a frame's CRC is
+ * taken in several calls). */
+uint32_t dr_crc32_clmul(int simd, uint32_t state, const uint8_t *buf, size_t len);
 #endif
 
 #if DR_HAVE_NEON

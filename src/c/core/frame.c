@@ -42,9 +42,10 @@ static uint32_t crc32_serial(uint32_t crc, const uint8_t *buf, size_t len)
 #if DR_HAVE_X86_SIMD
     /* The bulk by carry-less multiplication (every AVX2 CPU has PCLMULQDQ), the
      * remainder of under 16 bytes by zlib. */
-    if (len >= 256u && dr_simd_active() >= DR_SIMD_AVX2) {
+    int simd = len >= 256u ? dr_simd_active() : DR_SIMD_SCALAR;
+    if (simd >= DR_SIMD_AVX2) {
         size_t bulk = len & ~(size_t)15u;
-        crc = ~dr_crc32_clmul(~crc, buf, bulk);
+        crc = ~dr_crc32_clmul(simd, ~crc, buf, bulk);
         buf += bulk;
         len -= bulk;
         c = crc;
