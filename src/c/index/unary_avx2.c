@@ -147,15 +147,7 @@ DR_TARGET_AVX2 static size_t unary_blocks(const uint8_t *v, size_t len, size_t r
             zeros = _mm256_add_epi32(zeros, _mm256_set1_epi32((int)dr_byte_zeros[byte]));
             filled += (size_t)__builtin_popcount(byte);
         }
-        if (filled >= DR_UNARY_BLOCK) {
-            /* Whole groups of 8, so that every block's fields start on a byte; the
-             * highs past them (fewer than 8) start the next block. */
-            size_t whole = filled & ~(size_t)7u;
-            dr_indices_block(to, done, out + done, high, whole);
-            done += whole;
-            filled -= whole;
-            memcpy(high, high + whole, filled * sizeof *high);
-        }
+        dr_indices_flush_full(to, out, high, &done, &filled);
     }
     dr_indices_block(to, done, out + done, high, filled);
     return done + filled;

@@ -8,8 +8,6 @@
 #include "deepreduce.h"
 #include "unary_simd.h"
 
-#include <string.h>
-
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 
@@ -38,15 +36,7 @@ DR_TARGET_AVX512 size_t dr_unary_blocks_avx512(const uint8_t *v, size_t len, siz
             _mm512_storeu_si512((void *)(high + filled), h);
             filled += (size_t)__builtin_popcount((unsigned)m);
         }
-        if (filled >= DR_UNARY_BLOCK) {
-            /* Whole groups of 8, so that every block's fields start on a byte; the
-             * highs past them (fewer than 8) start the next block. */
-            size_t whole = filled & ~(size_t)7u;
-            dr_indices_block(to, done, out + done, high, whole);
-            done += whole;
-            filled -= whole;
-            memcpy(high, high + whole, filled * sizeof *high);
-        }
+        dr_indices_flush_full(to, out, high, &done, &filled);
     }
     dr_indices_block(to, done, out + done, high, filled);
     return done + filled;

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -61,6 +62,23 @@ dr_indices_to dr_indices_to_make(const uint8_t *lows, size_t low_len, unsigned b
  * from out[-1] (done > 0) on. done is a multiple of 8 (the block's fields start on a
  * byte), n <= DR_UNARY_BLOCK + 63. AVX2 (every AVX-512 CPU has it). */
 void dr_indices_block(dr_indices_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n);
+
+/* A sweep's step after each word of the vector: once the block holds DR_UNARY_BLOCK
+ * highs, its whole groups of 8 become indices (so that every block's fields start on a
+ * byte) and the highs past them (fewer than 8) start the next block. *done: the ones
+ * made indices; *filled: the highs waiting in high. */
+static inline void dr_indices_flush_full(dr_indices_to *to, uint32_t *out, uint32_t *high, size_t *done,
+                                         size_t *filled)
+{
+    size_t whole;
+    if (*filled < DR_UNARY_BLOCK)
+        return;
+    whole = *filled & ~(size_t)7u;
+    dr_indices_block(to, *done, out + *done, high, whole);
+    *done += whole;
+    *filled -= whole;
+    memcpy(high, high + whole, *filled * sizeof *high);
+}
 
 /* The unary sweep on AVX-512: for the t-th one of v[0..len) at bit p_t, t < r, its high
  * p_t - t, from each 16 bits of a word by one compress (VPCOMPRESSD) of the lane numbers,
