@@ -70,15 +70,13 @@ def torch_float32():
 class Restore:
     """Turns a flat float32 result back into the caller's kind of array."""
 
-    __slots__ = ("shape", "flat_shape", "dtype", "torch_device", "is_torch", "on_cpu", "cpu_float32_torch")
+    __slots__ = ("shape", "dtype", "torch_device", "is_torch", "on_cpu", "cpu_float32_torch")
 
     def __init__(self, shape, dtype, torch_device=None, is_torch=False, on_cpu=None):
-        # A torch.Size is a tuple already (copying it cost a third of a step's crossing).
-        self.shape = shape if isinstance(shape, tuple) else tuple(shape)
-        # The shape as plain ints, for NumPy: a reshape by a torch.Size costs half as much
-        # again as by a tuple, and a flat array already of the shape (a 1-D tensor, a DDP
-        # bucket) needs none.
-        self.flat_shape = shape if type(shape) is tuple else tuple(shape)
+        # A plain tuple of ints, a torch.Size copied: NumPy reshapes by a torch.Size at
+        # half as much cost again (the Restore of a CPU float32 tensor is made once per
+        # shape, so the copy is not a step's).
+        self.shape = shape if type(shape) is tuple else tuple(shape)
         self.dtype = dtype
         self.torch_device = torch_device  # None: the CPU
         self.is_torch = is_torch
@@ -110,13 +108,14 @@ class Restore:
         """The flat float32 core array as the roles see it: the caller's kind and shape,
         on the CPU, sharing flat's memory."""
         # NumPy's reshape then from_numpy: a third of the cost of torch's .view(shape).
-        shaped = flat if flat.shape == self.flat_shape else flat.reshape(self.flat_shape)
+        # A flat array already of the shape (a 1-D tensor, a DDP bucket) needs no reshape.
+        shaped = flat if flat.shape == self.shape else flat.reshape(self.shape)
         return _FROM_NUMPY(shaped) if self.is_torch else shaped
 
     def __call__(self, flat):
         if self.cpu_float32_torch:  # the common cases, kept short
             if type(flat) is np.ndarray and flat.dtype is _F32 and flat.flags.c_contiguous:
-                return _FROM_NUMPY(flat if flat.shape == self.flat_shape else flat.reshape(self.flat_shape))
+                return _FROM_NUMPY(flat if flat.shape == self.shape else flat.reshape(self.shape))
             # A result a decompress has already restored (the step restores what its
             # communicator returns, whatever that is).
             if type(flat) is _TENSOR and flat.dtype is _FLOAT32 and flat.is_cpu and flat.shape == self.shape:
