@@ -7,6 +7,11 @@ import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
+# The streamed-store threshold (CMake's DEEPREDUCE_STREAM_MIN_N) of the test builds that
+# run slowly (under sanitizers, under qemu): past the tests' other sizes, 64 times below
+# the library's own 8 Mi.
+STREAM_MIN_N = 1 << 17
+
 
 def build_warning_free(cmake, build, options, targets=(), cc=None):
     """Configures ROOT into `build` with the -D `options`, then builds `targets` (all when

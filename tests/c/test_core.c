@@ -173,12 +173,12 @@ static void test_sparse_frame_decoded_dense(void)
 }
 
 /* Frames of many entries, which the codec checks, copies and folds into its CRC in
- * chunks of 4,096 (and streams past the caches from 4M entries on): the same entries
- * back at every length, at either alignment of the frame; a descent or an Inf exactly
- * at a chunk's edge is still seen. */
+ * chunks of 4,096 (and streams past the caches from DR_STREAM_MIN_N / 2 entries on): the
+ * same entries back at every length, at either alignment of the frame; a descent or an
+ * Inf exactly at a chunk's edge is still seen. */
 static void test_sparse_frames_in_chunks(void)
 {
-    const size_t lengths[] = {4095, 4096, 4097, 3 * 4096 + 5, ((size_t)4 << 20) + 4099};
+    const size_t lengths[] = {4095, 4096, 4097, 3 * 4096 + 5, DR_STREAM_MIN_N / 2 + 4099};
     size_t t;
     for (t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
         size_t r = lengths[t], numel = 3 * r + 2, j, len = 0, size = dr_sparse_raw_size(r);
@@ -1007,13 +1007,13 @@ static void test_vec(void)
     CHECK_STATUS(dr_zero(NULL, 1), DR_E_ARG);
 }
 
-/* dr_axpby on outputs large enough to be streamed past the caches (8M floats and up,
- * 16-byte aligned, apart from x and y): the same bits as in place, which is never
- * streamed; an Inf seen in the vector loop and in its tail; and an output 4 bytes off
- * alignment, which takes the plain loop. */
+/* dr_axpby on outputs large enough to be streamed past the caches (DR_STREAM_MIN_N
+ * floats and up, 16-byte aligned, apart from x and y): the same bits as in place, which
+ * is never streamed; an Inf seen in the vector loop and in its tail; and an output 4
+ * bytes off alignment, which takes the plain loop. */
 static void test_axpby_streamed(void)
 {
-    const size_t n = ((size_t)8 << 20) + 13;
+    const size_t n = TEST_STREAMED_N;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *ref = malloc(n * sizeof *ref);
     float *out = malloc((n + 4) * sizeof *out);
     size_t i, at[2] = {0, n - 1}, shifts[3] = {0, 1, 4}, t;
@@ -1096,8 +1096,8 @@ static void test_dgc_accumulate(void)
     float x = 1.0f;
     check_accumulate(1000, 0);
     check_accumulate(1000, 1);
-    check_accumulate(((size_t)8 << 20) + 13, 0);
-    check_accumulate(((size_t)8 << 20) + 13, 1);
+    check_accumulate(TEST_STREAMED_N, 0);
+    check_accumulate(TEST_STREAMED_N, 1);
     CHECK_STATUS(dr_dgc_accumulate(0.9f, &x, NULL, &x, &x, &x, &x, 1), DR_E_ARG);
     CHECK_STATUS(dr_dgc_accumulate(0.9f, NULL, &x, &x, &x, &x, &x, 1), DR_E_ARG);
     CHECK_STATUS(dr_dgc_accumulate(0.9f, NULL, NULL, &x, &x, &x, NULL, 1), DR_E_ARG);

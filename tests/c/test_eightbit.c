@@ -101,12 +101,12 @@ static void check_scale(const float *table, float scale)
     CHECK(ok);
 }
 
-/* Past 8 Mi elements (stream_simd.h's DR_STREAM_MIN_N) the vector decoders write their
- * output with non-temporal stores: the same frame and floats on every path. */
+/* Past DR_STREAM_MIN_N elements (stream_simd.h) the vector decoders write their output
+ * with non-temporal stores: the same frame and floats on every path. */
 static void check_streamed(void)
 {
     static const char *paths[] = {"scalar", "avx2", "avx512"};
-    const size_t n = ((size_t)8 << 20) + 13;
+    const size_t n = TEST_STREAMED_N;
     float *x = malloc(n * sizeof *x), *want_out = malloc(n * sizeof *x), *out = malloc(n * sizeof *x);
     uint8_t *want = malloc(dr_eightbit_size(n)), *got = malloc(dr_eightbit_size(n));
     size_t want_len, len, i, p;

@@ -132,9 +132,7 @@ static int enc_signsgd(const float *x, size_t n, uint8_t *buf, size_t cap, size_
     return dr_signsgd_encode(x, n, 0, buf, cap, written);
 }
 
-/* Past this many elements (stream_simd.h's DR_STREAM_MIN_N, 8 Mi) the vector kernels
- * write their float output with non-temporal stores. */
-#define STREAMED_N (((size_t)8 << 20) + 13u)
+#define STREAMED_N TEST_STREAMED_N
 
 /* dr_signum_momentum_encode on every path: the momentum and the frame of the two calls
  * it fuses (dr_signum_momentum_into, or a copy at the first step, then

@@ -17,8 +17,11 @@
 /* From this many floats (32 MiB, the L3 of the machine measured) an output is streamed:
  * a smaller one written through the cache is read back from it faster (qsgd's decode of
  * 4M entries: 0.24 ms cached, 0.51 ms streamed; of 12M: 1.93 and 1.44; of 25.6M: 4.2 and
- * 2.7). */
+ * 2.7). A build may set another (CMake's DEEPREDUCE_STREAM_MIN_N: the C tests under
+ * sanitizers and qemu reach the streamed paths with smaller arrays). */
+#ifndef DR_STREAM_MIN_N
 #define DR_STREAM_MIN_N ((size_t)8 << 20)
+#endif
 
 /* Whether n floats at out are written streamed: large enough, and 16-byte aligned (the
  * stores are 16 bytes wide: NumPy promises that alignment, not 32). */
