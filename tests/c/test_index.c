@@ -271,6 +271,66 @@ static void test_encoder_refuses_bad_sets(void)
                      DR_E_ARG);
 }
 
+/* Sets that stop ascending deep inside: a repeat, a swap, or an index that climbs to d - 1
+ * (far past the set's last) and falls back, at the first and last lanes of the vector
+ * encoders' steps (8 and 16), mid-way and in the scalar tail. Every encoder refuses each
+ * with DR_E_ARG and stores nothing past out[cap), at caps of its bound, of the exact
+ * section of the set without the fault (the least that Elias-Fano takes for it), for Rice
+ * the least that lets it check as it sweeps (what an ascending set ending at the same
+ * index can take), and a short one (where the encoders check first). */
+static void test_encoder_refuses_late_descents(void)
+{
+    static const size_t at[] = {1, 7, 8, 15, 16, 17, 63, 64, 500, 991, 998, 999};
+    const size_t r = 1000, d = 4000000, canary = 64;
+    uint32_t *base = malloc(r * sizeof *base), *bad = malloc(r * sizeof *bad);
+    size_t i, a, kind, t, w;
+    int kept = 1;
+    for (i = 0; i < r; i++)
+        base[i] = (uint32_t)(i * 97u + (uint32_t)(dr_rng_u64(41, i) % 90u));
+    for (t = 0; t < NCODECS; t++) {
+        const codec *c = &codecs[t];
+        size_t bound = c->bound(d, r), caps[4], k;
+        uint8_t *out = malloc(bound + canary);
+        CHECK_OK(c->encode(base, r, d, out, bound, &w));
+        caps[0] = bound;
+        caps[1] = w;
+        caps[2] = bound / 3;
+        caps[3] = w; /* Rice: 1 + its lows + (Q_most + r) bits, Q_most = (last + 1 - r) >> k */
+        if (c->encode == dr_index_rice_encode)
+            caps[3] = 1u + dr_bitpack_size(r, out[0]) + (((base[r - 1] + 1u - r) >> out[0]) + r + 7u) / 8u;
+        for (a = 0; a < sizeof at / sizeof *at; a++)
+            for (kind = 0; kind < 3; kind++) {
+                size_t p = at[a];
+                memcpy(bad, base, r * sizeof *bad);
+                if (kind == 0) {
+                    bad[p] = bad[p - 1];
+                } else if (kind == 1) {
+                    bad[p] = base[p - 1];
+                    bad[p - 1] = base[p];
+                } else {
+                    if (p == r - 1)
+                        continue; /* the last index itself: still ascending */
+                    bad[p] = (uint32_t)(d - 1);
+                }
+                /* Past the cap, zeros then ones: a bit OR-ed in shows on the first, a byte
+                 * cleared on the second. */
+                for (k = 0; k < 8; k++) {
+                    uint8_t fill = k % 2 ? 0xff : 0x00;
+                    memset(out, fill, bound + canary);
+                    CHECK_STATUS(c->encode(bad, r, d, out, caps[k / 2], &w), DR_E_ARG);
+                    for (i = caps[k / 2]; i < bound + canary; i++)
+                        kept &= out[i] == fill;
+                }
+            }
+        free(out);
+    }
+    if (!kept)
+        fprintf(stderr, "an encoder refusing a set stored past its cap\n");
+    CHECK(kept);
+    free(base);
+    free(bad);
+}
+
 /* Sizes on uniform random subsets of d = 1e6 against the floor log2 C(d, r). */
 static void test_sizes_vs_floor(void)
 {
@@ -729,6 +789,7 @@ int main(void)
     test_lossless_random();
     test_lossless_random_bytes();
     test_encoder_refuses_bad_sets();
+    test_encoder_refuses_late_descents();
     test_sizes_vs_floor();
     test_huffman_code();
     test_murmur3();

@@ -91,7 +91,30 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     if (dr_index_check_args(idx, r, d, out, written) != DR_OK)
         return DR_E_ARG;
     k = rice_param(d, r);
+    low_bytes = dr_bitpack_size(r, k);
 #if DR_HAVE_X86_SIMD
+    /* The vector sweeps check the set as they go (a stretch before its codes): where cap
+     * holds the most an ascending set below idx[r - 1] can take, its quotients summing to
+     * at most (idx[r - 1] + 1 - r) >> k, one sweep reads the set. Such a set ends at or
+     * above r - 1 and below d; one that does not ascend is refused there, with part of
+     * the section written. Otherwise (a short cap is refused before anything is written)
+     * a sweep of checks comes first. */
+    if (simd >= DR_SIMD_AVX2 && r > 0 && (uint64_t)idx[r - 1] < (uint64_t)d && (uint64_t)idx[r - 1] + 1u >= r) {
+        uint64_t bits, unary_most = unary_bytes(r, ((uint64_t)idx[r - 1] + 1u - r) >> k);
+        if (cap >= dr_sat_size(1u + (uint64_t)low_bytes + unary_most)) {
+            int ascending;
+            out[0] = (uint8_t)k;
+            unary = out + 1 + low_bytes;
+            memset(unary, 0, (size_t)unary_most);
+            ascending = simd >= DR_SIMD_AVX512
+                            ? dr_rice_sweep_avx512(idx, r, k, out + 1, low_bytes, unary, (size_t)unary_most, &bits)
+                            : dr_rice_sweep_avx2(idx, r, k, out + 1, low_bytes, unary, (size_t)unary_most, &bits);
+            if (!ascending)
+                return DR_E_ARG;
+            *written = 1u + low_bytes + (size_t)((bits + 7u) / 8u);
+            return DR_OK;
+        }
+    }
     q_sum = simd >= DR_SIMD_AVX2 ? rice_quotients_avx2(idx, r, k, &descending)
                                  : rice_quotients_plain(idx, r, k, &descending);
 #else
@@ -100,7 +123,6 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
 #endif
     if (descending || (r > 0 && (uint64_t)idx[r - 1] >= (uint64_t)d))
         return DR_E_ARG;
-    low_bytes = dr_bitpack_size(r, k);
     size = dr_sat_size(1u + (uint64_t)low_bytes + unary_bytes(r, q_sum));
     if (cap < size)
         return DR_E_DST_TOO_SMALL;
@@ -112,11 +134,12 @@ int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, 
     unary = out + 1 + low_bytes;
     memset(unary, 0, size - 1u - low_bytes);
 #if DR_HAVE_X86_SIMD
-    if (simd >= DR_SIMD_AVX2) {
+    if (simd >= DR_SIMD_AVX2 && r > 0) {
+        uint64_t bits; /* the sweep's checks pass: the set was checked above */
         if (simd >= DR_SIMD_AVX512)
-            dr_rice_sweep_avx512(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
+            (void)dr_rice_sweep_avx512(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes, &bits);
         else
-            dr_rice_sweep_avx2(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes);
+            (void)dr_rice_sweep_avx2(idx, r, k, out + 1, low_bytes, unary, size - 1u - low_bytes, &bits);
         *written = size;
         return DR_OK;
     }

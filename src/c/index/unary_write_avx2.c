@@ -78,6 +78,29 @@ DR_TARGET_AVX2 DR_ALWAYS_INLINE void put8(dr_bitwriter *w, __m256i f, unsigned b
     dr_bw_put56(w, (uint64_t)_mm_cvtsi128_si64(low), 8u * bits);
 }
 
+/* The indices one back from idx[t..t + 8): a second load (a lane permute costs several
+ * adds on AMD before Zen 2), but at t = 0, where the index before is -1. */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i one_back(const uint32_t *idx, size_t t)
+{
+    uint32_t first[8];
+    if (t > 0)
+        return _mm256_loadu_si256((const __m256i *)(const void *)(idx + t - 1));
+    first[0] = UINT32_MAX;
+    memcpy(first + 1, idx, 7u * sizeof *idx);
+    return _mm256_loadu_si256((const __m256i *)(const void *)first);
+}
+
+/* Whether the 8 indices now = idx[t..t + 8) ascend from idx[t - 1] (t > 0) and stay at or
+ * below top's: checked before a step writes, as unsigned (now <= before where the larger
+ * is before; now <= top where the smaller is now). */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE int ascending8(const uint32_t *idx, size_t t, __m256i now, __m256i top)
+{
+    __m256i before = one_back(idx, t);
+    int back = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_max_epu32(now, before), before)));
+    int below = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_min_epu32(now, top), now)));
+    return (back & (t > 0 ? 0xff : 0xfe)) == 0 && below == 0xff;
+}
+
 DR_TARGET_AVX2 size_t dr_ef_sweep_avx2(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room,
                                        uint8_t *v, size_t len)
 {
@@ -118,10 +141,10 @@ static uint64_t codes_from(const uint32_t *idx, size_t t, size_t end, unsigned k
     return quotients + end;
 }
 
-DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes,
-                                       uint8_t *v, size_t len)
+DR_TARGET_AVX2 int dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows, size_t low_bytes,
+                                      uint8_t *v, size_t len, uint64_t *bits)
 {
-    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i one = _mm256_set1_epi32(1), top = _mm256_set1_epi32((int)idx[r - 1u]);
     const __m256i low_mask = _mm256_set1_epi32((int)((1u << k) - 1u));
     const __m128i shift = _mm_cvtsi32_si128((int)k);
     dr_bitwriter w;
@@ -129,20 +152,14 @@ DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k
     size_t t, i;
     dr_bw_init(&w, lows);
     for (t = 0; t + 8u <= r; t += 8u) {
-        __m256i now = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), before, gap, sum;
+        __m256i now = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), gap, sum;
         uint32_t total;
-        /* gap_i = idx[t + i] - idx[t + i - 1] - 1: the indices one back are a second load
-         * (a lane permute costs several adds on AMD before Zen 2), but at t = 0, where the
-         * index before is -1. */
-        if (t > 0) {
-            before = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t - 1));
-        } else {
-            uint32_t first[8];
-            first[0] = UINT32_MAX;
-            memcpy(first + 1, idx, 7u * sizeof *idx);
-            before = _mm256_loadu_si256((const __m256i *)(const void *)first);
-        }
-        gap = _mm256_sub_epi32(_mm256_sub_epi32(now, before), one);
+        /* Checked before any of the step's codes is written: a set that does not ascend,
+         * or an index past the last, could place a one outside v. */
+        if (!ascending8(idx, t, now, top))
+            return 0;
+        /* gap_i = idx[t + i] - idx[t + i - 1] - 1. */
+        gap = _mm256_sub_epi32(_mm256_sub_epi32(now, one_back(idx, t)), one);
         sum = _mm256_add_epi32(_mm256_srl_epi32(gap, shift), one);
         if (k > 0u) {
             if (k <= 28u && w.pos + k + 8u <= low_bytes) {
@@ -167,8 +184,11 @@ DR_TARGET_AVX2 void dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k
             at = codes_from(idx, t, t + 8u, k, NULL, v, at);
         }
     }
-    (void)codes_from(idx, t, r, k, &w, v, at);
+    if (!dr_ascending_to(idx, t, r, idx[r - 1u]))
+        return 0;
+    *bits = codes_from(idx, t, r, k, &w, v, at);
     if (k > 0u)
         dr_bw_finish(&w);
+    return 1;
 }
 #endif

@@ -75,30 +75,45 @@ DR_TARGET_AVX512 size_t dr_ef_lows_avx512(const uint32_t *idx, size_t r, unsigne
     return t;
 }
 
-DR_TARGET_AVX512 void dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, size_t len)
+DR_TARGET_AVX512 int dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, size_t len)
 {
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i top = _mm512_set1_epi32((int)idx[r - 1u]);
     const __m128i shift = _mm_cvtsi32_si128((int)l);
+    __m512i before = _mm512_set1_epi32(-1); /* the last step's indices: lane 15 precedes idx[t] */
+    __mmask16 after = 0xfffe;               /* the lanes with an index before them: all but idx[0]'s */
     size_t t;
     for (t = 0; t + 16u <= r; t += 16u) {
+        __m512i now = _mm512_loadu_si512((const void *)(idx + t));
         uint64_t first = ((uint64_t)idx[t] >> l) + t, last = ((uint64_t)idx[t + 15u] >> l) + t + 15u;
         uint64_t w = first / 64u;
+        /* Before the step's ones: a set that does not ascend, or an index past the last,
+         * could place one outside v. */
+        if ((_mm512_mask_cmple_epu32_mask(after, now, _mm512_alignr_epi32(now, before, 15)) |
+             _mm512_cmpgt_epu32_mask(now, top)) != 0)
+            return 0;
+        after = 0xffff;
+        before = now;
         if (last - 64u * w < 128u && 8u * w + 16u <= len) {
             /* rel_i = high_i + t + i - 64 w = (high_i - high_0) + i + first % 64. */
-            __m512i high = _mm512_srl_epi32(_mm512_loadu_si512((const void *)(idx + t)), shift);
             __m512i base = _mm512_set1_epi32((int)(uint32_t)(first % 64u - (first - t)));
-            or_two_words(v, w, _mm512_add_epi32(_mm512_add_epi32(high, lanes), base));
+            or_two_words(v, w, _mm512_add_epi32(_mm512_add_epi32(_mm512_srl_epi32(now, shift), lanes), base));
         } else {
             dr_ef_upper_ones(idx, t, t + 16u, l, v);
         }
     }
+    if (!dr_ascending_to(idx, t, r, idx[r - 1u]))
+        return 0;
     dr_ef_upper_ones(idx, t, r, l, v);
+    return 1;
 }
 
-DR_TARGET_AVX512 void dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows,
-                                           size_t low_bytes, uint8_t *v, size_t len)
+DR_TARGET_AVX512 int dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsigned k, uint8_t *lows,
+                                          size_t low_bytes, uint8_t *v, size_t len, uint64_t *bits)
 {
     const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
+    const __m512i last = _mm512_set1_epi32((int)idx[r - 1u]);
+    __mmask16 after = 0xfffe; /* the lanes with an index before them: all but idx[0]'s */
     const __m512i low_mask = _mm512_set1_epi32((int)((1u << k) - 1u));
     const __m128i shift = _mm_cvtsi32_si128((int)k);
     __m512i before = _mm512_set1_epi32(-1); /* the last block's indices: lane 15 precedes idx[t] */
@@ -107,11 +122,19 @@ DR_TARGET_AVX512 void dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsign
     size_t t, i;
     dr_bw_init(&w, lows);
     for (t = 0; t + 16u <= r; t += 16u) {
-        __m512i now = _mm512_loadu_si512((const void *)(idx + t));
-        __m512i gap = _mm512_sub_epi32(_mm512_sub_epi32(now, _mm512_alignr_epi32(now, before, 15)), one);
+        __m512i now = _mm512_loadu_si512((const void *)(idx + t)), back = _mm512_alignr_epi32(now, before, 15);
+        __m512i gap = _mm512_sub_epi32(_mm512_sub_epi32(now, back), one);
         __m512i sum = _mm512_add_epi32(_mm512_srl_epi32(gap, shift), one);
-        uint64_t q0 = ((uint64_t)idx[t] - next) >> k, p0 = quotients + q0 + t, w0 = p0 / 64u;
+        uint64_t q0, p0, w0;
         uint32_t spread;
+        /* Checked before any of the step's codes is written: a set that does not ascend, or
+         * an index past the last, could place a one outside v. */
+        if ((_mm512_mask_cmple_epu32_mask(after, now, back) | _mm512_cmpgt_epu32_mask(now, last)) != 0)
+            return 0;
+        after = 0xffff;
+        q0 = ((uint64_t)idx[t] - next) >> k;
+        p0 = quotients + q0 + t;
+        w0 = p0 / 64u;
         before = now;
         if (k > 0u) {
             if (k <= 28u && w.pos + 2u * k + 8u <= low_bytes) {
@@ -142,8 +165,12 @@ DR_TARGET_AVX512 void dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsign
         }
         next = (uint64_t)idx[t + 15u] + 1u;
     }
+    if (!dr_ascending_to(idx, t, r, idx[r - 1u]))
+        return 0;
     dr_rice_codes(idx, t, r, k, &w, v, &quotients, &next);
     if (k > 0u)
         dr_bw_finish(&w);
+    *bits = quotients + r;
+    return 1;
 }
 #endif
