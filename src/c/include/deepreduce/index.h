@@ -9,9 +9,11 @@
  * Conventions shared by every function in this file:
  *   - An index set is r strictly ascending uint32 values, each < d, with d <= 2^32.
  *     An encoder handed anything else (unsorted, repeated, out of range, r > d) returns
- *     DR_E_ARG. An encoder returns DR_E_DST_TOO_SMALL, writing nothing, when `cap` is
- *     below the exact size it needs (never more than the codec's *_bound(d, r)), and
- *     stores the section length in *written on success. *_bound(d, r) is 0 for r > d.
+ *     DR_E_ARG, having written nothing past out[cap) (ef and rice check the set as they
+ *     sweep it, so out[0..cap) may then hold part of a section). An encoder returns
+ *     DR_E_DST_TOO_SMALL, writing nothing, when `cap` is below the exact size it needs
+ *     (never more than the codec's *_bound(d, r)), and stores the section length in
+ *     *written on success. *_bound(d, r) is 0 for r > d.
  *   - A lossless decoder returns DR_OK only if the section decodes to exactly r strictly
  *     ascending indices < d and uses exactly `len` bytes, padding bits zero; otherwise
  *     DR_E_CORRUPT, with idx_out[0..r) unspecified. It never reads outside in[0..len)
