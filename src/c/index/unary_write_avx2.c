@@ -90,15 +90,15 @@ DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i one_back(const uint32_t *idx, size_t t)
     return _mm256_loadu_si256((const __m256i *)(const void *)first);
 }
 
-/* Whether the 8 indices now = idx[t..t + 8) ascend from idx[t - 1] (t > 0) and stay at or
- * below top's: checked before a step writes, as unsigned (now <= before where the larger
- * is before; now <= top where the smaller is now). */
-DR_TARGET_AVX2 DR_ALWAYS_INLINE int ascending8(const uint32_t *idx, size_t t, __m256i now, __m256i top)
+/* Whether the 8 indices `now` ascend from `before` (one_back's; in the lanes of `after`,
+ * all but lane 0 at t = 0) and stay at or below top's: checked before a step writes, as
+ * unsigned (now <= before where the larger is before; now <= top where the smaller is
+ * now). */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE int ascending8(__m256i now, __m256i before, int after, __m256i top)
 {
-    __m256i before = one_back(idx, t);
     int back = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_max_epu32(now, before), before)));
     int below = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_min_epu32(now, top), now)));
-    return (back & (t > 0 ? 0xff : 0xfe)) == 0 && below == 0xff;
+    return (back & after) == 0 && below == 0xff;
 }
 
 DR_TARGET_AVX2 size_t dr_ef_sweep_avx2(const uint32_t *idx, size_t r, unsigned l, dr_bitwriter *w, size_t room,
@@ -152,14 +152,15 @@ DR_TARGET_AVX2 int dr_rice_sweep_avx2(const uint32_t *idx, size_t r, unsigned k,
     size_t t, i;
     dr_bw_init(&w, lows);
     for (t = 0; t + 8u <= r; t += 8u) {
-        __m256i now = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), gap, sum;
+        __m256i now = _mm256_loadu_si256((const __m256i *)(const void *)(idx + t)), before = one_back(idx, t);
+        __m256i gap, sum;
         uint32_t total;
         /* Checked before any of the step's codes is written: a set that does not ascend,
          * or an index past the last, could place a one outside v. */
-        if (!ascending8(idx, t, now, top))
+        if (!ascending8(now, before, t > 0 ? 0xff : 0xfe, top))
             return 0;
         /* gap_i = idx[t + i] - idx[t + i - 1] - 1. */
-        gap = _mm256_sub_epi32(_mm256_sub_epi32(now, one_back(idx, t)), one);
+        gap = _mm256_sub_epi32(_mm256_sub_epi32(now, before), one);
         sum = _mm256_add_epi32(_mm256_srl_epi32(gap, shift), one);
         if (k > 0u) {
             if (k <= 28u && w.pos + k + 8u <= low_bytes) {
