@@ -132,15 +132,13 @@ static int enc_signsgd(const float *x, size_t n, uint8_t *buf, size_t cap, size_
     return dr_signsgd_encode(x, n, 0, buf, cap, written);
 }
 
-#define STREAMED_N TEST_STREAMED_N
-
 /* dr_signum_momentum_encode on every path: the momentum and the frame of the two calls
  * it fuses (dr_signum_momentum_into, or a copy at the first step, then
  * dr_signum_encode on the scalar path), in place too, and Inf/NaN refused wherever it
  * sits; with sizes past the streamed-store threshold. */
 static void test_signum_fused_paths(void)
 {
-    static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 1000, 4099, STREAMED_N};
+    static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 1000, 4099, TEST_STREAMED_N};
     size_t a, p, first;
     for (a = 0; a < sizeof sizes / sizeof *sizes; a++) {
         size_t n = sizes[a], cap = dr_signum_size(n), want_len = 0, got_len = 0;
@@ -201,7 +199,7 @@ static void test_signum_fused_paths(void)
  * path, both ways. Values across the half range, subnormals and overflow included. */
 static void test_half_streamed(void)
 {
-    const size_t n = 2 * STREAMED_N;
+    const size_t n = 2 * TEST_STREAMED_N;
     float *x = malloc((n + 4) * sizeof *x), *want_back = malloc((n + 4) * sizeof *x);
     float *got_back = malloc((n + 4) * sizeof *x);
     uint16_t *want = malloc((n + 8) * sizeof *want), *got = malloc((n + 8) * sizeof *got);
@@ -239,7 +237,7 @@ static void test_half_streamed(void)
 static void test_bitunpack_streamed(void)
 {
     static const unsigned widths[3] = {6, 17, 25};
-    const size_t n = STREAMED_N;
+    const size_t n = TEST_STREAMED_N;
     uint32_t *values = malloc(n * sizeof *values), *back = malloc((n + 1) * sizeof *back);
     size_t i, w, p, shift, written;
     for (w = 0; w < 3; w++) {
@@ -296,9 +294,9 @@ static size_t signed_lookup(const uint8_t *codes, size_t n, const float *table, 
  * start another way). */
 static int check_lookup(lookup_fn lookup, const float *table, uint32_t entries)
 {
-    static const size_t sizes[] = {0, 1, 15, 63, 64, 65, 200, 4099, STREAMED_N};
+    static const size_t sizes[] = {0, 1, 15, 63, 64, 65, 200, 4099, TEST_STREAMED_N};
     static const size_t offsets[] = {0, 1, 4, 8, 12};
-    const size_t most = STREAMED_N, room = most + 32;
+    const size_t most = TEST_STREAMED_N, room = most + 32;
     uint8_t *codes = malloc(most);
     float *mem = malloc((room + 16) * sizeof *mem);
     float *line = (float *)(void *)(((uintptr_t)mem + 63u) & ~(uintptr_t)63u);
@@ -471,17 +469,17 @@ static void test_sketch_search(void)
 static void test_streamed(void)
 {
     static const uint32_t table_bins[4] = {2, 5, 127, 256};
-    float *x = malloc(STREAMED_N * sizeof *x);
+    float *x = malloc(TEST_STREAMED_N * sizeof *x);
     size_t b;
-    fill(x, STREAMED_N, 21, 1.0f);
-    check_paths("signsgd streamed", enc_signsgd, dr_signsgd_decode, x, STREAMED_N, dr_signsgd_size(STREAMED_N));
-    check_paths("onebit streamed", enc_onebit, dr_onebit_decode, x, STREAMED_N, dr_onebit_size(STREAMED_N));
-    check_paths("natural streamed", enc_natural, dr_natural_decode, x, STREAMED_N, dr_natural_size(STREAMED_N));
+    fill(x, TEST_STREAMED_N, 21, 1.0f);
+    check_paths("signsgd streamed", enc_signsgd, dr_signsgd_decode, x, TEST_STREAMED_N, dr_signsgd_size(TEST_STREAMED_N));
+    check_paths("onebit streamed", enc_onebit, dr_onebit_decode, x, TEST_STREAMED_N, dr_onebit_size(TEST_STREAMED_N));
+    check_paths("natural streamed", enc_natural, dr_natural_decode, x, TEST_STREAMED_N, dr_natural_size(TEST_STREAMED_N));
     g_s = 127;
     g_bucket = 5;
-    check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, STREAMED_N, dr_qsgd_size(STREAMED_N, 127, 5));
+    check_paths("qsgd streamed", enc_qsgd, dr_qsgd_decode, x, TEST_STREAMED_N, dr_qsgd_size(TEST_STREAMED_N, 127, 5));
     g_bins = 127;
-    check_paths("sketch streamed", enc_sketch, dr_sketch_decode, x, STREAMED_N, dr_sketch_size(STREAMED_N, 127));
+    check_paths("sketch streamed", enc_sketch, dr_sketch_decode, x, TEST_STREAMED_N, dr_sketch_size(TEST_STREAMED_N, 127));
     /* Past the prefix table's threshold on values whose edges differ in their top halves
      * (the table's paths: portable, AVX2 gathers, and AVX-512's for 256 bins). */
     fill_bits(x, 70001, 5);
@@ -889,7 +887,7 @@ static void test_adaq_paths(void)
  * scalar path's, and the floats around out[0..n) untouched. */
 static void test_adaq_streamed_decode(void)
 {
-    const size_t n = STREAMED_N, room = n + 32;
+    const size_t n = TEST_STREAMED_N, room = n + 32;
     float *x = malloc(n * sizeof *x), *want = malloc(n * sizeof *want);
     float *mem = malloc((room + 16) * sizeof *mem);
     float *got = (float *)(void *)(((uintptr_t)mem + 63u) & ~(uintptr_t)63u); /* a cache line's start */

@@ -75,6 +75,14 @@ DR_TARGET_AVX512 size_t dr_ef_lows_avx512(const uint32_t *idx, size_t r, unsigne
     return t;
 }
 
+/* Whether the 16 indices `now` ascend from `back` (the indices one back; in the lanes of
+ * `after`, all but lane 0 at the set's start) and stay at or below top's: checked before
+ * a step writes, as unsigned. */
+DR_TARGET_AVX512 DR_ALWAYS_INLINE int ascending16(__m512i now, __m512i back, __mmask16 after, __m512i top)
+{
+    return (_mm512_mask_cmple_epu32_mask(after, now, back) | _mm512_cmpgt_epu32_mask(now, top)) == 0;
+}
+
 DR_TARGET_AVX512 int dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned l, uint8_t *v, size_t len)
 {
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -89,8 +97,7 @@ DR_TARGET_AVX512 int dr_ef_upper_avx512(const uint32_t *idx, size_t r, unsigned 
         uint64_t w = first / 64u;
         /* Before the step's ones: a set that does not ascend, or an index past the last,
          * could place one outside v. */
-        if ((_mm512_mask_cmple_epu32_mask(after, now, _mm512_alignr_epi32(now, before, 15)) |
-             _mm512_cmpgt_epu32_mask(now, top)) != 0)
+        if (!ascending16(now, _mm512_alignr_epi32(now, before, 15), after, top))
             return 0;
         after = 0xffff;
         before = now;
@@ -112,7 +119,7 @@ DR_TARGET_AVX512 int dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsigne
                                           size_t low_bytes, uint8_t *v, size_t len, uint64_t *bits)
 {
     const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
-    const __m512i last = _mm512_set1_epi32((int)idx[r - 1u]);
+    const __m512i top = _mm512_set1_epi32((int)idx[r - 1u]);
     __mmask16 after = 0xfffe; /* the lanes with an index before them: all but idx[0]'s */
     const __m512i low_mask = _mm512_set1_epi32((int)((1u << k) - 1u));
     const __m128i shift = _mm_cvtsi32_si128((int)k);
@@ -129,7 +136,7 @@ DR_TARGET_AVX512 int dr_rice_sweep_avx512(const uint32_t *idx, size_t r, unsigne
         uint32_t spread;
         /* Checked before any of the step's codes is written: a set that does not ascend, or
          * an index past the last, could place a one outside v. */
-        if ((_mm512_mask_cmple_epu32_mask(after, now, back) | _mm512_cmpgt_epu32_mask(now, last)) != 0)
+        if (!ascending16(now, back, after, top))
             return 0;
         after = 0xffff;
         q0 = ((uint64_t)idx[t] - next) >> k;
