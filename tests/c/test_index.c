@@ -49,7 +49,7 @@ static void test_bitpack(void)
     CHECK(written == 1 && buf[0] == 0x39);
 
     for (bits = 0; bits <= 32; bits++) {
-        size_t ns[] = {0, 1, 7, 8, 9, 63, 100};
+        size_t ns[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 63, 100}; /* around 8- and 16-field steps */
         size_t t;
         for (t = 0; t < sizeof ns / sizeof ns[0]; t++) {
             size_t i, size = dr_bitpack_size(ns[t], bits);

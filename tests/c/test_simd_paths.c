@@ -237,9 +237,15 @@ static void test_half_streamed(void)
 static void test_bitunpack_streamed(void)
 {
     static const unsigned widths[3] = {6, 17, 25};
+    /* Output offsets from a 64-byte line, in fields: the streamed paths write the fields
+     * before the first line apart (none, 4, 8, 12 of them), and 1 is not 16-byte
+     * aligned, so not streamed. */
+    static const size_t shifts[5] = {0, 4, 8, 12, 1};
     const size_t n = TEST_STREAMED_N;
-    uint32_t *values = malloc(n * sizeof *values), *back = malloc((n + 1) * sizeof *back);
-    size_t i, w, p, shift, written;
+    uint32_t *values = malloc(n * sizeof *values), *mem = malloc((n + 32) * sizeof *mem), *line;
+    size_t i, w, p, s, written;
+    /* The first 64-byte line start in mem. */
+    line = mem + ((64u - ((uintptr_t)mem & 63u)) & 63u) / sizeof *mem;
     for (w = 0; w < 3; w++) {
         size_t size = dr_bitpack_size(n, widths[w]);
         uint8_t *buf = malloc(size);
@@ -248,12 +254,14 @@ static void test_bitunpack_streamed(void)
         CHECK_OK(dr_bitpack(values, n, widths[w], buf, size, &written));
         for (p = 0; p < sizeof paths / sizeof *paths; p++) {
             setenv("DEEPREDUCE_SIMD", paths[p], 1);
-            for (shift = 0; shift < 2; shift++) {
-                memset(back, 0xff, (n + 1) * sizeof *back);
-                CHECK_OK(dr_bitunpack(buf, written, n, widths[w], back + shift));
-                if (memcmp(back + shift, values, n * sizeof *values) != 0) {
-                    fprintf(stderr, "bitunpack streamed, %u bits, %s, output shifted by %zu: wrong values\n",
-                            widths[w], paths[p], shift);
+            for (s = 0; s < sizeof shifts / sizeof *shifts; s++) {
+                uint32_t *back = line + shifts[s];
+                memset(mem, 0xff, (n + 32) * sizeof *mem);
+                CHECK_OK(dr_bitunpack(buf, written, n, widths[w], back));
+                if (memcmp(back, values, n * sizeof *values) != 0 || back[n] != UINT32_MAX ||
+                    (back > mem && back[-1] != UINT32_MAX)) {
+                    fprintf(stderr, "bitunpack streamed, %u bits, %s, output %zu fields past a line: wrong values\n",
+                            widths[w], paths[p], shifts[s]);
                     CHECK(0);
                 }
             }
@@ -262,7 +270,7 @@ static void test_bitunpack_streamed(void)
     }
     unsetenv("DEEPREDUCE_SIMD");
     free(values);
-    free(back);
+    free(mem);
 }
 
 #if DR_HAVE_X86_SIMD

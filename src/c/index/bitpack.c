@@ -52,27 +52,14 @@ int dr_bitpack(const uint32_t *v, size_t n, unsigned bits, uint8_t *out, size_t 
     return DR_OK;
 }
 
-int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_t *out)
+/* Fields j..n of in[0..len) into out, one 64-bit load each (bits 1..32, len at least
+ * dr_bitpack_size(n, bits)). */
+static void unpack_from(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_t *out, size_t j)
 {
-    uint64_t mask = (1ull << bits) - 1u, bp = 0;
-    size_t j = 0, fast;
-    if (bits > 32u || (n > 0 && out == NULL) || (len > 0 && in == NULL))
-        return DR_E_ARG;
-    if (len < dr_bitpack_size(n, bits))
-        return DR_E_CORRUPT;
-    if (bits == 0) {
-        for (; j < n; j++)
-            out[j] = 0;
-        return DR_OK;
-    }
-#if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX2) {
-        j = dr_bitunpack_avx2(in, len, n, bits, out);
-        bp = (uint64_t)j * bits;
-    }
-#endif
+    const uint64_t mask = (1ull << bits) - 1u;
+    uint64_t bp = (uint64_t)j * bits;
     /* Values whose 8-byte window lies inside the buffer take the direct load. */
-    fast = len >= 8u ? (size_t)(((uint64_t)(len - 8u) * 8u) / bits) + 1u : 0u;
+    size_t fast = len >= 8u ? (size_t)(((uint64_t)(len - 8u) * 8u) / bits) + 1u : 0u;
     if (fast > n)
         fast = n;
     for (; j < fast; j++, bp += bits) {
@@ -82,5 +69,39 @@ int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_
     }
     for (; j < n; j++, bp += bits)
         out[j] = (uint32_t)(dr_peek64(in, len, bp) & mask);
+}
+
+void dr_bitunpack_scalar(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_t *out)
+{
+    size_t j;
+    if (bits == 0) {
+        for (j = 0; j < n; j++)
+            out[j] = 0;
+        return;
+    }
+    unpack_from(in, len, n, bits, out, 0);
+}
+
+int dr_bitunpack(const uint8_t *in, size_t len, size_t n, unsigned bits, uint32_t *out)
+{
+    size_t j = 0;
+    if (bits > 32u || (n > 0 && out == NULL) || (len > 0 && in == NULL))
+        return DR_E_ARG;
+    if (len < dr_bitpack_size(n, bits))
+        return DR_E_CORRUPT;
+    if (bits == 0) {
+        dr_bitunpack_scalar(in, len, n, bits, out);
+        return DR_OK;
+    }
+#if DR_HAVE_X86_SIMD
+    {
+        int simd = dr_simd_active();
+        if (simd >= DR_SIMD_AVX512 && dr_cpu_has_vbmi())
+            j = dr_bitunpack_vbmi(in, len, n, bits, out);
+        else if (simd >= DR_SIMD_AVX2)
+            j = dr_bitunpack_avx2(in, len, n, bits, out);
+    }
+#endif
+    unpack_from(in, len, n, bits, out, j);
     return DR_OK;
 }

@@ -1,10 +1,10 @@
 /* AVX2 unary decoding (unary_simd.h), for CPUs without AVX-512: a byte of the vector at
  * a time, the zeros below each of its ones read as 8 lanes from a table
  * (dr_byte_zeros_below) and offset by the zeros before the byte, 8 highs stored per byte
- * whatever its count, a block of them at a time made indices. The blocks themselves
- * (dr_indices_block) serve the AVX-512 sweep too (unary_avx512.c): each brings its own
- * low fields, so that each index is written once, Elias-Fano's as they are, Rice's
- * through their running sum. */
+ * whatever its count, a block of them at a time made indices (dr_indices_block_avx2, 8
+ * per step, which the AVX-512 sweep takes too on CPUs without VBMI; unary_avx512.c has
+ * the 16-lane blocks): each brings its own low fields, so that each index is written
+ * once, Elias-Fano's as they are, Rice's through their running sum. */
 #include "deepreduce.h"
 #include "bitpack_simd.h"
 #include "unary_simd.h"
@@ -46,47 +46,29 @@ DR_TARGET_AVX2 static inline __m256i lows8(const block_lows *from, size_t t)
     return dr_unpack8_avx2(from->group + t / 8u * from->bits, from->half, from->shuffle, from->shifts, from->mask);
 }
 
-/* Whole groups of 8 fields whose windows lie in the section are unpacked in the loop as
- * they are used; the rest (the section's last fields, or fields wider than 25 bits)
- * first, by the library's unpacker, whose statuses cannot fail on a section the caller
- * checked. */
-DR_TARGET_AVX2 void dr_indices_block(dr_indices_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n)
+/* The blocks of 8 fields per step (unary_simd.h). */
+DR_TARGET_AVX2 void dr_indices_block_avx2(dr_indices_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n)
 {
     uint32_t low[DR_UNARY_BLOCK + 64 + 8]; /* the fields from vec on */
-    const unsigned bits = to->bits;
-    const __m128i count = _mm_cvtsi32_si128((int)bits);
-    const size_t first_group = done / 8u;
+    const __m128i count = _mm_cvtsi32_si128((int)to->bits);
     block_lows from;
-    size_t t, at;
-    from.group = to->lows + first_group * bits;
+    size_t t;
+    from.group = to->lows + done / 8u * to->bits;
     from.half = to->plan.half;
-    from.vec = 0;
-    from.bits = bits;
+    from.bits = to->bits;
     from.shuffle = _mm256_loadu_si256((const __m256i *)(const void *)to->plan.control);
     from.shifts = _mm256_loadu_si256((const __m256i *)(const void *)to->plan.shift);
     from.mask = _mm256_set1_epi32((int)to->plan.mask);
     from.low = low;
-    if (to->vector_groups > first_group)
-        from.vec = 8u * (to->vector_groups - first_group < n / 8u ? to->vector_groups - first_group : n / 8u);
-    at = (done + from.vec) / 8u * bits;
-    if (from.vec < n)
-        (void)dr_bitunpack(to->lows + at, to->low_len - at, n - from.vec, bits, low);
+    from.vec = dr_block_rest(to, done, n, 8u, low);
     if (to->rice) {
         __m256i carry = _mm256_set1_epi32((int)to->run);
-        uint32_t last;
         for (t = 0; t + 8u <= n; t += 8u) {
             __m256i h = _mm256_sll_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(high + t)), count);
             __m256i x = rice_step(lows8(&from, t), &carry);
             _mm256_storeu_si256((__m256i *)(void *)(out + t), _mm256_add_epi32(x, h));
         }
-        last = (uint32_t)_mm256_cvtsi256_si32(carry);
-        /* bits 32 adds nothing, as in the AVX-512 decoder (a vector shift past 31
-         * gives 0). Rice's indices ascend by construction (each gap adds at least one). */
-        for (; t < n; t++) {
-            last += low[t - from.vec] + 1u;
-            out[t] = last + (bits < 32u ? high[t] << bits : 0u);
-        }
-        to->run = last;
+        dr_block_tail(to, done, out, high, low, from.vec, t, n, (uint32_t)_mm256_cvtsi256_si32(carry), 0);
         return;
     }
     {
@@ -96,7 +78,6 @@ DR_TARGET_AVX2 void dr_indices_block(dr_indices_to *to, size_t done, uint32_t *o
          * starts the section. */
         __m256i before = _mm256_set1_epi32(done > 0 ? (int)out[-1] : 0), found = _mm256_setzero_si256();
         __m256i checked = done > 0 ? _mm256_set1_epi32(-1) : _mm256_setr_epi32(0, -1, -1, -1, -1, -1, -1, -1);
-        uint32_t descending;
         for (t = 0; t + 8u <= n; t += 8u) {
             __m256i h = _mm256_sll_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(high + t)), count);
             __m256i now = _mm256_add_epi32(lows8(&from, t), h);
@@ -107,13 +88,7 @@ DR_TARGET_AVX2 void dr_indices_block(dr_indices_to *to, size_t done, uint32_t *o
             checked = _mm256_set1_epi32(-1);
             before = now;
         }
-        descending = (uint32_t)!_mm256_testz_si256(found, found);
-        for (; t < n; t++) {
-            out[t] = low[t - from.vec] + (bits < 32u ? high[t] << bits : 0u);
-            if (done + t > 0)
-                descending |= (uint32_t)(out[t] <= out[(ptrdiff_t)t - 1]);
-        }
-        to->descending |= descending;
+        dr_block_tail(to, done, out, high, low, from.vec, t, n, 0, (uint32_t)!_mm256_testz_si256(found, found));
     }
 }
 
@@ -149,11 +124,11 @@ DR_TARGET_AVX2 static size_t unary_blocks(const uint8_t *v, size_t len, size_t r
         }
         dr_indices_flush_full(to, out, high, &done, &filled);
     }
-    dr_indices_block(to, done, out + done, high, filled);
+    to->block(to, done, out + done, high, filled);
     return done + filled;
 }
 
-dr_indices_to dr_indices_to_make(const uint8_t *lows, size_t low_len, unsigned bits, int rice)
+dr_indices_to dr_indices_to_make(int simd, const uint8_t *lows, size_t low_len, unsigned bits, int rice)
 {
     dr_indices_to to;
     memset(&to, 0, sizeof to); /* the plan, for bits it does not serve; no order broken yet */
@@ -164,9 +139,20 @@ dr_indices_to dr_indices_to_make(const uint8_t *lows, size_t low_len, unsigned b
     /* No fields (bits 0) are zeros in every group; past 25 bits none is unpacked in the
      * loop. */
     to.vector_groups = bits == 0 ? SIZE_MAX : 0;
-    if (bits >= 1u && bits <= 25u) {
-        dr_unpack8_plan_make(&to.plan, bits);
-        to.vector_groups = dr_unpack8_groups(low_len, bits, to.plan.half);
+    if (simd >= DR_SIMD_AVX512 && dr_cpu_has_vbmi()) {
+        to.block = dr_indices_block_vbmi;
+        to.step = 16u;
+        if (bits >= 1u && bits <= 25u) {
+            dr_unpack16_plan_make(&to.plan16, bits);
+            to.vector_groups = dr_unpack8_groups(low_len, bits, DR_UNPACK16_LAST);
+        }
+    } else {
+        to.block = dr_indices_block_avx2;
+        to.step = 8u;
+        if (bits >= 1u && bits <= 25u) {
+            dr_unpack8_plan_make(&to.plan, bits);
+            to.vector_groups = dr_unpack8_groups(low_len, bits, to.plan.half);
+        }
     }
     to.run = UINT32_MAX;
     return to;
@@ -183,7 +169,7 @@ static size_t unary_sweep(int simd, const uint8_t *v, size_t len, size_t r, uint
 size_t dr_ef_indices_simd(int simd, const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r,
                           unsigned l, uint32_t *out, uint64_t *last_one, uint32_t *descending)
 {
-    dr_indices_to to = dr_indices_to_make(lows, low_len, l, 0);
+    dr_indices_to to = dr_indices_to_make(simd, lows, low_len, l, 0);
     size_t ones = unary_sweep(simd, v, len, r, out, last_one, &to);
     *descending = to.descending;
     return ones;
@@ -192,7 +178,7 @@ size_t dr_ef_indices_simd(int simd, const uint8_t *lows, size_t low_len, const u
 size_t dr_rice_indices_simd(int simd, const uint8_t *lows, size_t low_len, const uint8_t *v, size_t len, size_t r,
                             unsigned k, uint32_t *out, uint64_t *last_one, uint64_t *sum)
 {
-    dr_indices_to to = dr_indices_to_make(lows, low_len, k, 1);
+    dr_indices_to to = dr_indices_to_make(simd, lows, low_len, k, 1);
     size_t ones = unary_sweep(simd, v, len, r, out, last_one, &to);
     /* The lows + 1 sum to at most r 2^k <= 2^32 (the caller's condition), so the running
      * sum less one, to.run, holds their sum less one exactly. */

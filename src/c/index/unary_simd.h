@@ -39,42 +39,98 @@ DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i dr_running_sum8_avx2(__m256i v)
  * just after the overlapping store of the step before, which the core cannot forward). */
 #define DR_UNARY_BLOCK 1024u
 
-/* Where a decoder's blocks of highs go (unary_avx2.c): the section's low fields of `bits`
- * bits, unpacked as they are used, Elias-Fano's as they are, Rice's through their
- * running sum. Made by dr_indices_to_make. */
-typedef struct {
+/* A block's highs made indices: out[0..n) = (the fields done..done + n, for Rice their
+ * running sum) + (high[t] << bits), high[t] = p_t - t of the block's ones, and for
+ * Elias-Fano whether they ascend from out[-1] (done > 0) on. done is a multiple of 8 (the
+ * block's fields start on a byte), n <= DR_UNARY_BLOCK + 63. The AVX2 blocks take 8
+ * fields per step (unary_avx2.c), the AVX-512 ones 16, on CPUs with VBMI
+ * (unary_avx512.c). */
+struct dr_indices_to;
+typedef void dr_indices_block_fn(struct dr_indices_to *to, size_t done, uint32_t *out, const uint32_t *high,
+                                 size_t n);
+dr_indices_block_fn dr_indices_block_avx2;
+dr_indices_block_fn dr_indices_block_vbmi;
+
+/* Where a decoder's blocks of highs go: the section's low fields of `bits` bits, unpacked
+ * as they are used, Elias-Fano's as they are, Rice's through their running sum. Made by
+ * dr_indices_to_make. */
+typedef struct dr_indices_to {
     const uint8_t *lows;
-    size_t low_len;         /* the section's bytes */
+    size_t low_len;           /* the section's bytes */
     unsigned bits;
     int rice;
-    dr_unpack8_plan plan;   /* the vector unpacker's, for 1 to 25 bits */
-    size_t vector_groups;   /* the groups of 8 fields from the section's start it takes */
-    uint32_t descending;    /* Elias-Fano: nonzero once some out[t] <= out[t - 1] */
-    uint32_t run;           /* Rice: the running sum so far, less one */
+    dr_indices_block_fn *block; /* the blocks of the CPU's level */
+    size_t step;              /* the fields they take per step, 8 or 16 */
+    dr_unpack8_plan plan;     /* the AVX2 blocks' unpacker, for 1 to 25 bits */
+    dr_unpack16_plan plan16;  /* the AVX-512 blocks' */
+    size_t vector_groups;     /* the groups of 8 fields from the section's start from which
+                                 the blocks' unpacker reads inside the section */
+    uint32_t descending;      /* Elias-Fano: nonzero once some out[t] <= out[t - 1] */
+    uint32_t run;             /* Rice: the running sum so far, less one */
 } dr_indices_to;
 
 /* The state of a sweep over the `bits`-bit fields at lows[0..low_len) (0..32 bits;
- * Rice's `rice` nonzero). */
-dr_indices_to dr_indices_to_make(const uint8_t *lows, size_t low_len, unsigned bits, int rice);
+ * Rice's `rice` nonzero) for the blocks of the path `simd` (AVX2 or AVX-512). */
+dr_indices_to dr_indices_to_make(int simd, const uint8_t *lows, size_t low_len, unsigned bits, int rice);
 
-/* out[0..n) = (the fields done..done + n, for Rice their running sum) + (high[t] <<
- * bits), high[t] = p_t - t of the block's ones, and for Elias-Fano whether they ascend
- * from out[-1] (done > 0) on. done is a multiple of 8 (the block's fields start on a
- * byte), n <= DR_UNARY_BLOCK + 63. AVX2 (every AVX-512 CPU has it). */
-void dr_indices_block(dr_indices_to *to, size_t done, uint32_t *out, const uint32_t *high, size_t n);
+/* The fields of a block (from field `done`, n of them) that its steps of `step` (8 or 16)
+ * do not unpack as they go: those steps' windows lie in the section (to->vector_groups;
+ * a step of 16 starts at every other group of 8), and the fields from the returned vec
+ * on (the block's last, fewer than a step; the section's last; all of them past 25
+ * bits) are unpacked here into low, one at a time (dr_bitunpack_scalar: the caller
+ * checked the section). */
+static inline size_t dr_block_rest(const dr_indices_to *to, size_t done, size_t n, size_t step, uint32_t *low)
+{
+    size_t first_group = done / 8u, vec = 0, at;
+    if (to->vector_groups > first_group) {
+        size_t groups = to->vector_groups - first_group, per = step / 8u;
+        size_t steps = groups / per + (groups % per != 0);
+        vec = step * (steps < n / step ? steps : n / step);
+    }
+    at = (done + vec) / 8u * to->bits;
+    if (vec < n)
+        dr_bitunpack_scalar(to->lows + at, to->low_len - at, n - vec, to->bits, low);
+    return vec;
+}
+
+/* A block's indices t..n past its vector steps, one at a time (low holds the fields from
+ * vec on), with `last` the running sum at t (Rice) or `descending` the order so far
+ * (Elias-Fano), as the steps left them. bits 32 adds no high (a vector shift past 31
+ * gives 0); Rice's indices ascend by construction (each gap adds at least one). */
+static inline void dr_block_tail(dr_indices_to *to, size_t done, uint32_t *out, const uint32_t *high,
+                                 const uint32_t *low, size_t vec, size_t t, size_t n, uint32_t last,
+                                 uint32_t descending)
+{
+    const unsigned bits = to->bits;
+    for (; t < n; t++) {
+        uint32_t up = bits < 32u ? high[t] << bits : 0u;
+        if (to->rice) {
+            last += low[t - vec] + 1u;
+            out[t] = last + up;
+        } else {
+            out[t] = low[t - vec] + up;
+            if (done + t > 0)
+                descending |= (uint32_t)(out[t] <= out[(ptrdiff_t)t - 1]);
+        }
+    }
+    if (to->rice)
+        to->run = last;
+    else
+        to->descending |= descending;
+}
 
 /* A sweep's step after each word of the vector: once the block holds DR_UNARY_BLOCK
- * highs, its whole groups of 8 become indices (so that every block's fields start on a
- * byte) and the highs past them (fewer than 8) start the next block. *done: the ones
- * made indices; *filled: the highs waiting in high. */
+ * highs, its whole steps become indices (so that every block's fields start on a byte)
+ * and the highs past them start the next block. *done: the ones made indices; *filled:
+ * the highs waiting in high. */
 static inline void dr_indices_flush_full(dr_indices_to *to, uint32_t *out, uint32_t *high, size_t *done,
                                          size_t *filled)
 {
     size_t whole;
     if (*filled < DR_UNARY_BLOCK)
         return;
-    whole = *filled & ~(size_t)7u;
-    dr_indices_block(to, *done, out + *done, high, whole);
+    whole = *filled - *filled % to->step;
+    to->block(to, *done, out + *done, high, whole);
     *done += whole;
     *filled -= whole;
     memcpy(high, high + whole, *filled * sizeof *high);
@@ -82,7 +138,7 @@ static inline void dr_indices_flush_full(dr_indices_to *to, uint32_t *out, uint3
 
 /* The unary sweep on AVX-512: for the t-th one of v[0..len) at bit p_t, t < r, its high
  * p_t - t, from each 16 bits of a word by one compress (VPCOMPRESSD) of the lane numbers,
- * the highs made indices a block at a time by dr_indices_block. Returns the ones, or
+ * the highs made indices a block at a time by to's blocks. Returns the ones, or
  * SIZE_MAX where a word takes the count past r (out[0..r) then holds partial results:
  * the caller refuses the input). *last_one is set to the highest one's bit number when
  * there is a one, and left alone otherwise. */
