@@ -36,6 +36,13 @@ class TensorState(dict):
         # as before.
         self._made = {}
 
+    def __reduce__(self):
+        # Pickled (torch.save of a checkpoint) and deep-copied as its entries alone, as
+        # GRACE's dict of tensors was: the C pointers kept beside the buffers cannot be
+        # pickled, and the spare buffers and the undo record serve only the step in
+        # flight. The copy's next write makes its own buffers.
+        return _tensor_state, (dict(self),)
+
     def settle(self, name):
         """A new step for ``name`` begins: what the last one wrote is final."""
         self._undo.pop(name, None)
@@ -146,6 +153,13 @@ class TensorState(dict):
         self._made.pop(name, None)
 
 
+def _tensor_state(entries):
+    """A TensorState holding ``entries`` (a dict of name -> tensor): ``__reduce__``'s way back."""
+    state = TensorState()
+    state.update(entries)
+    return state
+
+
 def _unmoved(record):
     """Whether a ``TensorState._made`` record's entry still lies on the buffer write made
     for it: a NumPy entry always; a torch entry unless ``set_`` or ``.data =`` moved it."""
@@ -194,6 +208,14 @@ class Outputs:
         # name -> [C pointers to those arrays, in the same order; None until
         # ``take_pointed`` asks for one]: kept with the buffer, so a step makes none.
         self._pointers = {}
+
+    def __getstate__(self):
+        # Pickled and deep-copied empty: the buffers are scratch that no result depends on
+        # once handed out, and the C pointers kept with them cannot be pickled.
+        return {"keep": self.keep, "dtype": self.dtype, "grow": self.grow}
+
+    def __setstate__(self, state):
+        self.__init__(**state)
 
     def take(self, name, size):
         """A flat array of ``size`` elements that nothing else refers to (its contents

@@ -3,6 +3,7 @@ non-finite marker frame, GRACE's names and helper functions, the deliberate diff
 of docs/fixes.md, and the opt-out that lets a real GRACE checkout win. The multi-rank
 half (custom parts mixed with ours, GradScaler, a script using GRACE's names) is in
 test_grace_dropin.py."""
+import io
 import os
 import pathlib
 import subprocess
@@ -16,6 +17,8 @@ torch = pytest.importorskip("torch")
 import deepreduce  # noqa: E402
 from deepreduce import FrameError, UnknownNameError, grace_from_params  # noqa: E402
 from deepreduce._native import lib, nonfinite_frame  # noqa: E402
+from deepreduce.codecs.index import NAMES as INDEX_NAMES  # noqa: E402
+from deepreduce.codecs.value import NAMES as VALUE_NAMES  # noqa: E402
 from deepreduce.memories.residual import ResidualMemory  # noqa: E402
 from deepreduce.registry import COMPRESSORS  # noqa: E402
 
@@ -475,6 +478,60 @@ def test_state_attribute_names_are_graces():
     assert randomk.compressor.global_step == 2
     assert sorted(dgc.memory.residuals) == sorted(dgc.memory.gradients) == ["a", "b"]
     assert all(isinstance(v, torch.Tensor) for v in dgc.memory.gradients.values())
+
+
+@pytest.mark.parametrize("compressor", sorted(PAIRS))
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_memory_and_compressor_in_use_copy_and_pickle_and_the_copy_goes_on_as_the_original(compressor, how):
+    """GRACE's roles held dicts of tensors, which a checkpoint pickles and
+    ``copy.deepcopy`` copies; ours keep C pointers beside their buffers after a step,
+    which neither can. A copy made after some steps (the pools empty, the state's
+    entries alone) then steps with the bits the original steps with."""
+    import copy
+    import pickle
+    duplicate = copy.deepcopy if how == "deepcopy" else (lambda obj: pickle.loads(pickle.dumps(obj)))
+    torch.manual_seed(0)
+    grads = [torch.randn(40, 25) for _ in range(6)]
+    original = local(compressor)
+    for g in grads[:3]:
+        original.step(g, "w")
+    copied = local(compressor)
+    copied.compressor, copied.memory = duplicate(original.compressor), duplicate(original.memory)
+    for step, g in enumerate(grads[3:]):
+        assert as_bits(copied.step(g, "w")) == as_bits(original.step(g, "w")), f"step {step}"
+
+
+@pytest.mark.parametrize("deepreduce_kind, codec", [("index", name) for name in INDEX_NAMES] +
+                         [("value", name) for name in VALUE_NAMES])
+def test_a_deepreduce_wrapper_in_use_pickles_with_its_codecs(deepreduce_kind, codec):
+    """DeepReduce's wrappers, as their users build them, pickled after some steps: their
+    codecs keep C functions, which pickle by the codec's name."""
+    import pickle
+    from deepreduce.wrappers import IndexCompressor, ValueCompressor
+    params = {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.05,
+              "deepreduce": deepreduce_kind, deepreduce_kind: codec, **LOCAL}
+    wrapper = {"index": IndexCompressor, "value": ValueCompressor}[deepreduce_kind]
+    torch.manual_seed(0)
+    grads = [torch.randn(2000) for _ in range(5)]
+    original = grace_from_params(params)
+    original.compressor = wrapper(original.compressor, params)
+    for g in grads[:3]:
+        original.step(g, "w")
+    copied = grace_from_params(params)
+    copied.compressor, copied.memory = pickle.loads(pickle.dumps((original.compressor, original.memory)))
+    for step, g in enumerate(grads[3:]):
+        assert as_bits(copied.step(g, "w")) == as_bits(original.step(g, "w")), f"step {step}"
+
+
+def test_residuals_save_and_load_as_a_checkpoint():
+    grc = local("topk")
+    for _ in range(3):
+        grc.step(torch.randn(1000), "w")
+    path = io.BytesIO()
+    torch.save(grc.memory.residuals, path)
+    path.seek(0)
+    loaded = torch.load(path, weights_only=False)
+    assert list(loaded) == ["w"] and torch.equal(loaded["w"], grc.memory.residuals["w"])
 
 
 # ---------------------------------------------------------------------------- fixes.md

@@ -134,6 +134,11 @@ class LosslessIndex(IndexCodec):
         self._encode = getattr(lib, f"dr_index_{name}_encode")
         self._decode = getattr(lib, f"dr_index_{name}_decode")
 
+    def __reduce__(self):
+        # Pickled by name: the C functions it keeps cannot be pickled (a checkpoint of a
+        # DeepReduce wrapper holds its codecs).
+        return type(self), (self.name,)
+
     def _plan(self, support, d, work):
         def write(ptr, cap):
             written = ffi.new("size_t *")

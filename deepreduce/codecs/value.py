@@ -86,6 +86,11 @@ class CastValues(ValueCodec):
         self._encode = getattr(lib, f"dr_value_{name}_encode")
         self._decode = getattr(lib, f"dr_value_{name}_decode")
 
+    def __reduce__(self):
+        # Pickled by name: the C functions it keeps cannot be pickled (a checkpoint of a
+        # DeepReduce wrapper holds its codecs).
+        return type(self), (self.name,)
+
     def bound(self, r):
         return 2 * r
 

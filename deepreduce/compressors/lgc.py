@@ -160,6 +160,10 @@ class LGCCtx:
 
 
 class LGCCompressor(TransportAtFirstUse, Compressor):
+    # The module the autoencoder comes from, looked up where used rather than kept: an
+    # attribute holding a module cannot be pickled or deep-copied (a checkpoint).
+    autoencoder_module = property(lambda self: _torch_autoencoder())
+
     def __init__(self, variant=DEFAULTS["lgc_variant"], dense_steps=DEFAULTS["lgc_dense_steps"],
                  train_steps=DEFAULTS["lgc_train_steps"], compress_ratio=1e-3,
                  innovation_ratio=DEFAULTS["lgc_innovation_ratio"], channels=DEFAULTS["lgc_channels"],
@@ -169,7 +173,7 @@ class LGCCompressor(TransportAtFirstUse, Compressor):
                  dense_ends=DEFAULTS["lgc_dense_ends"], min_numel=DEFAULTS["lgc_min_numel"],
                  index=DEFAULTS["lgc_index"], transport=None, world_size=None):
         super().__init__(average=True, tensors_size_are_same=False)
-        self.autoencoder_module = _torch_autoencoder()
+        _torch_autoencoder()  # PyTorch is needed: say so now rather than at the first step
         if variant not in self.autoencoder_module.VARIANTS:
             raise ValueError(f"lgc_variant must be 'ps' or 'rar', got {variant!r}")
         if dense_ends and dense_steps == 0:

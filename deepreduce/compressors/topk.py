@@ -91,6 +91,11 @@ class TopKCompressor(Sparsifier):
     def from_params(cls, params):
         return cls(params["compress_ratio"], params["kernel"])
 
+    def __getstate__(self):
+        # Pickled and deep-copied without the workspace's C pointer (which cannot be
+        # pickled): the copy makes its own at its first compress.
+        return dict(self.__dict__, _work_pointer=(None, None))
+
     def select(self, flat, name):
         """Ascending uint32 indices of the k largest magnitudes."""
         indices, self._work = select_topk(flat, topk_count(flat.size, self.compress_ratio), self._work)
