@@ -154,10 +154,25 @@ class TensorState(dict):
 
 
 def _tensor_state(entries):
-    """A TensorState holding ``entries`` (a dict of name -> tensor): ``__reduce__``'s way back."""
+    """A TensorState holding ``entries`` (a mapping of name -> tensor or array)."""
     state = TensorState()
     state.update(entries)
     return state
+
+
+class StateAttribute:
+    """A role's attribute that holds a ``TensorState`` under GRACE's name (``residuals``,
+    ``gradients``, ``momentums``), where GRACE kept a plain dict of tensors. A script may
+    assign it any mapping, as it could GRACE's: ``memory.residuals = {}`` to start
+    afresh, or a checkpoint's dict to resume; a TensorState holding those entries is
+    stored. Reading costs nothing extra: with no ``__get__``, a read finds the
+    instance's own attribute."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.name] = value if type(value) is TensorState else _tensor_state(value)
 
 
 def _unmoved(record):

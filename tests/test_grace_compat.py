@@ -3,6 +3,7 @@ non-finite marker frame, GRACE's names and helper functions, the deliberate diff
 of docs/fixes.md, and the opt-out that lets a real GRACE checkout win. The multi-rank
 half (custom parts mixed with ours, GradScaler, a script using GRACE's names) is in
 test_grace_dropin.py."""
+import copy
 import io
 import os
 import pathlib
@@ -487,7 +488,6 @@ def test_a_memory_and_compressor_in_use_copy_and_pickle_and_the_copy_goes_on_as_
     ``copy.deepcopy`` copies; ours keep C pointers beside their buffers after a step,
     which neither can. A copy made after some steps (the pools empty, the state's
     entries alone) then steps with the bits the original steps with."""
-    import copy
     import pickle
     duplicate = copy.deepcopy if how == "deepcopy" else (lambda obj: pickle.loads(pickle.dumps(obj)))
     torch.manual_seed(0)
@@ -521,6 +521,42 @@ def test_a_deepreduce_wrapper_in_use_pickles_with_its_codecs(deepreduce_kind, co
     copied.compressor, copied.memory = pickle.loads(pickle.dumps((original.compressor, original.memory)))
     for step, g in enumerate(grads[3:]):
         assert as_bits(copied.step(g, "w")) == as_bits(original.step(g, "w")), f"step {step}"
+
+
+@pytest.mark.parametrize("compressor, memory, owner, attribute", [
+    ("topk", "residual", "memory", "residuals"),  # the fused top-k step
+    ("qsgd", "residual", "memory", "residuals"),
+    ("dgc", "dgc", "memory", "residuals"),
+    ("dgc", "dgc", "memory", "gradients"),
+    ("signum", "none", "compressor", "momentums"),
+])
+def test_state_dicts_take_a_plain_dict_as_graces_did(compressor, memory, owner, attribute):
+    """GRACE kept its state in plain dicts, which a script may assign: a checkpoint's dict
+    to resume (the steps after it are the original's, bit for bit), or {} to start afresh
+    (the steps are a fresh communicator's)."""
+    params = {"compressor": compressor, "memory": memory,
+              "communicator": "allgather", "compress_ratio": 0.05, **LOCAL}
+    torch.manual_seed(0)
+    grads = [torch.randn(1000) for _ in range(6)]
+    original = grace_from_params(params)
+    for g in grads[:3]:
+        original.step(g, "w")
+    saved = {k: v.clone() for k, v in getattr(getattr(original, owner), attribute).items()}
+    want = [original.step(g, "w") for g in grads[3:]]
+    resumed = grace_from_params(params)
+    for g in grads[:3]:  # the rest of its state as the original's
+        resumed.step(g, "w")
+    setattr(getattr(resumed, owner), attribute, dict(saved))
+    assert [as_bits(resumed.step(g, "w")) for g in grads[3:]] == [as_bits(w) for w in want]
+    reset = grace_from_params(params)
+    reset.step(grads[0], "w")
+    setattr(getattr(reset, owner), attribute, {})
+    if memory == "dgc":  # its two dicts go together
+        reset.memory.residuals, reset.memory.gradients = {}, {}
+    fresh = grace_from_params(params)
+    if owner == "memory":  # a fresh memory beside the compressor's own state (qsgd's and dgc's draws)
+        fresh.compressor = copy.deepcopy(reset.compressor)
+    assert [as_bits(reset.step(g, "w")) for g in grads[3:]] == [as_bits(fresh.step(g, "w")) for g in grads[3:]]
 
 
 def test_residuals_save_and_load_as_a_checkpoint():

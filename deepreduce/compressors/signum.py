@@ -1,6 +1,6 @@
 from .. import edge
 from .._native import f32, ffi, lib
-from ..state import TensorState
+from ..state import StateAttribute, TensorState
 from ._framed import FrameCtx, FramedCompressor, majority_vote
 from ..checks import number
 
@@ -18,6 +18,9 @@ class SignumCompressor(FramedCompressor):
     encoder, size, decoder = "dr_signum_encode", "dr_signum_size", "dr_signum_decode"
     label = "signum"
     refuses_nonfinite = True
+
+    # GRACE's dict of tensors: assignable as GRACE's was (state.StateAttribute).
+    momentums = StateAttribute()
 
     def __init__(self, momentum=0.9):
         super().__init__(average=False)

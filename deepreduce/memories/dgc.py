@@ -11,10 +11,14 @@ import numpy as np
 from .. import edge
 from .._native import check, f32, ffi, lib, u32
 from ..base import Memory, crossed
-from ..state import Outputs, TensorState
+from ..state import Outputs, StateAttribute, TensorState
 
 
 class DgcMemory(Memory):
+    # GRACE's dicts of tensors: assignable as GRACE's were (state.StateAttribute).
+    residuals = StateAttribute()
+    gradients = StateAttribute()
+
     def __init__(self, momentum=0.9, gradient_clipping=False, world_size=None, transport=None):
         self.momentum = momentum
         self.gradient_clipping = gradient_clipping

@@ -3,7 +3,7 @@ from functools import partial
 from .. import edge
 from .._native import check, f32, lib, working_pointer
 from ..base import Compressor, Memory, crossed, is_compressor, keeps_methods
-from ..state import Outputs, TensorState
+from ..state import Outputs, StateAttribute, TensorState
 
 
 # Below this size the copy the adoption saves costs less than its bookkeeping.
@@ -24,6 +24,9 @@ class ResidualMemory(Memory):
     a loss scaler skips that step, so nothing of it may linger in the memory. The rank
     whose own tensor was non-finite writes nothing; the others take their write back
     (``rollback``)."""
+
+    # GRACE's dict of tensors: assignable as GRACE's was (state.StateAttribute).
+    residuals = StateAttribute()
 
     def __init__(self, beta=1.0, gamma=1.0):
         self.residuals = TensorState()
