@@ -238,12 +238,14 @@ class Communicator(ABC):
         return self.compressor
 
     def step(self, tensor, name):
-        if edge.is_tensorflow(tensor):  # GRACE's TensorFlow flavour: cross through NumPy
+        # GRACE's TensorFlow flavour crosses through NumPy (a torch tensor or a NumPy
+        # array, by their exact classes, is no TensorFlow tensor: no look for one).
+        if type(tensor) not in edge.NOT_TENSORFLOW and edge.is_tensorflow(tensor):
             from .tensorflow.crossing import step_tensorflow
             return step_tensorflow(self, [tensor], [name])[0]
         # Memories and compressors see the caller's kind and shape (powersgd needs the
         # matrix shape; a GRACE-style part needs torch), as CPU float32.
-        working, numel, restore = edge.to_working(tensor, what=f"gradient {name!r}")
+        working, numel, restore = edge.to_working(tensor, "gradient", name)
         transport = self.transport  # bind now: a missing process group fails before any state changes
         if self.auto_off is not None and self.auto_off.wants_dense(name, transport, numel):
             return restore(self._dense_step(working, name))

@@ -29,6 +29,9 @@ _TENSOR = None
 # torch.float32, torch.bfloat16 and torch.from_numpy, bound with _TENSOR: the hot paths run
 # only once a tensor has been seen, and read them without a module lookup.
 _FLOAT32 = _BFLOAT16 = _FROM_NUMPY = None
+# Classes whose instances are no TensorFlow tensor: NumPy's array, and torch's tensor
+# once bound (a step skips its look for TensorFlow for these exact classes).
+NOT_TENSORFLOW = {np.ndarray}
 
 
 def is_torch(x):
@@ -46,6 +49,7 @@ def _bind_torch(torch):
     and return the class."""
     global _TENSOR, _FLOAT32, _BFLOAT16, _FROM_NUMPY
     _FLOAT32, _BFLOAT16, _FROM_NUMPY = torch.float32, torch.bfloat16, torch.from_numpy
+    NOT_TENSORFLOW.add(torch.Tensor)
     _TENSOR = torch.Tensor  # last: is_torch binds until this is set
     return _TENSOR
 
@@ -176,19 +180,21 @@ def _array_to_core(x, what):
     raise TypeError(f"{what}: expected a torch tensor or a NumPy array, got {type(x).__name__}")
 
 
-def to_working(x, what="tensor"):
+def to_working(x, what, name):
     """``(working, numel, restore)`` for a step: ``working`` is x as the roles see it (the
     caller's kind and shape, CPU float32), ``restore`` the way back. A CPU float32
     contiguous tensor is its own working tensor (detached if it requires grad): no
-    NumPy view is made, since the roles cross the edge themselves."""
+    NumPy view is made, since the roles cross the edge themselves. An error names x as
+    ``what`` and the tensor's ``name`` ("gradient 'fc.weight'"): the message is made
+    only then, not at every step."""
     if type(x) is _TENSOR or is_torch(x):  # the exact class first: no call for the common case
         if x.dtype is _FLOAT32 and x.is_cpu and x.is_contiguous():
             shape = x.shape
             return (x.detach() if x.requires_grad else x), x.numel(), \
                 _CPU_FLOAT32_TORCH.get(shape) or _cpu_float32_torch_restore(shape)
-        flat, restore = _torch_to_core(x, what)
+        flat, restore = _torch_to_core(x, f"{what} {name!r}")
     else:
-        flat, restore = _array_to_core(x, what)
+        flat, restore = _array_to_core(x, f"{what} {name!r}")
     return restore.working(flat), flat.size, restore
 
 

@@ -24,7 +24,7 @@ class NoneCompressor(Compressor):
         # The payload is the tensor as the roles see it (CPU float32, the caller's kind and
         # shape): for a CPU float32 tensor that is the tensor itself, which costs no
         # crossing to NumPy and back (two of the six a 'none' step made).
-        working, numel, restore = edge.to_working(tensor, what=f"tensor {name!r}")
+        working, numel, restore = edge.to_working(tensor, "tensor", name)
         return [working], NoneCtx(restore, numel)
 
     def decompress(self, tensors, ctx):
