@@ -560,14 +560,23 @@ def test_state_dicts_take_a_plain_dict_as_graces_did(compressor, memory, owner, 
 
 
 def test_residuals_save_and_load_as_a_checkpoint():
+    """docs/grace.md's two ways: the dict class itself (weights_only=False), or its plain
+    dict, which torch.load's default loads and the memory takes back."""
     grc = local("topk")
     for _ in range(3):
         grc.step(torch.randn(1000), "w")
-    path = io.BytesIO()
-    torch.save(grc.memory.residuals, path)
-    path.seek(0)
-    loaded = torch.load(path, weights_only=False)
+    whole, plain = io.BytesIO(), io.BytesIO()
+    torch.save(grc.memory.residuals, whole)
+    torch.save(dict(grc.memory.residuals), plain)
+    whole.seek(0)
+    plain.seek(0)
+    loaded = torch.load(whole, weights_only=False)
     assert list(loaded) == ["w"] and torch.equal(loaded["w"], grc.memory.residuals["w"])
+    resumed = local("topk")
+    resumed.memory.residuals = torch.load(plain)
+    assert torch.equal(resumed.memory.residuals["w"], grc.memory.residuals["w"])
+    g = torch.randn(1000)
+    assert as_bits(resumed.step(g, "w")) == as_bits(grc.step(g, "w"))
 
 
 # ---------------------------------------------------------------------------- fixes.md
