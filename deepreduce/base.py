@@ -22,6 +22,7 @@ from . import edge
 from . import stats as _stats
 from ._native import all_finite, as_frame_bytes, check, f32, lib, result_finite, u8
 from .state import Outputs
+from .transports.binding import unbound_state
 
 
 class Compressor(ABC):
@@ -202,6 +203,19 @@ class Communicator(ABC):
         self.buffers = Outputs()
 
     # -- binding ------------------------------------------------------------------
+    def __getstate__(self):
+        # A copy (pickled or deep-copied) binds its own transport at its first step, and
+        # records into its process's GLOBAL stats where the original recorded into its.
+        state = unbound_state(self)
+        if self.stats is _stats.GLOBAL:
+            state["stats"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.stats is None:
+            self.stats = _stats.GLOBAL
+
     @property
     def transport(self):
         """The transport, bound on first use and kept for the communicator's life."""

@@ -36,6 +36,15 @@ class Stats:
             s.encode_seconds += encode_seconds
             s.decode_seconds += decode_seconds
 
+    def __getstate__(self):
+        # Pickled and copied without its lock, which does not pickle; a copy makes its own.
+        with self._lock:
+            return {"per_name": dict(self.per_name)}
+
+    def __setstate__(self, state):
+        self.per_name = state["per_name"]
+        self._lock = threading.Lock()
+
     def totals(self):
         """Sums over all names, with the relative volume (bytes sent / dense bytes)."""
         with self._lock:

@@ -186,3 +186,48 @@ def test_a_script_using_graces_names_runs_unchanged():
         assert "no-such-method" in rank_facts["unknown"] and "qsgd_cuda" in rank_facts["unknown"]
     for run in ("qsgd_cuda_run", "natural_cuda_run", "helper_topk_run", "powersgd_run"):
         assert facts[0][run][0].tobytes() == facts[1][run][0].tobytes(), run
+
+
+# ------------------------------------------------------------ copies of bound communicators
+COPY_CASES = {
+    "topk/residual/allgather": {"compressor": "topk", "memory": "residual", "communicator": "allgather"},
+    "powersgd/powersgd/allreduce": {"compressor": "powersgd", "memory": "powersgd", "communicator": "allreduce"},
+    "dgc clipping/allgather": {"compressor": "dgc", "memory": "dgc", "communicator": "allgather",
+                               "gradient_clipping": True},
+    "qsgd/none/allgather": {"compressor": "qsgd", "memory": "none", "communicator": "allgather"},
+}
+
+
+def _copies_step_on(rank, world_size):
+    """Per case: a communicator bound to the process group by three steps, deep-copied
+    and pickled; the original and both copies then take the same gradients in turn (every
+    rank in the same order), and each copy's results are compared with the original's."""
+    import copy
+    import pickle
+    from deepreduce import grace_from_params
+    from deepreduce.stats import GLOBAL
+    out = {}
+    for label, params in COPY_CASES.items():
+        torch.manual_seed(rank)
+        grads = [torch.randn(24, 10) for _ in range(6)]
+        original = grace_from_params(dict(params))
+        for g in grads[:3]:
+            original.step(g, label)
+        copies = [copy.deepcopy(original), pickle.loads(pickle.dumps(original))]
+        same, recorded = [], []
+        for g in grads[3:]:
+            want = original.step(g, label).numpy().tobytes()
+            same.append([c.step(g, label).numpy().tobytes() == want for c in copies])
+        recorded = [c.stats is GLOBAL for c in copies]
+        out[label] = (same, recorded)
+    return out
+
+
+def test_a_communicator_bound_to_the_process_group_copies_and_pickles():
+    """GRACE's communicators held nothing live, so a script could deep-copy or pickle one
+    mid-run; ours hold the transport they bound (torch.distributed's group), which a copy
+    binds again at its first step."""
+    for rank_out in distributed.run(_copies_step_on, 2, timeout=300, pg_timeout=60):
+        for label, (same, recorded) in rank_out.items():
+            assert all(all(step) for step in same), (label, same)
+            assert recorded == [True, True], label

@@ -12,6 +12,7 @@ from .. import edge
 from .._native import check, f32, ffi, lib, u32
 from ..base import Memory, crossed
 from ..state import Outputs, StateAttribute, TensorState
+from ..transports.binding import unbound_state
 
 
 class DgcMemory(Memory):
@@ -37,6 +38,8 @@ class DgcMemory(Memory):
     @classmethod
     def from_params(cls, params, compressor):
         return cls(params["momentum"], params["gradient_clipping"], params["world_size"], params["transport"])
+
+    __getstate__ = unbound_state  # the clipping's transport is bound again by a copy
 
     def _clip(self, flat, name):
         if self._transport is None:

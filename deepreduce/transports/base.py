@@ -87,6 +87,11 @@ class Transport(ABC):
         self._agreed = set()  # names whose (tag, numel) every rank has confirmed
         self._capacity = CapacityGuess()
 
+    def __deepcopy__(self, memo):
+        # A live connection (a process group, an MPI communicator): the copies of the
+        # roles that hold it share it, as they would share torch.distributed itself.
+        return self
+
     # -- primitives a transport implements --------------------------------------------
     @abstractmethod
     def _allgather_fixed(self, array):

@@ -4,6 +4,14 @@ built, so a GRACE script may build it before ``init_process_group``."""
 from . import resolve
 
 
+def unbound_state(part):
+    """The ``__getstate__`` of a part that binds its transport at first use: its
+    attributes without the transport it bound (a live connection, which does not
+    pickle), so that a copy, pickled or deep-copied, binds its own at its first use as
+    the original did."""
+    return dict(part.__dict__, _transport=None)
+
+
 class TransportAtFirstUse:
     """Mixin: ``_bind_later(choice, world_size)`` when built; ``self.transport`` is then
     ``resolve(choice, world_size)`` from its first use on (a world_size the engine
@@ -13,6 +21,8 @@ class TransportAtFirstUse:
         self._transport_choice = choice  # a Transport, 'torch', 'mpi', 'local' or None (detect)
         self._world_size = world_size  # None: the engine's
         self._transport = None
+
+    __getstate__ = unbound_state
 
     @property
     def transport(self):
