@@ -82,3 +82,54 @@ def train_ddp_hook(rank, world_size, params, steps=30, batch=32, overlap=True):
         optimizer.step()
     flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
     return flat.numpy(), accuracy(model.module)
+
+
+def train_ddp_hook_resumed(rank, world_size, params, steps=30, resume_at=15, batch=32):
+    """``train_ddp_hook`` with a checkpoint after ``resume_at`` steps, as DDP users take
+    one (the model's and the optimizer's state dicts, the hook state itself pickled by
+    ``torch.save``), the rest of the steps on a model rebuilt from it. Returns the final
+    parameters, the accuracy, and what the loaded hook state showed: its residuals'
+    bytes against the saved ones', and how many steps its communicator counted after each
+    of the first two resumed iterations (the first runs on provisional buckets again)."""
+    import io
+    from torch.nn.parallel import DistributedDataParallel
+    from deepreduce.torch import DeepReduceHookState, ddp_hook
+
+    def build(state):
+        model = DistributedDataParallel(make_model(), bucket_cap_mb=0.001)  # several buckets
+        model.register_comm_hook(state, ddp_hook)
+        return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def counted(state):
+        return sum(s.calls for s in state.grc.stats.per_name.values())
+
+    inputs, labels = synthetic_task()
+    shard = torch.arange(rank, inputs.shape[0], world_size)
+
+    def train_steps(model, optimizer, first, last, after=None):
+        for step in range(first, last):
+            idx = shard[(step * batch) % shard.numel():][:batch]
+            optimizer.zero_grad()
+            F.cross_entropy(model(inputs[idx]), labels[idx]).backward()
+            optimizer.step()
+            if after is not None:
+                after(step)
+
+    state = DeepReduceHookState(params)
+    model, optimizer = build(state)
+    train_steps(model, optimizer, 0, resume_at)
+    checkpoint = io.BytesIO()
+    torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(), "hook": state}, checkpoint)
+    saved = {name: r.numpy().tobytes() for name, r in state.grc.memory.residuals.items()}
+    checkpoint.seek(0)
+    loaded = torch.load(checkpoint, weights_only=False)
+    resumed_state = loaded["hook"]
+    model, optimizer = build(resumed_state)
+    model.module.load_state_dict(loaded["model"])
+    optimizer.load_state_dict(loaded["optimizer"])
+    carried = {name: r.numpy().tobytes() for name, r in resumed_state.grc.memory.residuals.items()} == saved
+    counts = [counted(resumed_state)]
+    train_steps(model, optimizer, resume_at, steps,
+                after=lambda step: counts.append(counted(resumed_state)) if step < resume_at + 2 else None)
+    flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
+    return flat.numpy(), accuracy(model.module), carried, counts

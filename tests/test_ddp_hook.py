@@ -37,3 +37,19 @@ def test_overlapping_hook_gives_the_synchronous_hooks_parameters():
         synchronous = distributed.run(grace_loop.train_ddp_hook, 2, params, 50, 32, False)
         assert overlapped[0][0].tobytes() == synchronous[0][0].tobytes()
         assert overlapped[1][0].tobytes() == synchronous[1][0].tobytes()
+
+
+@pytest.mark.slow
+def test_hook_state_resumes_from_a_checkpoint():
+    """The hook state saved with torch.save mid-training, as torch's PowerSGDState is, and
+    loaded into a model rebuilt from the checkpoint: its residuals come back bit for bit,
+    the first resumed iteration averages plainly (DDP's buckets are provisional again:
+    nothing counted), compression resumes at the second, and the run ends where an
+    uninterrupted one does."""
+    resumed = distributed.run(grace_loop.train_ddp_hook_resumed, 2, TOPK, 30, 15)
+    straight = distributed.run(grace_loop.train_ddp_hook, 2, TOPK, 30)
+    assert resumed[0][0].tobytes() == resumed[1][0].tobytes()  # ranks identical
+    for flat, accuracy, carried, counts in resumed:
+        assert carried
+        assert counts[1] == counts[0] and counts[2] > counts[1], counts
+    assert abs(resumed[0][1] - straight[0][1]) <= 0.05, (resumed[0][1], straight[0][1])

@@ -20,6 +20,11 @@ State and hook:
   the optimizer step. One thread, fed in the order DDP calls the hook (the same on every
   rank), keeps the collectives in the same order everywhere, so the results are the
   synchronous hook's exactly. ``overlap=False`` runs each exchange inside the hook.
+- Checkpoints: the state pickles (``torch.save(state, f)``), as torch's ``PowerSGDState``
+  does, without its process group (the default group on loading) and its worker thread
+  (made again). A model rebuilt from a checkpoint gets provisional buckets again, so the
+  loaded state's first iteration is a plain averaging allreduce too, and compression
+  resumes on the final buckets with the memory's state as it was saved.
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,13 +47,29 @@ class DeepReduceHookState:
         self.process_group = process_group
         self.start_iter = start_iter
         self.iteration = 0
+        # Loaded from a checkpoint: the iteration it was saved at, which runs on the
+        # rebuilt model's provisional buckets (None: not loaded).
+        self.resumed_at = None
         # One worker: buckets are exchanged one at a time, in the order DDP hands them over.
-        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deepreduce-ddp") if overlap else None
+        self.worker = _worker() if overlap else None
+
+    def __getstate__(self):
+        # As torch's PowerSGDState: no process group (a live handle) and no thread.
+        return dict(self.__dict__, process_group=None, worker=self.worker is not None)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.worker = _worker() if state["worker"] else None
+        self.resumed_at = self.iteration
 
     def advance(self, bucket):
         # The last bucket of an iteration closes it.
         if bucket.is_last():
             self.iteration += 1
+
+
+def _worker():
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="deepreduce-ddp")
 
 
 def _plain_allreduce(state, bucket):
@@ -60,7 +81,7 @@ def _plain_allreduce(state, bucket):
 
 def ddp_hook(state, bucket):
     """Average the bucket across ranks through ``state.grc`` (see the module docstring)."""
-    if state.iteration < state.start_iter:
+    if state.iteration < state.start_iter or state.iteration == state.resumed_at:
         state.advance(bucket)
         return _plain_allreduce(state, bucket)
     buffer = bucket.buffer()
