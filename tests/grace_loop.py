@@ -67,21 +67,35 @@ def make_model():
 def train_ddp_hook(rank, world_size, params, steps=30, batch=32, overlap=True):
     """The same training as ``train`` but through DDP with deepreduce's comm hook
     (``params=None``: DDP's own allreduce; ``overlap``: the hook's worker thread)."""
+    from deepreduce.torch import DeepReduceHookState
+    model, optimizer = ddp_model(None if params is None else DeepReduceHookState(params, overlap=overlap))
+    ddp_steps(rank, world_size, model, optimizer, 0, steps, batch)
+    flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
+    return flat.numpy(), accuracy(model.module)
+
+
+def ddp_model(state):
+    """DDP over ``make_model()`` in several buckets, with deepreduce's hook on ``state``
+    (None: DDP's own allreduce), and its SGD optimizer."""
     from torch.nn.parallel import DistributedDataParallel
-    from deepreduce.torch import DeepReduceHookState, ddp_hook
+    from deepreduce.torch import ddp_hook
     model = DistributedDataParallel(make_model(), bucket_cap_mb=0.001)  # several buckets
-    if params is not None:
-        model.register_comm_hook(DeepReduceHookState(params, overlap=overlap), ddp_hook)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if state is not None:
+        model.register_comm_hook(state, ddp_hook)
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def ddp_steps(rank, world_size, model, optimizer, first, last, batch, after=None):
+    """Training steps first..last-1 on this rank's shard (``after(step)`` after each)."""
     inputs, labels = synthetic_task()
     shard = torch.arange(rank, inputs.shape[0], world_size)
-    for step in range(steps):
+    for step in range(first, last):
         idx = shard[(step * batch) % shard.numel():][:batch]
         optimizer.zero_grad()
         F.cross_entropy(model(inputs[idx]), labels[idx]).backward()
         optimizer.step()
-    flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
-    return flat.numpy(), accuracy(model.module)
+        if after is not None:
+            after(step)
 
 
 def train_ddp_hook_resumed(rank, world_size, params, steps=30, resume_at=15, batch=32):
@@ -92,44 +106,26 @@ def train_ddp_hook_resumed(rank, world_size, params, steps=30, resume_at=15, bat
     bytes against the saved ones', and how many steps its communicator counted after each
     of the first two resumed iterations (the first runs on provisional buckets again)."""
     import io
-    from torch.nn.parallel import DistributedDataParallel
-    from deepreduce.torch import DeepReduceHookState, ddp_hook
-
-    def build(state):
-        model = DistributedDataParallel(make_model(), bucket_cap_mb=0.001)  # several buckets
-        model.register_comm_hook(state, ddp_hook)
-        return model, torch.optim.SGD(model.parameters(), lr=0.1)
+    from deepreduce.torch import DeepReduceHookState
 
     def counted(state):
         return sum(s.calls for s in state.grc.stats.per_name.values())
 
-    inputs, labels = synthetic_task()
-    shard = torch.arange(rank, inputs.shape[0], world_size)
-
-    def train_steps(model, optimizer, first, last, after=None):
-        for step in range(first, last):
-            idx = shard[(step * batch) % shard.numel():][:batch]
-            optimizer.zero_grad()
-            F.cross_entropy(model(inputs[idx]), labels[idx]).backward()
-            optimizer.step()
-            if after is not None:
-                after(step)
-
     state = DeepReduceHookState(params)
-    model, optimizer = build(state)
-    train_steps(model, optimizer, 0, resume_at)
+    model, optimizer = ddp_model(state)
+    ddp_steps(rank, world_size, model, optimizer, 0, resume_at, batch)
     checkpoint = io.BytesIO()
     torch.save({"model": model.module.state_dict(), "optimizer": optimizer.state_dict(), "hook": state}, checkpoint)
     saved = {name: r.numpy().tobytes() for name, r in state.grc.memory.residuals.items()}
     checkpoint.seek(0)
     loaded = torch.load(checkpoint, weights_only=False)
     resumed_state = loaded["hook"]
-    model, optimizer = build(resumed_state)
+    model, optimizer = ddp_model(resumed_state)
     model.module.load_state_dict(loaded["model"])
     optimizer.load_state_dict(loaded["optimizer"])
     carried = {name: r.numpy().tobytes() for name, r in resumed_state.grc.memory.residuals.items()} == saved
     counts = [counted(resumed_state)]
-    train_steps(model, optimizer, resume_at, steps,
-                after=lambda step: counts.append(counted(resumed_state)) if step < resume_at + 2 else None)
+    ddp_steps(rank, world_size, model, optimizer, resume_at, steps, batch,
+              after=lambda step: counts.append(counted(resumed_state)) if step < resume_at + 2 else None)
     flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
     return flat.numpy(), accuracy(model.module), carried, counts

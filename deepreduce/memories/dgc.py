@@ -12,10 +12,10 @@ from .. import edge
 from .._native import check, f32, ffi, lib, u32
 from ..base import Memory, crossed
 from ..state import Outputs, StateAttribute, TensorState
-from ..transports.binding import unbound_state
+from ..transports.binding import TransportAtFirstUse
 
 
-class DgcMemory(Memory):
+class DgcMemory(TransportAtFirstUse, Memory):
     # GRACE's dicts of tensors: assignable as GRACE's were (state.StateAttribute).
     residuals = StateAttribute()
     gradients = StateAttribute()
@@ -23,9 +23,7 @@ class DgcMemory(Memory):
     def __init__(self, momentum=0.9, gradient_clipping=False, world_size=None, transport=None):
         self.momentum = momentum
         self.gradient_clipping = gradient_clipping
-        self.world_size = world_size
-        self._transport_choice = transport
-        self._transport = None
+        self._bind_later(transport, world_size)  # the clipping's allreduce
         # GRACE's names: ``residuals`` holds the momentum u, ``gradients`` the accumulation
         # v; both in the caller's kind and shape.
         self.residuals = TensorState()
@@ -39,15 +37,20 @@ class DgcMemory(Memory):
     def from_params(cls, params, compressor):
         return cls(params["momentum"], params["gradient_clipping"], params["world_size"], params["transport"])
 
-    __getstate__ = unbound_state  # the clipping's transport is bound again by a copy
+    @property
+    def world_size(self):
+        """GRACE's attribute: the world size the clipping's transport is bound with (None:
+        the engine's)."""
+        return self._world_size
+
+    @world_size.setter
+    def world_size(self, value):
+        self._world_size = value
 
     def _clip(self, flat, name):
-        if self._transport is None:
-            from ..transports import resolve
-            self._transport = resolve(self._transport_choice, self.world_size)
         squares = np.array([float(flat @ flat)], dtype=np.float64)
-        total = self._transport.allreduce(squares, f"{name}/clip")[0]
-        limit = np.float32(np.sqrt(total / self._transport.size))
+        total = self.transport.allreduce(squares, f"{name}/clip")[0]
+        limit = np.float32(np.sqrt(total / self.transport.size))
         return np.clip(flat, -limit, limit)
 
     def compensate(self, tensor, name):
