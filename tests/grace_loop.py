@@ -74,12 +74,13 @@ def train_ddp_hook(rank, world_size, params, steps=30, batch=32, overlap=True):
     return flat.numpy(), accuracy(model.module)
 
 
-def ddp_model(state):
-    """DDP over ``make_model()`` in several buckets, with deepreduce's hook on ``state``
-    (None: DDP's own allreduce), and its SGD optimizer."""
+def ddp_model(state, process_group=None):
+    """DDP over ``make_model()`` in several buckets (across ``process_group``, None: the
+    default group), with deepreduce's hook on ``state`` (None: DDP's own allreduce), and
+    its SGD optimizer."""
     from torch.nn.parallel import DistributedDataParallel
     from deepreduce.torch import ddp_hook
-    model = DistributedDataParallel(make_model(), bucket_cap_mb=0.001)  # several buckets
+    model = DistributedDataParallel(make_model(), process_group=process_group, bucket_cap_mb=0.001)
     if state is not None:
         model.register_comm_hook(state, ddp_hook)
     return model, torch.optim.SGD(model.parameters(), lr=0.1)
@@ -96,6 +97,26 @@ def ddp_steps(rank, world_size, model, optimizer, first, last, batch, after=None
         optimizer.step()
         if after is not None:
             after(step)
+
+
+def train_ddp_hook_in_pairs(rank, world_size, params, steps=20, batch=32):
+    """``train_ddp_hook`` where DDP runs on subgroups of two ranks ({0, 1}, {2, 3}, ...),
+    each pair on its own shards of the data (rank's of world_size): each pair's hook state
+    is given the pair's group, as DDP is. Returns the final parameters, the size of the
+    hook's transport, and that size again for the state pickled and loaded (a process group
+    does not pickle: the loaded state takes the default group, as torch's PowerSGDState)."""
+    import pickle
+    import torch.distributed as dist
+    from deepreduce.torch import DeepReduceHookState
+    pairs = [dist.new_group([first, first + 1]) for first in range(0, world_size, 2)]  # every rank makes every group
+    pair = pairs[rank // 2]
+    state = None if params is None else DeepReduceHookState(params, process_group=pair)
+    model, optimizer = ddp_model(state, process_group=pair)
+    ddp_steps(rank, world_size, model, optimizer, 0, steps, batch)
+    flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
+    if state is None:
+        return flat.numpy(), None, None
+    return flat.numpy(), state.grc.transport.size, pickle.loads(pickle.dumps(state)).grc.transport.size
 
 
 def train_ddp_hook_resumed(rank, world_size, params, steps=30, resume_at=15, batch=32):

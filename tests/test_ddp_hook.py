@@ -53,3 +53,29 @@ def test_hook_state_resumes_from_a_checkpoint():
         assert carried
         assert counts[1] == counts[0] and counts[2] > counts[1], counts
     assert abs(resumed[0][1] - straight[0][1]) <= 0.05, (resumed[0][1], straight[0][1])
+
+
+@pytest.mark.slow
+def test_hook_state_given_a_process_group_exchanges_within_it():
+    """DDP on two pairs of ranks, each pair with its own group and its own data: the
+    hook's exchange runs within the pair, as DDP's allreduce does (it ran over the default
+    group, averaging all four ranks). 'none' gives plain DDP's parameters in each pair; top-k
+    gives each pair's two ranks one result and the pairs different ones."""
+    hooked = distributed.run(grace_loop.train_ddp_hook_in_pairs, 4, {"compressor": "none"})
+    plain = distributed.run(grace_loop.train_ddp_hook_in_pairs, 4, None)
+    topk = distributed.run(grace_loop.train_ddp_hook_in_pairs, 4, TOPK)
+    for rank in range(4):
+        np.testing.assert_allclose(hooked[rank][0], plain[rank][0], rtol=1e-5, atol=1e-6)
+        assert hooked[rank][1:] == topk[rank][1:] == (2, 4)  # the pair's size; loaded: the world's
+    assert not np.allclose(plain[0][0], plain[2][0])  # the pairs' data differ
+    for first in (0, 2):
+        assert topk[first][0].tobytes() == topk[first + 1][0].tobytes()
+    assert topk[0][0].tobytes() != topk[2][0].tobytes()
+
+
+def test_hook_state_refuses_a_transport_beside_a_process_group():
+    from deepreduce.torch import DeepReduceHookState
+    with pytest.raises(ValueError, match="transport 'local' and process_group"):
+        DeepReduceHookState({"compressor": "none", "transport": "local"}, process_group=object())
+    with pytest.raises(ValueError, match="start_iter must be >= 1"):
+        DeepReduceHookState({"compressor": "none"}, start_iter=0)

@@ -20,9 +20,11 @@ State and hook:
   the optimizer step. One thread, fed in the order DDP calls the hook (the same on every
   rank), keeps the collectives in the same order everywhere, so the results are the
   synchronous hook's exactly. ``overlap=False`` runs each exchange inside the hook.
+- A process group (DDP's ``process_group``, given to the state as to torch's
+  ``PowerSGDState``): the compressed exchange runs within it, as DDP's allreduce does.
 - Checkpoints: the state pickles (``torch.save(state, f)``), as torch's ``PowerSGDState``
-  does, without its process group (the default group on loading) and its worker thread
-  (made again). A model rebuilt from a checkpoint gets provisional buckets again, so the
+  does, without its process group (the default group on loading: the communicator's
+  transport pickles as 'torch') and its worker thread (made again). A model rebuilt from a checkpoint gets provisional buckets again, so the
   loaded state's first iteration is a plain averaging allreduce too, and compression
   resumes on the final buckets with the memory's state as it was saved.
 """
@@ -32,6 +34,7 @@ import torch
 import torch.distributed as dist
 
 from ..params import grace_from_params
+from ..transports.torch_dist import TorchTransport
 
 
 class DeepReduceHookState:
@@ -42,7 +45,13 @@ class DeepReduceHookState:
         if start_iter < 1:
             raise ValueError("start_iter must be >= 1: DDP's first-iteration buckets are provisional")
         params = dict(params)
-        params.setdefault("transport", None)
+        if process_group is not None:
+            # The buckets are averaged across DDP's group, so the communicator (and any
+            # part with collectives of its own: powersgd, dgc's clipping) exchanges there.
+            if params.get("transport") not in (None, "torch"):
+                raise ValueError(f"params' transport {params['transport']!r} and process_group both say where "
+                                 "the buckets go: pass process_group alone (DDP's group)")
+            params["transport"] = TorchTransport(process_group)
         self.grc = grace_from_params(params)
         self.process_group = process_group
         self.start_iter = start_iter

@@ -11,7 +11,15 @@ from .base import Transport
 
 
 class TorchTransport(Transport):
+    """torch.distributed over ``group`` (None: the default group).
+
+    Pickled, it is the choice 'torch': a process group does not pickle, so a role loaded
+    from a pickle binds torch.distributed's default group at its first use, as torch's
+    ``PowerSGDState`` takes the default group in place of the one it was given."""
     kind = "torch.distributed"
+
+    def __reduce__(self):
+        return str, ("torch",)
 
     def __init__(self, group=None):
         import torch
