@@ -64,23 +64,40 @@ def make_model():
     return torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
 
 
-def train_ddp_hook(rank, world_size, params, steps=30, batch=32, overlap=True):
+class WithSpareHead(torch.nn.Module):
+    """``make_model()`` and a head its forward does not use: DDP needs
+    find_unused_parameters=True for it."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = make_model()
+        self.spare = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def train_ddp_hook(rank, world_size, params, steps=30, batch=32, overlap=True, find_unused=False):
     """The same training as ``train`` but through DDP with deepreduce's comm hook
-    (``params=None``: DDP's own allreduce; ``overlap``: the hook's worker thread)."""
+    (``params=None``: DDP's own allreduce; ``overlap``: the hook's worker thread;
+    ``find_unused``: a model with a parameter its forward skips, under DDP's
+    find_unused_parameters=True)."""
     from deepreduce.torch import DeepReduceHookState
-    model, optimizer = ddp_model(None if params is None else DeepReduceHookState(params, overlap=overlap))
+    model, optimizer = ddp_model(None if params is None else DeepReduceHookState(params, overlap=overlap),
+                                 find_unused=find_unused)
     ddp_steps(rank, world_size, model, optimizer, 0, steps, batch)
     flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
     return flat.numpy(), accuracy(model.module)
 
 
-def ddp_model(state, process_group=None):
+def ddp_model(state, process_group=None, find_unused=False):
     """DDP over ``make_model()`` in several buckets (across ``process_group``, None: the
-    default group), with deepreduce's hook on ``state`` (None: DDP's own allreduce), and
-    its SGD optimizer."""
+    default group; ``find_unused``: ``WithSpareHead`` under find_unused_parameters=True),
+    with deepreduce's hook on ``state`` (None: DDP's own allreduce), and its SGD optimizer."""
     from torch.nn.parallel import DistributedDataParallel
     from deepreduce.torch import ddp_hook
-    model = DistributedDataParallel(make_model(), process_group=process_group, bucket_cap_mb=0.001)
+    model = DistributedDataParallel(WithSpareHead() if find_unused else make_model(), process_group=process_group,
+                                    bucket_cap_mb=0.001, find_unused_parameters=find_unused)
     if state is not None:
         model.register_comm_hook(state, ddp_hook)
     return model, torch.optim.SGD(model.parameters(), lr=0.1)

@@ -40,6 +40,22 @@ def test_overlapping_hook_gives_the_synchronous_hooks_parameters():
 
 
 @pytest.mark.slow
+def test_overlapping_hook_under_find_unused_parameters():
+    """With find_unused_parameters=True DDP allreduces which parameters were used right
+    after the last bucket's hook, on its own thread: the overlapping hook's exchanges still
+    running on the worker then met it in another order on each rank, and the ranks hung
+    until gloo's timeout. The hook now finishes the exchanges at the last bucket: the
+    parameters are the synchronous hook's, and with 'none' plain DDP's."""
+    overlapped = distributed.run(grace_loop.train_ddp_hook, 2, TOPK, 20, 32, True, True)
+    synchronous = distributed.run(grace_loop.train_ddp_hook, 2, TOPK, 20, 32, False, True)
+    for rank in range(2):
+        assert overlapped[rank][0].tobytes() == synchronous[rank][0].tobytes()
+    hooked = distributed.run(grace_loop.train_ddp_hook, 2, {"compressor": "none"}, 20, 32, True, True)
+    plain = distributed.run(grace_loop.train_ddp_hook, 2, None, 20, 32, True, True)
+    np.testing.assert_allclose(hooked[0][0], plain[0][0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
 def test_hook_state_resumes_from_a_checkpoint():
     """The hook state saved with torch.save mid-training, as torch's PowerSGDState is, and
     loaded into a model rebuilt from the checkpoint: its residuals come back bit for bit,

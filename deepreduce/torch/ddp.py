@@ -19,7 +19,9 @@ State and hook:
   backward pass computes the gradients of bucket i+1; DDP waits for every Future before
   the optimizer step. One thread, fed in the order DDP calls the hook (the same on every
   rank), keeps the collectives in the same order everywhere, so the results are the
-  synchronous hook's exactly. ``overlap=False`` runs each exchange inside the hook.
+  synchronous hook's exactly. The hook of an iteration's last bucket waits for the
+  worker: DDP's own collectives (find_unused_parameters' allreduce of the parameters
+  used) come right after it, and must find the exchanges done on every rank. ``overlap=False`` runs each exchange inside the hook.
 - A process group (DDP's ``process_group``, given to the state as to torch's
   ``PowerSGDState``): the compressed exchange runs within it, as DDP's allreduce does.
 - Checkpoints: the state pickles (``torch.save(state, f)``), as torch's ``PowerSGDState``
@@ -110,5 +112,11 @@ def ddp_hook(state, bucket):
     if state.worker is None:
         exchange()
     else:
-        state.worker.submit(exchange)
+        pending = state.worker.submit(exchange)
+        if bucket.is_last():
+            # DDP's own collectives of the iteration (with find_unused_parameters, the
+            # allreduce of which parameters were used) follow the last bucket's hook on
+            # DDP's thread: the worker's exchanges end first, so that every rank issues
+            # them all in one order. Nothing of the backward pass is left to overlap.
+            pending.result()
     return future
