@@ -322,32 +322,62 @@ static int cmp_desc_abs(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-static void test_topk_matches_sort(void)
+/* The top k of x[0..n) by a sort (no NaN in x): the entries above the k-th magnitude and
+ * then its ties from the lowest index, in ascending index order. */
+static void topk_by_sort(const float *x, size_t n, size_t k, float *sorted, uint32_t *want)
 {
-    const size_t n = 10007;
-    size_t ks[] = {1, 2, 10, 100, 5000, 10007};
-    float *x = malloc(n * sizeof *x), *sorted = malloc(n * sizeof *x);
-    uint32_t *idx = malloc(n * sizeof *idx);
-    size_t t, i;
-    for (i = 0; i < n; i++)
-        x[i] = test_uniform(7, i) * (float)(1 + i % 13);
+    float kth;
+    size_t i, above = 0, out = 0;
     memcpy(sorted, x, n * sizeof *x);
     qsort(sorted, n, sizeof *x, cmp_desc_abs);
-    for (t = 0; t < sizeof ks / sizeof ks[0]; t++) {
-        size_t k = ks[t];
-        float kth = fabsf(sorted[k - 1]);
-        int ok = 1;
-        CHECK_OK(dr_topk(x, n, k, idx));
-        for (i = 0; i < k; i++) {
-            ok &= fabsf(x[idx[i]]) >= kth;
-            if (i > 0)
-                ok &= idx[i] > idx[i - 1];
+    kth = fabsf(sorted[k - 1]);
+    for (i = 0; i < n; i++)
+        above += fabsf(x[i]) > kth;
+    for (i = 0; i < n && out < k; i++)
+        if (fabsf(x[i]) > kth || (fabsf(x[i]) == kth && above++ < k))
+            want[out++] = (uint32_t)i;
+}
+
+/* dr_topk, dr_topk_select and dr_topk_sparsify against a sort, on sizes on both sides of
+ * the exact path's bound (8192) and of the lower levels' compact selection (4096), with
+ * magnitudes spread over a few binades (shape 0) and integers with many ties (shape 1). */
+static void test_topk_matches_sort(void)
+{
+    const size_t sizes[] = {10007, 4097, 4096, 1000, 33, 1};
+    size_t ks[] = {1, 2, 10, 100, 300, 5000, 10007};
+    float *x = malloc(sizes[0] * sizeof *x), *sorted = malloc(sizes[0] * sizeof *x);
+    float *val = malloc(sizes[0] * sizeof *val);
+    uint32_t *want = malloc(sizes[0] * sizeof *want), *idx = malloc(sizes[0] * sizeof *idx);
+    void *work = malloc(dr_topk_workspace_size(sizes[0], sizes[0]));
+    size_t t, i, z;
+    int shape;
+    for (shape = 0; shape < 2; shape++) {
+        for (z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            size_t n = sizes[z];
+            for (i = 0; i < n; i++)
+                x[i] = shape == 0 ? test_uniform(7, i) * (float)(1 + i % 13) : (float)((int)(test_uniform(8, i) * 6.0f));
+            for (t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+                size_t k = ks[t] < n ? ks[t] : n;
+                int values_ok = 1;
+                topk_by_sort(x, n, k, sorted, want);
+                CHECK_OK(dr_topk(x, n, k, idx));
+                CHECK(memcmp(idx, want, k * sizeof *idx) == 0);
+                CHECK_OK(dr_topk_select(x, n, k, idx, work));
+                CHECK(memcmp(idx, want, k * sizeof *idx) == 0);
+                CHECK_OK(dr_topk_sparsify(x, n, k, idx, val, work));
+                CHECK(memcmp(idx, want, k * sizeof *idx) == 0);
+                for (i = 0; i < k; i++)
+                    values_ok &= val[i] == x[want[i]];
+                CHECK(values_ok);
+            }
         }
-        CHECK(ok);
     }
     free(x);
     free(sorted);
+    free(val);
+    free(want);
     free(idx);
+    free(work);
 }
 
 static void test_topk_ties_take_lowest(void)

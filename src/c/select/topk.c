@@ -119,11 +119,12 @@ static void radix_histogram(const float *x, size_t n, int level, uint32_t prefix
     }
 }
 
-/* The bucket of hist (at `level`) that holds the remaining-th largest key, walking down
- * from the largest; the buckets above it are taken off *remaining. */
-static uint32_t radix_pick(const uint32_t *hist, int level, size_t *remaining)
+/* The bucket of hist[0..buckets) (a multiple of PICK_BLOCK) that holds the remaining-th
+ * largest key, walking down from the largest; the buckets above it are taken off
+ * *remaining. */
+static uint32_t bucket_pick(const uint32_t *hist, uint32_t buckets, size_t *remaining)
 {
-    uint32_t b = (1u << radix_width[level]) - 1u;
+    uint32_t b = buckets - 1u;
     size_t above = 0;
     /* Blocks of PICK_BLOCK buckets first (a sum the compiler vectorises): most of a
      * level's buckets lie above the k-th key, and on a small x their walk one bucket at
@@ -146,12 +147,56 @@ static uint32_t radix_pick(const uint32_t *hist, int level, size_t *remaining)
     return b;
 }
 
+/* bucket_pick on the histogram of radix level `level`. */
+static uint32_t radix_pick(const uint32_t *hist, int level, size_t *remaining)
+{
+    return bucket_pick(hist, 1u << radix_width[level], remaining);
+}
+
+/* Up to this many entries, lower_levels copies the keys in the top level's bucket aside
+ * and selects among them alone, in digits of COMPACT_WIDTH bits, keeping after each digit
+ * only the keys that share the digit picked: on a layer's tensor (1,000 entries, a few
+ * hundred candidates, a hundred of them in the bucket) levels 1 and 2 swept every
+ * candidate twice and walked 3,072 buckets, half of its selection's time. */
+#define COMPACT_MAX_N 4096u
+#define COMPACT_WIDTH 7u /* three digits: the 21 bits under the top level */
+
+static uint32_t compact_lower_levels(const float *x, size_t n, uint32_t prefix, size_t *remaining, uint32_t *hist)
+{
+    uint32_t keys[COMPACT_MAX_N], top = prefix >> radix_shift[0], mask = (1u << COMPACT_WIDTH) - 1u;
+    unsigned shift = radix_shift[0];
+    size_t m = 0, i;
+    for (i = 0; i < n; i++) { /* written always, kept when in the bucket: no branch to miss */
+        uint32_t key = magnitude_key(x[i]);
+        keys[m] = key;
+        m += (key >> radix_shift[0]) == top;
+    }
+    while (shift > 0u) {
+        uint32_t digit;
+        size_t kept = 0;
+        shift -= COMPACT_WIDTH;
+        memset(hist, 0, sizeof(uint32_t) << COMPACT_WIDTH);
+        for (i = 0; i < m; i++)
+            hist[(keys[i] >> shift) & mask]++;
+        digit = bucket_pick(hist, 1u << COMPACT_WIDTH, remaining);
+        prefix |= digit << shift;
+        for (i = 0; i < m && shift > 0u; i++) {
+            keys[kept] = keys[i];
+            kept += ((keys[i] >> shift) & mask) == digit;
+        }
+        m = kept;
+    }
+    return prefix;
+}
+
 /* The k-th largest key of x[0..n), given its top level (`prefix`) and how many of the k
  * are not yet placed above it (*remaining, which ends as the ties at the k-th key taken):
  * levels 1 and 2 over the keys with that top level. `hist`: room for RADIX_BUCKETS. */
 static uint32_t lower_levels(const float *x, size_t n, uint32_t prefix, size_t *remaining, uint32_t *hist)
 {
     int level;
+    if (n <= COMPACT_MAX_N)
+        return compact_lower_levels(x, n, prefix, remaining, hist);
     for (level = 1; level < 3; level++) {
         radix_histogram(x, n, level, prefix, hist);
         prefix |= radix_pick(hist, level, remaining) << radix_shift[level];
