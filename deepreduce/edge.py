@@ -188,7 +188,11 @@ def to_working(x, what, name):
     ``what`` and the tensor's ``name`` ("gradient 'fc.weight'"): the message is made
     only then, not at every step."""
     if type(x) is _TENSOR or is_torch(x):  # the exact class first: no call for the common case
-        if x.dtype is _FLOAT32 and x.is_cpu and x.is_contiguous():
+        try:  # _contiguous, written out: a call per step costs more than the look
+            working = x.dtype is _FLOAT32 and x.is_cpu and x.is_contiguous()
+        except RuntimeError:
+            working = False
+        if working:
             shape = x.shape
             return (x.detach() if x.requires_grad else x), x.numel(), \
                 _CPU_FLOAT32_TORCH.get(shape) or _cpu_float32_torch_restore(shape)
@@ -198,15 +202,30 @@ def to_working(x, what, name):
     return restore.working(flat), flat.size, restore
 
 
+def _contiguous(t):
+    """``t.is_contiguous()``, False for a sparse compressed layout (CSR, BSR), which has
+    none: the general path then says what is wrong with it."""
+    try:
+        return t.is_contiguous()
+    except RuntimeError:
+        return False
+
+
 def _torch_to_core(t, what):
     dtype = t.dtype
-    if dtype is _FLOAT32 and t.is_cpu:  # the common case, kept short: a view
+    if dtype is _FLOAT32 and t.is_cpu and _contiguous(t):  # the common case, kept short: a view
         # A gradient never requires grad: detach (a new tensor object) only when needed.
         shape = t.shape
         return (t.detach() if t.requires_grad else t).numpy().reshape(-1), \
             _CPU_FLOAT32_TORCH.get(shape) or _cpu_float32_torch_restore(shape)
     torch = _torch()
     device = t.device
+    if t.layout is not torch.strided:
+        raise TypeError(f"{what}: expected a dense tensor, got layout {t.layout}; pass tensor.to_dense() "
+                        "(a sparse gradient comes from nn.Embedding(sparse=True) and the like)")
+    if device.type == "meta":
+        raise ValueError(f"{what}: a tensor on the meta device holds no values; materialise it first "
+                         "(module.to_empty(device=...) and initialise it)")
     restore = Restore(t.shape, dtype, device, is_torch=True)
     if not dtype.is_floating_point:
         raise TypeError(f"{what}: expected a floating-point tensor, got dtype {dtype}")
@@ -216,7 +235,9 @@ def _torch_to_core(t, what):
         staged.copy_(t, non_blocking=False)
         t = staged
     else:
-        t = t.to(torch.float32)
+        # contiguous: a strided or expanded 1-D tensor is already flat, and its reshape a
+        # view with its strides, which the C kernels cannot read.
+        t = t.to(torch.float32).contiguous()
     return t.reshape(-1).numpy(), restore
 
 

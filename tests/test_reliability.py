@@ -259,6 +259,35 @@ def test_empty_and_near_float_max_tensors_through_every_compressor(params):
     assert out.shape == huge.shape and np.isfinite(out).all()
 
 
+@pytest.mark.parametrize("name", sorted(PAIRINGS))
+def test_strided_and_expanded_torch_tensors_step_as_their_contiguous_copies(name):
+    """A 1-D tensor that is a strided view (``w[::2]``) or an expansion (``expand``) is flat
+    already, so its reshape kept its strides, and every compressor refused it with NumPy's
+    "ndarray is not C-contiguous". Each now steps as its contiguous copy does, with its
+    memory: the same bits, in the caller's shape."""
+    torch = pytest.importorskip("torch")
+    views = {"every other entry": lambda t: t[::2], "expanded": lambda t: t[:1].expand(t.numel() // 2)}
+    for view in views.values():
+        params = {**natural_params(name), "world_size": 1, "transport": "local"}
+        strided, contiguous = grace_from_params(dict(params)), grace_from_params(dict(params))
+        for step in range(3):
+            x = view(torch.randn(1200, generator=torch.Generator().manual_seed(step)))
+            got, want = strided.step(x, "w"), contiguous.step(x.contiguous(), "w")
+            assert got.shape == x.shape and torch.equal(got, want), step
+
+
+def test_sparse_and_meta_tensors_are_refused_with_what_to_do():
+    torch = pytest.importorskip("torch")
+    grc = grace_from_params({"compressor": "topk", "memory": "residual", "world_size": 1, "transport": "local"})
+    dense = torch.randn(8, 8)
+    for sparse in (dense.to_sparse(), dense.to_sparse_csr()):
+        with pytest.raises(TypeError, match=r"gradient 'emb': expected a dense tensor, got layout torch.sparse_\w+; "
+                                            r"pass tensor.to_dense\(\)"):
+            grc.step(sparse, "emb")
+    with pytest.raises(ValueError, match="gradient 'w': a tensor on the meta device holds no values"):
+        grc.step(torch.empty(8, device="meta"), "w")
+
+
 def test_qsgd_near_float_max_stays_unbiased():
     c = grace_from_params({"compressor": "qsgd", "quantum_num": 64, "bucket_size": 16}).compressor
     x = np.full(16, 3e38, dtype=np.float32)
