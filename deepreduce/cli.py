@@ -5,14 +5,20 @@ import sys
 
 
 def _train(args):
+    from .train.data import DataNotFoundError, locate_dataset
     from .train.launch import detect, launch
     from .train.loop import make_communicator, run_worker
     from .train.options import config_from_args
 
     cfg = config_from_args(args, detect())
-    # Build each communicator once here so a bad params dict fails before any worker starts.
+    # Build each communicator once here, and look for the data set's files, so that a bad
+    # params dict or a missing folder fails before any worker starts.
     for label, params in cfg.runs:
         make_communicator(params)
+    try:
+        locate_dataset(cfg.dataset, cfg.data_dir)
+    except DataNotFoundError as e:
+        raise ValueError(str(e)) from None
     if launch(run_worker, args.workers, cfg) in ("torchrun", "mpirun"):
         from .train.launch import leave
         leave()  # this process is a worker: leave as a spawned one does

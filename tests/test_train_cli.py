@@ -79,6 +79,26 @@ def test_bad_values_exit_with_one_line(capsys):
     assert "nosuch" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--lr", "-1"], "--lr=-1.0 must be > 0"),
+    (["--lr", "nan"], "--lr=nan must be > 0"),
+    (["--momentum", "-0.5"], "--momentum=-0.5 must be >= 0"),
+    (["--weight-decay", "-1"], "--weight-decay=-1.0 must be >= 0"),
+    (["--seed", "-3"], "--seed=-3 must be >= 0"),
+    (["--dataset", "cifar10"], "dataset='cifar10' is read from files: pass --data-dir"),
+    (["--dataset", "imdb", "--data-dir", "{tmp}"], "IMDB not found: expected the folders train/pos"),
+    (["--dataset", "movielens", "--data-dir", "{tmp}"], "MovieLens not found"),
+])
+def test_bad_training_settings_and_missing_data_exit_with_one_line_before_any_worker(argv, message, capsys,
+                                                                                    tmp_path):
+    """They were the optimizer's, NumPy's or a worker's tracebacks, after the workers had
+    started."""
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--no-progress", *[a.format(tmp=tmp_path) for a in argv]])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and message in err and "Traceback" not in err
+
+
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "train" in capsys.readouterr().out

@@ -81,6 +81,11 @@ def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, pri
     for name in ("epochs", "batch_size"):
         if pick[name] < 1:
             raise ValueError(f"{spell(name)}={pick[name]} must be >= 1")
+    # What the optimizer and the seed's generator would refuse, said before any worker starts.
+    for name, value, positive in (("lr", pick["lr"], True), ("weight_decay", pick["weight_decay"], False),
+                                  ("momentum", momentum, False), ("seed", seed, False)):
+        if not (value > 0 if positive else value >= 0):  # NaN fails either
+            raise ValueError(f"{spell(name)}={value} must be {'> 0' if positive else '>= 0'}")
     if pick["model"] not in MODEL_NAMES:
         raise ValueError(f"unknown model {pick['model']!r}; valid: {', '.join(MODEL_NAMES)}")
     if hidden is not None and pick["model"] != "mlp":

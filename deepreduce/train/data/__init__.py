@@ -4,10 +4,26 @@
 plus the facts a model needs (``meta``). Each worker then takes its own disjoint shard of the
 training set with ``shard_batches``.
 """
+from importlib import import_module
+
 from .base import Dataset, DataNotFoundError
 from .shard import generator, shard_batches, shard_indices, steps_per_epoch
 
 DATASETS = ("digits", "cifar10", "cifar100", "imdb", "movielens")
+
+
+def locate_dataset(name, data_dir=None):
+    """Raise what ``load_dataset`` would for an unknown data set or one whose files are not
+    in ``data_dir``, without reading them: the command line asks before it starts any
+    worker, so that a missing folder is one line of error, not a worker's traceback."""
+    if name == "digits":
+        return
+    if name not in DATASETS:
+        raise ValueError(f"dataset={name!r} is unknown; valid names: {', '.join(DATASETS)}")
+    if data_dir is None:
+        raise ValueError(f"dataset={name!r} is read from files: pass --data-dir "
+                         f"(the folder that holds them)")
+    import_module(f".{name}", __name__).locate(data_dir)
 
 
 def load_dataset(name, data_dir=None, seed=0):
@@ -15,11 +31,7 @@ def load_dataset(name, data_dir=None, seed=0):
     if name == "digits":
         from .digits import load_digits_dataset
         return load_digits_dataset()
-    if name not in DATASETS:
-        raise ValueError(f"dataset={name!r} is unknown; valid names: {', '.join(DATASETS)}")
-    if data_dir is None:
-        raise ValueError(f"dataset={name!r} is read from files: pass --data-dir "
-                         f"(the folder that holds them)")
+    locate_dataset(name, data_dir)
     if name == "cifar10":
         from .cifar10 import load_cifar10
         return load_cifar10(data_dir)
@@ -33,5 +45,5 @@ def load_dataset(name, data_dir=None, seed=0):
     return load_movielens(data_dir, seed=seed)
 
 
-__all__ = ["DATASETS", "Dataset", "DataNotFoundError", "generator", "load_dataset", "shard_batches",
+__all__ = ["DATASETS", "Dataset", "DataNotFoundError", "generator", "load_dataset", "locate_dataset", "shard_batches",
            "shard_indices", "steps_per_epoch"]

@@ -27,7 +27,9 @@ def find_folder(data_dir, archive_dir, files):
     return None
 
 
-def _find_dir(data_dir):
+def locate(data_dir):
+    """The folder of the data set's files under data_dir; DataNotFoundError (what is expected,
+    where to get it) where they are not there."""
     root = Path(data_dir)
     found = find_folder(root, ARCHIVE_DIR, TRAIN_FILES + (TEST_FILE,))
     if found is not None:
@@ -86,7 +88,7 @@ def augment(x, gen):
 
 
 def load_cifar10(data_dir):
-    d = _find_dir(data_dir)
+    d = locate(data_dir)
     parts = [_read_batch(d / f) for f in TRAIN_FILES]
     x_train = torch.cat([p[0] for p in parts])
     y_train = torch.cat([p[1] for p in parts])

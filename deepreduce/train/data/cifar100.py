@@ -14,7 +14,9 @@ MEAN = (0.5071, 0.4865, 0.4409)
 STD = (0.2673, 0.2564, 0.2762)
 
 
-def _find_dir(data_dir):
+def locate(data_dir):
+    """The folder of the data set's files under data_dir; DataNotFoundError (what is expected,
+    where to get it) where they are not there."""
     root = Path(data_dir)
     found = find_folder(root, ARCHIVE_DIR, FILES)
     if found is not None:
@@ -37,7 +39,7 @@ def _class_names(d):
 
 
 def load_cifar100(data_dir):
-    d = _find_dir(data_dir)
+    d = locate(data_dir)
     x_train, y_train = _read_batch(d / "train", b"fine_labels", "CIFAR-100")
     x_test, y_test = _read_batch(d / "test", b"fine_labels", "CIFAR-100")
     for y, name in ((y_train, "train"), (y_test, "test")):

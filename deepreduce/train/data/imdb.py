@@ -28,7 +28,9 @@ def tokenize(text):
     return _WORD.findall(_BREAK.sub(" ", text.lower()))
 
 
-def _find_dir(data_dir):
+def locate(data_dir):
+    """The folder of the data set's files under data_dir; DataNotFoundError (what is expected,
+    where to get it) where they are not there."""
     root = Path(data_dir)
     for d in (root, root / ARCHIVE_DIR):
         if all((d / split / label).is_dir() for split in ("train", "test") for label, _ in LABELS):
@@ -68,7 +70,7 @@ def encode(token_lists, vocabulary, seq_len=SEQ_LEN):
 
 
 def load_imdb(data_dir):
-    d = _find_dir(data_dir)
+    d = locate(data_dir)
     train_tokens, y_train = _read_split(d / "train")
     test_tokens, y_test = _read_split(d / "test")
     vocabulary = build_vocabulary(train_tokens)

@@ -25,7 +25,9 @@ TRAIN_NEGATIVES = 4
 TEST_NEGATIVES = 99
 
 
-def _find_file(data_dir):
+def locate(data_dir):
+    """The ratings file under data_dir; DataNotFoundError (what is expected, where to get it)
+    where it is not there."""
     root = Path(data_dir)
     for d in (root,) + tuple(root / a for a in ARCHIVE_DIRS):
         if (d / FILE).is_file():
@@ -62,7 +64,7 @@ def _sample_unrated(users, count, rated, num_items, rng):
 
 
 def load_movielens(data_dir, seed=0):
-    users, movies, stamps = _read_ratings(_find_file(data_dir))
+    users, movies, stamps = _read_ratings(locate(data_dir))
     # Contiguous ids: the rank of each original id among the distinct ids.
     _, users = np.unique(users, return_inverse=True)
     _, items = np.unique(movies, return_inverse=True)
