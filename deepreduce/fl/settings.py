@@ -49,6 +49,8 @@ class Settings:
             value = getattr(self, key)
             if not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{key}={value!r} must be a positive integer")
+        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed={self.seed!r} must be an integer >= 0")
         if self.per_round is not None and not 1 <= self.per_round <= self.clients:
             raise ValueError(f"per_round={self.per_round} must be between 1 and clients={self.clients}")
         if self.s2c_update not in S2C_READINGS:
