@@ -81,13 +81,14 @@ def train_ddp_hook(rank, world_size, params, steps=30, batch=32, overlap=True, f
     """The same training as ``train`` but through DDP with deepreduce's comm hook
     (``params=None``: DDP's own allreduce; ``overlap``: the hook's worker thread;
     ``find_unused``: a model with a parameter its forward skips, under DDP's
-    find_unused_parameters=True)."""
+    find_unused_parameters=True). Returns the final parameters, the accuracy and the
+    class of the compressor the hook ran (None for DDP's own allreduce)."""
     from deepreduce.torch import DeepReduceHookState
-    model, optimizer = ddp_model(None if params is None else DeepReduceHookState(params, overlap=overlap),
-                                 find_unused=find_unused)
+    state = None if params is None else DeepReduceHookState(params, overlap=overlap)
+    model, optimizer = ddp_model(state, find_unused=find_unused)
     ddp_steps(rank, world_size, model, optimizer, 0, steps, batch)
     flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
-    return flat.numpy(), accuracy(model.module)
+    return flat.numpy(), accuracy(model.module), state and type(state.grc.compressor).__name__
 
 
 def ddp_model(state, process_group=None, find_unused=False):

@@ -21,6 +21,18 @@ def test_ddp_hook_trains_to_the_accuracy_of_the_grace_loop():
 
 
 @pytest.mark.slow
+def test_ddp_hook_runs_deepreduce_codecs_named_in_params():
+    """'deepreduce', 'index' and 'value' in the params dict wrap the compressor, as in the
+    train command and the federated mode (the hook's state left them out, unsaid, and ran
+    plain top-k)."""
+    for mode, wrapper in (("index", "IndexCompressor"), ("both", "DeepReduce")):
+        params = dict(TOPK, deepreduce=mode, index="bloom", value="polyfit")
+        runs = distributed.run(grace_loop.train_ddp_hook, 2, params)
+        assert runs[0][0].tobytes() == runs[1][0].tobytes()  # ranks identical
+        assert runs[0][2] == wrapper and runs[0][1] > 0.8, runs[0][1:]
+
+
+@pytest.mark.slow
 def test_ddp_hook_without_compression_equals_plain_ddp():
     hooked = distributed.run(grace_loop.train_ddp_hook, 2, {"compressor": "none"})
     plain = distributed.run(grace_loop.train_ddp_hook, 2, None)

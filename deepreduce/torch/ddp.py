@@ -35,12 +35,13 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import torch.distributed as dist
 
-from ..params import grace_from_params
+from ..wrappers import deepreduce_from_params
 from ..transports.torch_dist import TorchTransport
 
 
 class DeepReduceHookState:
-    """What the hook keeps between calls: the communicator built from ``params`` and the
+    """What the hook keeps between calls: the communicator built from ``params`` (by
+    ``deepreduce_from_params``: DeepReduce's keys wrap the compressor) and the
     iteration counter that tells provisional buckets from final ones."""
 
     def __init__(self, params, process_group=None, start_iter=1, overlap=True):
@@ -54,7 +55,9 @@ class DeepReduceHookState:
                 raise ValueError(f"params' transport {params['transport']!r} and process_group both say where "
                                  "the buckets go: pass process_group alone (DDP's group)")
             params["transport"] = TorchTransport(process_group)
-        self.grc = grace_from_params(params)
+        # deepreduce_from_params: a 'deepreduce' key wraps the compressor in its codec, as the
+        # train command and the federated mode do (grace_from_params left it out unsaid).
+        self.grc = deepreduce_from_params(params)
         self.process_group = process_group
         self.start_iter = start_iter
         self.iteration = 0
