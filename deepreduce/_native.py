@@ -113,6 +113,22 @@ def zero(flat):
     return flat
 
 
+def half_quotient(half, divisor):
+    """``half / divisor`` for a float16 array: each quotient computed in float32 and rounded
+    once to float16 (the C conversions, round to nearest even), the bits NumPy's own
+    float16 division gives for any divisor float16 holds exactly (every world size up to
+    2048); NumPy converts one element at a time in software, 15 ms for a million here,
+    where this takes about one. A divisor float16 cannot hold (3001) is divided by as it
+    is, where NumPy would round it first."""
+    flat = np.ascontiguousarray(half).reshape(-1)
+    wide = np.empty(flat.size, dtype=np.float32)
+    check(lib.dr_f16_to_f32(u16(flat.view(np.uint16)), f32(wide), flat.size), "float16 average")
+    np.divide(wide, np.float32(divisor), out=wide)
+    out = np.empty(flat.size, dtype=np.float16)
+    check(lib.dr_f32_to_f16(f32(wide), u16(out.view(np.uint16)), wide.size), "float16 average")
+    return out.reshape(half.shape)
+
+
 def all_finite(flat):
     """Whether a float32 array holds no NaN and no infinity (one streaming pass in C)."""
     return lib.dr_all_finite(f32(flat), flat.size) == 1

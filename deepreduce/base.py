@@ -20,7 +20,7 @@ import numpy as np
 
 from . import edge
 from . import stats as _stats
-from ._native import all_finite, as_frame_bytes, check, f32, lib, result_finite, u8
+from ._native import all_finite, as_frame_bytes, check, f32, half_quotient, lib, result_finite, u8
 from .state import Outputs
 from .transports.binding import unbound_state
 
@@ -345,7 +345,13 @@ class Communicator(ABC):
         """Divide by the world size when the compressor asks for an average (x / 1 is x:
         a world of one skips the division)."""
         size = self.world_size
-        return aggregated / size if self.compressor.average and size != 1 else aggregated
+        if not self.compressor.average or size == 1:
+            return aggregated
+        if type(aggregated) is np.ndarray and aggregated.dtype == np.float16:
+            # NumPy's float16 division (fp16's allreduce of a 4 MB bucket spent 15 ms in it,
+            # more than in its exchange): the same quotients through the C conversions.
+            return half_quotient(aggregated, size)
+        return aggregated / size
 
 
 # Class -> whether it is a Compressor (``is_compressor``).
