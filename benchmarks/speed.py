@@ -118,8 +118,10 @@ def batch_time(fn, seconds=2e-3):
 def small_topk_table(repeat):
     """Top-k on one layer's tensor, as GRACE's per-tensor step meets it: dr_topk_sparsify
     (indices and values, what the topk compressor calls) at GRACE's default ratio 0.3 and at
-    1%. Tensors this small stay in cache, so there is no pass column; each time is the best
-    of `repeat` rounds of batches (batch_time)."""
+    1%, its pointers made once, as the step keeps them with its buffers (making four per
+    call cost more than the call on 1,000 entries). Tensors this small stay in cache, so
+    there is no pass column; each time is the best of `repeat` rounds of batches
+    (batch_time)."""
     print(f"\n## top-k of one layer (ours = dr_topk_sparsify; ratios = their time / ours; best of {repeat})")
     print(f"{'n':>11} {'rho':>6} {'ours us':>8} {'ns/entry':>9} {'torch.topk':>11} {'argpartition':>13}")
     for n in (1_000, 10_000, 30_000, 100_000):
@@ -129,7 +131,8 @@ def small_topk_table(repeat):
             k = max(1, int(n * rho))
             idx, val = np.empty(k, dtype=np.uint32), np.empty(k, dtype=np.float32)
             work = np.empty(lib.dr_topk_workspace_size(n, k), dtype=np.uint8)
-            steps = (lambda: lib.dr_topk_sparsify(f32(x), n, k, u32(idx), f32(val), ffi.from_buffer(work)),
+            x_p, idx_p, val_p, work_p = f32(x), u32(idx), f32(val), ffi.from_buffer(work)
+            steps = (lambda: lib.dr_topk_sparsify(x_p, n, k, idx_p, val_p, work_p),
                      lambda: torch.topk(xt.abs(), k, sorted=False),
                      lambda: np.argpartition(np.abs(x), n - k)[n - k:])
             ours, t_torch, t_np = [min(times) for times in zip(*[[batch_time(step) for step in steps]
