@@ -80,11 +80,11 @@ def test_bad_values_exit_with_one_line(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--lr", "-1"], "--lr=-1.0 must be > 0"),
-    (["--lr", "nan"], "--lr=nan must be > 0"),
-    (["--momentum", "-0.5"], "--momentum=-0.5 must be >= 0"),
-    (["--weight-decay", "-1"], "--weight-decay=-1.0 must be >= 0"),
-    (["--seed", "-3"], "--seed=-3 must be >= 0"),
+    (["--lr", "-1"], "--lr=-1.0 must be a number > 0"),
+    (["--lr", "nan"], "--lr=nan must be a number > 0"),
+    (["--momentum", "-0.5"], "--momentum=-0.5 must be a number >= 0"),
+    (["--weight-decay", "-1"], "--weight-decay=-1.0 must be a number >= 0"),
+    (["--seed", "-3"], "--seed=-3 must be an integer >= 0"),
     (["--dataset", "cifar10"], "dataset='cifar10' is read from files: pass --data-dir"),
     (["--dataset", "imdb", "--data-dir", "{tmp}"], "IMDB not found: expected the folders train/pos"),
     (["--dataset", "movielens", "--data-dir", "{tmp}"], "MovieLens not found"),

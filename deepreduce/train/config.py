@@ -1,5 +1,6 @@
 """A training job's configuration, and the defaults the command line and the Python API
 start from."""
+import numbers
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -82,10 +83,13 @@ def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, pri
         if pick[name] < 1:
             raise ValueError(f"{spell(name)}={pick[name]} must be >= 1")
     # What the optimizer and the seed's generator would refuse, said before any worker starts.
-    for name, value, positive in (("lr", pick["lr"], True), ("weight_decay", pick["weight_decay"], False),
-                                  ("momentum", momentum, False), ("seed", seed, False)):
-        if not (value > 0 if positive else value >= 0):  # NaN fails either
-            raise ValueError(f"{spell(name)}={value} must be {'> 0' if positive else '>= 0'}")
+    for name, value, kind, positive in (("lr", pick["lr"], numbers.Real, True),
+                                        ("weight_decay", pick["weight_decay"], numbers.Real, False),
+                                        ("momentum", momentum, numbers.Real, False),
+                                        ("seed", seed, numbers.Integral, False)):
+        if isinstance(value, bool) or not isinstance(value, kind) or not (value > 0 if positive else value >= 0):
+            what = "a number" if kind is numbers.Real else "an integer"  # NaN fails either comparison
+            raise ValueError(f"{spell(name)}={value!r} must be {what} {'> 0' if positive else '>= 0'}")
     if pick["model"] not in MODEL_NAMES:
         raise ValueError(f"unknown model {pick['model']!r}; valid: {', '.join(MODEL_NAMES)}")
     if hidden is not None and pick["model"] != "mlp":
