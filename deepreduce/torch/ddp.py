@@ -21,22 +21,24 @@ State and hook:
   rank), keeps the collectives in the same order everywhere, so the results are the
   synchronous hook's exactly. The hook of an iteration's last bucket waits for the
   worker: DDP's own collectives (find_unused_parameters' allreduce of the parameters
-  used) come right after it, and must find the exchanges done on every rank. ``overlap=False`` runs each exchange inside the hook.
+  used) come right after it, and must find the exchanges done on every rank.
+  ``overlap=False`` runs each exchange inside the hook.
 - A process group (DDP's ``process_group``, given to the state as to torch's
   ``PowerSGDState``): the compressed exchange runs within it, as DDP's allreduce does.
 - Checkpoints: the state pickles (``torch.save(state, f)``), as torch's ``PowerSGDState``
   does, without its process group (the default group on loading: the communicator's
-  transport pickles as 'torch') and its worker thread (made again). A model rebuilt from a checkpoint gets provisional buckets again, so the
-  loaded state's first iteration is a plain averaging allreduce too, and compression
-  resumes on the final buckets with the memory's state as it was saved.
+  transport pickles as 'torch') and its worker thread (made again). A model rebuilt
+  from a checkpoint gets provisional buckets again, so the loaded state's first
+  iteration is a plain averaging allreduce too, and compression resumes on the final
+  buckets with the memory's state as it was saved.
 """
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import torch.distributed as dist
 
-from ..wrappers import deepreduce_from_params
 from ..transports.torch_dist import TorchTransport
+from ..wrappers import deepreduce_from_params
 
 
 class DeepReduceHookState:
