@@ -15,6 +15,7 @@ runs a server and P-1 client hosts over gloo.
 """
 import dataclasses
 import json
+import numbers
 from pathlib import Path
 
 import torch
@@ -98,6 +99,8 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     if unknown:
         raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}; see deepreduce.fl.Settings")
     configs = [(label, Settings(c2s=c2s, s2c=s2c, **settings)) for label, (c2s, s2c) in pairs]  # all checked here
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 0):
+        raise ValueError(f"threads={threads!r} must be an integer >= 1, or 0 to leave torch's own setting")
     if threads:
         torch.set_num_threads(int(threads))
     results = Results()

@@ -85,7 +85,8 @@ def add_arguments(parser):
     add("--processes", type=int, default=0,
         help="0: every client in this process; P >= 2: gloo processes, a server and P-1 client hosts")
     add("--no-baseline", action="store_true", help="skip the uncompressed FedAvg run")
-    add("--threads", type=int, default=1, help="torch threads in this process (default %(default)s)")
+    add("--threads", type=int, default=1, help="torch threads in this process; 0 leaves torch's own setting "
+                                               "(default %(default)s)")
     add("--out", default=None, help="folder for log.json and plot.png")
 
 
