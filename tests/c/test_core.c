@@ -54,6 +54,27 @@ static void test_frame_roundtrip_and_corruption(void)
         CHECK(dr_sparse_raw_decode(buf, pos, DR_KIND_TOPK, dense, 100, NULL) < 0);
     /* A frame for another tensor size is refused. */
     CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 50, NULL), DR_E_FRAME_FIELD);
+    /* A well-sealed frame whose count times 4 wraps around to its sections' lengths
+     * (2^62 + 1 entries in sections of 4 bytes, libFuzzer's find): refused by its fields,
+     * where its sections were read for 2^62 entries, far past the frame. */
+    {
+        dr_frame f;
+        size_t total;
+        uint32_t one_idx = 3;
+        float one_val = 1.0f;
+        CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, &one_idx, &one_val, 1, buf, sizeof buf, &len));
+        memset(&f, 0, sizeof f);
+        f.kind = DR_KIND_TOPK;
+        f.nsections = 2;
+        f.numel = UINT64_MAX;
+        f.count = ((uint64_t)1 << 62) + 1u;
+        f.section_len[0] = f.section_len[1] = 4;
+        CHECK_OK(dr_frame_seal(&f, buf, len, &total));
+        CHECK(total == len);
+        CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_FRAME_FIELD);
+        CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_FRAME_FIELD);
+        CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, sizeof buf, &len));
+    }
     CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, 10, &len), DR_E_DST_TOO_SMALL);
     /* Repeated or unsorted indices: refused by the encoder, and by the decoder when a
      * well-sealed frame carries them. */

@@ -146,8 +146,10 @@ static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float 
     if (dr_frame_parse_unverified(buf, len, &f) != DR_OK)
         return dr_frame_parse(buf, len, &f); /* its refusal: the CRC's where that fails too */
     r = (size_t)f.count;
-    /* Two sections of r entries, as this codec writes them: checked with the CRC. */
-    sections_as_written = f.nsections == 2 && f.section_len[0] == 4u * f.count &&
+    /* Two sections of r entries, as this codec writes them: checked with the CRC. The
+     * bound first: 4 * count wraps around for a forged count of 2^62 and more, and the
+     * sections would then be read for that many entries. */
+    sections_as_written = f.nsections == 2 && f.count <= UINT32_MAX / 4u && f.section_len[0] == 4u * f.count &&
                           f.section_len[1] == 4u * f.count;
     crc = sections_as_written
               ? check_sections(buf, &f, r, &bad, finite != NULL && mode != APPLY_ADD ? &values_finite : NULL)
