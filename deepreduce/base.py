@@ -22,7 +22,7 @@ from . import edge
 from . import stats as _stats
 from ._native import all_finite, as_frame_bytes, check, f32, half_quotient, lib, result_finite, u8
 from .state import Outputs
-from .transports.binding import unbound_state
+from .transports.binding import TransportAtFirstUse, unbound_state
 
 
 class Compressor(ABC):
@@ -181,7 +181,7 @@ class Memory(ABC):
         return cls()
 
 
-class Communicator(ABC):
+class Communicator(TransportAtFirstUse, ABC):
     """Sends compressed tensors between ranks through a transport.
 
     ``world_size`` may be None: it is then taken from the transport bound at the first
@@ -194,9 +194,7 @@ class Communicator(ABC):
         self.compressor = compressor
         self.memory = memory
         self.auto_off = auto_off  # an AutoOff, or None to always compress
-        self._world_size = world_size
-        self._transport_choice = transport
-        self._transport = None
+        self._bind_later(transport, world_size)  # ``self.transport``: bound at the first step
         self.stats = stats if stats is not None else _stats.GLOBAL
         # Arrays a step makes afresh (results, copies), per use and tensor name: reused
         # once nothing refers to them.
@@ -215,14 +213,6 @@ class Communicator(ABC):
         self.__dict__.update(state)
         if self.stats is None:
             self.stats = _stats.GLOBAL
-
-    @property
-    def transport(self):
-        """The transport, bound on first use and kept for the communicator's life."""
-        if self._transport is None:
-            from .transports import resolve
-            self._transport = resolve(self._transport_choice, self._world_size)
-        return self._transport
 
     @property
     def world_size(self):
