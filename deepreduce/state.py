@@ -15,6 +15,7 @@ takes a buffer the caller filled instead), then ``undo(name)`` if the step is re
 later: callers that keep one longer should copy it.
 """
 import sys
+from collections import OrderedDict
 
 import numpy as np
 
@@ -37,11 +38,13 @@ class TensorState(dict):
         self._made = {}
 
     def __reduce__(self):
-        # Pickled (torch.save of a checkpoint) and deep-copied as its entries alone, as
-        # GRACE's dict of tensors was: the C pointers kept beside the buffers cannot be
-        # pickled, and the spare buffers and the undo record serve only the step in
-        # flight. The copy's next write makes its own buffers.
-        return _tensor_state, (dict(self),)
+        # Pickled (torch.save of a checkpoint) and copied as an OrderedDict of its entries,
+        # as GRACE's dict of tensors pickled: torch.load's default (weights_only) loads
+        # that class and refuses any of ours, and the C pointers kept beside the buffers
+        # cannot be pickled (the spare buffers and the undo record serve only the step in
+        # flight). The part that held it stores it back as a TensorState when it is
+        # loaded itself (``HoldsTensorStates``), or when it is assigned there.
+        return OrderedDict, (), None, None, iter(self.items())
 
     def settle(self, name):
         """A new step for ``name`` begins: what the last one wrote is final."""
@@ -173,6 +176,18 @@ class StateAttribute:
 
     def __set__(self, obj, value):
         obj.__dict__[self.name] = value if type(value) is TensorState else _tensor_state(value)
+
+
+class HoldsTensorStates:
+    """Mixin for a part whose state dicts are ``StateAttribute``s: unpickled or
+    deep-copied, it stores each back as a TensorState (they travel as OrderedDicts, see
+    ``TensorState.__reduce__``), as an assignment would."""
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for key, value in state.items():
+            if isinstance(getattr(type(self), key, None), StateAttribute):
+                setattr(self, key, value)
 
 
 def _unmoved(record):

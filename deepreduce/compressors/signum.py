@@ -1,11 +1,11 @@
 from .. import edge
 from .._native import f32, ffi, lib
-from ..state import StateAttribute, TensorState
+from ..state import HoldsTensorStates, StateAttribute, TensorState
 from ._framed import FrameCtx, FramedCompressor, majority_vote
 from ..checks import number
 
 
-class SignumCompressor(FramedCompressor):
+class SignumCompressor(HoldsTensorStates, FramedCompressor):
     """Signum (Bernstein et al. 2018): the sign of the momentum m = (1−β)·g + β·m (m = g
     at the first call), one bit per entry, aggregated by majority vote.
 

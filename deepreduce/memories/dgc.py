@@ -11,11 +11,11 @@ import numpy as np
 from .. import edge
 from .._native import check, f32, ffi, lib, u32
 from ..base import Memory, crossed
-from ..state import Outputs, StateAttribute, TensorState
+from ..state import HoldsTensorStates, Outputs, StateAttribute, TensorState
 from ..transports.binding import TransportAtFirstUse
 
 
-class DgcMemory(TransportAtFirstUse, Memory):
+class DgcMemory(HoldsTensorStates, TransportAtFirstUse, Memory):
     # GRACE's dicts of tensors: assignable as GRACE's were (state.StateAttribute).
     residuals = StateAttribute()
     gradients = StateAttribute()

@@ -3,7 +3,7 @@ from functools import partial
 from .. import edge
 from .._native import check, f32, lib, working_pointer
 from ..base import Compressor, Memory, crossed, is_compressor, keeps_methods
-from ..state import Outputs, StateAttribute, TensorState
+from ..state import HoldsTensorStates, Outputs, StateAttribute, TensorState
 
 
 # Below this size the copy the adoption saves costs less than its bookkeeping.
@@ -12,7 +12,7 @@ ADOPT_MIN_NUMEL = 1 << 16
 _STEP_METHODS = ("compensate", "update")
 
 
-class ResidualMemory(Memory):
+class ResidualMemory(HoldsTensorStates, Memory):
     """Error feedback: e = x − D(C(x)) is kept per tensor and the next gradient becomes
     x = β·e + γ·g. ``residuals[name]`` is in the caller's kind and shape (a torch tensor
     for torch callers, as GRACE's); its buffers are allocated once and reused (for a
