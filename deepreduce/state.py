@@ -251,8 +251,27 @@ class Outputs:
         """A flat array of ``size`` elements that nothing else refers to (its contents
         undefined). ``name`` None (a ctx made without one): a fresh array the pool does
         not keep."""
+        return self._take(name, size)[0]
+
+    def take_pointed(self, name, size):
+        """``(array, pointer)``: ``take``'s array and a C pointer to it, of the pool's dtype
+        (``float *`` for float32, ``uint8_t *`` for uint8), kept with the buffer, so a step
+        makes none."""
+        array, slot = self._take(name, size)
+        if slot < 0:  # an array the pool does not keep
+            return array, pointer_maker(self.dtype)(array)
+        pointers = self._pointers[name]
+        pointer = pointers[slot]
+        if pointer is None:
+            pointer = pointers[slot] = lasting_pointer(self._buffers[name][slot])
+        return array, pointer
+
+    def _take(self, name, size):
+        """``take``'s array and the slot of the kept buffer it is (or views, with ``grow``)
+        in the name's lists, -1 for an array the pool does not keep: ``take_pointed``
+        finds the buffer's pointer by it without a second search."""
         if name is None:
-            return np.empty(size, dtype=self.dtype)
+            return np.empty(size, dtype=self.dtype), -1
         buffers = self._buffers.get(name)
         if buffers is None or (buffers and not self._serves(buffers[0], size)):  # first use, or a new size
             buffers = self._buffers[name] = []
@@ -260,27 +279,14 @@ class Outputs:
         for i in range(len(buffers)):
             # _references's count, written out: a call per buffer was a tenth of a take.
             if sys.getrefcount(buffers[i]) == _ONLY_THE_POOL:
-                return buffers[i][:size] if self.grow else buffers[i]
+                return (buffers[i][:size] if self.grow else buffers[i]), i
         fresh = np.empty(self._capacity(buffers, size), dtype=self.dtype)
+        slot = -1
         if len(buffers) < self.keep:
+            slot = len(buffers)
             buffers.append(fresh)
             self._pointers[name].append(None)
-        return fresh[:size] if self.grow else fresh
-
-    def take_pointed(self, name, size):
-        """``(array, pointer)``: ``take``'s array and a C pointer to it, of the pool's dtype
-        (``float *`` for float32, ``uint8_t *`` for uint8), kept with the buffer, so a step
-        makes none."""
-        array = self.take(name, size)
-        buffers = self._buffers.get(name, ())
-        for i in range(len(buffers)):
-            buffer = buffers[i]
-            if buffer is array or buffer is array.base:  # grow: take's view of the buffer's start
-                pointers = self._pointers[name]
-                if pointers[i] is None:
-                    pointers[i] = lasting_pointer(buffer)
-                return array, pointers[i]
-        return array, pointer_maker(self.dtype)(array)  # an array the pool does not keep
+        return (fresh[:size] if self.grow else fresh), slot
 
     def copy_of(self, name, array):
         """A C-contiguous copy of the NumPy ``array``, in its shape: in a buffer ``take``
