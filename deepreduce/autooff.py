@@ -43,7 +43,7 @@ from collections import deque
 
 import numpy as np
 
-from .checks import number
+from .checks import flag, integer, number
 
 COMPRESSED, DENSE = 0, 1
 
@@ -82,11 +82,12 @@ class AutoOff:
                  clear_compressed=4.0):
         if bandwidth is not None:  # bytes per second
             bandwidth = number(bandwidth, "bandwidth", 0, low_open=True)
-        if warmup < 1 or interval <= 2 * warmup:
-            raise ValueError("auto_off needs auto_off_warmup >= 1 and auto_off_interval > 2 * auto_off_warmup "
+        warmup = integer(warmup, "auto_off_warmup", 1, 2**31 - 1)
+        interval = integer(interval, "auto_off_interval", 1, 2**31 - 1)
+        if interval <= 2 * warmup:
+            raise ValueError("auto_off needs auto_off_interval > 2 * auto_off_warmup "
                              f"(each cycle samples both paths), got warmup {warmup!r}, interval {interval!r}")
-        if min_numel < 0:
-            raise ValueError(f"auto_off_min_numel must be >= 0, got {min_numel!r}")
+        min_numel = integer(min_numel, "auto_off_min_numel", 0, 2**63 - 1)
         self.bandwidth = bandwidth
         self.warmup = warmup
         self.interval = interval
@@ -98,7 +99,7 @@ class AutoOff:
 
     @classmethod
     def from_params(cls, params):
-        if not params.get("auto_off"):
+        if not flag(params.get("auto_off", False), "auto_off"):
             return None
         return cls(params.get("bandwidth"), params.get("auto_off_warmup", 2), params.get("auto_off_interval", 100),
                    min_numel=params.get("auto_off_min_numel", 4096))

@@ -69,13 +69,24 @@ def _span(low, high, low_open, high_open):
 
 
 def integer(value, what, low, high):
-    """An integer in [low, high]; an integral float (128.0) is accepted, 1.5 is not."""
+    """An integer in [low, high]; an integral float (128.0) is accepted, 1.5 is not. An
+    integer is taken as it is, not through a float (which would round a seed past 2**53)."""
     x = _real(value, what)
     if not x.is_integer():
         raise ValueError(f"{what} must be an integer, got {value!r}")
-    if not low <= x <= high:
+    exact = int(value) if isinstance(value, numbers.Integral) else int(x)
+    if not low <= exact <= high:
         raise ValueError(f"{what} must be an integer in [{low}, {high}], got {value!r}")
-    return int(x)
+    return exact
+
+
+def flag(value, what):
+    """A yes/no parameter: True or False (NumPy's bool, and the integers 0 and 1, as a
+    config file may write them), never a string, whose truth would be its length: 'no'
+    and 'false' would both switch the option on."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+        return bool(value)
+    raise TypeError(f"{what} must be True or False, got {value!r} ({type(value).__name__})")
 
 
 def dense_payload(payload, numel, what):

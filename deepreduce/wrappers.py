@@ -62,7 +62,7 @@ from .compressors._sparse import SparseCtx, selected_values, sum_frames
 from .errors import FrameError, UnknownNameError
 from .params import grace_from_params
 from .state import Outputs
-from .checks import integer
+from .checks import flag, integer
 
 __all__ = ["ValueCompressor", "IndexCompressor", "DeepReduce", "deepreduce_from_params", "WRAPPERS", "section_bytes"]
 
@@ -115,7 +115,7 @@ class _Wrapper(OneFrameCompressor):
         # sort of sorted values changes nothing), so DeepReduce's flag has nothing to skip.
         self.min_numel = integer(params.get("min_numel", 1000), "min_numel", 0, 2 ** 63 - 1)
         self.raw_index, self.raw_value = index_codec("raw"), _RAW  # for tensors of at most min_numel
-        self.micro_benchmark = bool(params.get("micro-benchmark", False))
+        self.micro_benchmark = flag(params.get("micro-benchmark", False), "micro-benchmark")
         self.selects = callable(getattr(sparsifier, "select", None))
         kind = getattr(sparsifier, "frame_kind", None) if self.selects else None
         self.kind = getattr(lib, kind) if kind else lib.DR_KIND_NONE

@@ -122,6 +122,10 @@ def test_unusable_params_fail_before_any_round():
         Settings(alpha=0.0)
     with pytest.raises(TypeError, match="lr must be a number, got '0.1'"):
         Settings(lr="0.1")
+    with pytest.raises(TypeError, match="c2s_ef must be True or False, got 'no'"):  # 'no' was true
+        Settings(c2s=TOPR, c2s_ef="no")
+    with pytest.raises(TypeError, match="compress_1d must be True or False, got 'false'"):
+        Settings(compress_1d="false")
     with pytest.raises(TypeError, match="unknown settings: round"):
         fl.run(TOPR, round=3)
     with pytest.raises(ValueError, match="one frame per tensor"):  # the second run's, before the first runs

@@ -318,6 +318,39 @@ def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad,
         grace_from_params({"compressor": name, key: bad})
 
 
+@pytest.mark.parametrize("params, error, match", [
+    ({"memory": "dgc", "momentum": 5}, ValueError, r"momentum must be in \[0.0, 1.0\], got 5"),
+    ({"memory": "dgc", "momentum": "0.9"}, TypeError, "momentum must be a number, got '0.9'"),
+    ({"memory": "dgc", "gradient_clipping": "no"}, TypeError, "gradient_clipping must be True or False, got 'no'"),
+    ({"auto_off": "false"}, TypeError, "auto_off must be True or False, got 'false'"),
+    ({"auto_off": True, "auto_off_warmup": 1.5}, ValueError, "auto_off_warmup must be an integer, got 1.5"),
+    ({"auto_off": True, "auto_off_min_numel": "10"}, TypeError, "auto_off_min_numel must be a number"),
+    ({"compressor": "lgc", "memory": "none", "communicator": "allreduce", "lgc_lr": -1}, ValueError, "lgc_lr must be a finite number > 0.0, got -1"),
+    ({"compressor": "lgc", "memory": "none", "communicator": "allreduce", "lgc_seed": 1.5}, ValueError, "lgc_seed must be an integer, got 1.5"),
+    ({"compressor": "lgc", "memory": "none", "communicator": "allreduce", "lgc_seed": -3}, ValueError, "lgc_seed must be an integer in"),
+    ({"compressor": "lgc", "memory": "none", "communicator": "allreduce", "lgc_dense_ends": "no"}, TypeError,
+     "lgc_dense_ends must be True or False, got 'no'"),
+    ({"deepreduce": "index", "index": "bloom", "micro-benchmark": "no"}, TypeError,
+     "micro-benchmark must be True or False"),
+])
+def test_memories_auto_off_lgc_and_wrappers_refuse_bad_parameters_by_name(params, error, match):
+    """A yes/no key given as a string ('no', 'false': true, by its length), a momentum
+    outside [0, 1], a negative learning rate or a fractional seed were taken silently,
+    or failed later with a message that did not name the key."""
+    if params.get("compressor") == "lgc":
+        pytest.importorskip("torch")
+    with pytest.raises(error, match=match):
+        deepreduce_from_params({"compressor": "topk", "memory": "residual", "communicator": "allgather", **params})
+
+
+def test_flags_take_bools_and_zero_or_one():
+    from deepreduce.checks import flag
+    assert [flag(v, "x") for v in (True, False, np.bool_(True), 1, 0)] == [True, False, True, True, False]
+    for bad in ("yes", 2, None, 1.0):
+        with pytest.raises(TypeError, match="x must be True or False"):
+            flag(bad, "x")
+
+
 def test_number_checks_open_and_closed_ends_and_refuses_non_finite_values():
     from deepreduce.checks import number
     assert number(0.0, "x", 0.0) == 0.0 and number(1e-30, "x", 0.0, low_open=True) == 1e-30

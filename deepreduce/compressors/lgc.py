@@ -49,7 +49,7 @@ import numpy as np
 from .. import edge
 from .._native import all_finite, check, f32, ffi, lib, u32
 from ..base import Compressor
-from ..checks import fraction
+from ..checks import flag, fraction, integer, number
 from ..codecs.index import LosslessIndex
 from ..params import LGC_KEYS
 from ..transports.binding import TransportAtFirstUse
@@ -176,17 +176,20 @@ class LGCCompressor(TransportAtFirstUse, Compressor):
         _torch_autoencoder()  # PyTorch is needed: say so now rather than at the first step
         if variant not in self.autoencoder_module.VARIANTS:
             raise ValueError(f"lgc_variant must be 'ps' or 'rar', got {variant!r}")
+        dense_ends = flag(dense_ends, "lgc_dense_ends")
         if dense_ends and dense_steps == 0:
             raise ValueError("lgc_dense_ends needs at least one dense step to learn which tensors come first "
                              "and last: set lgc_dense_steps >= 1 or lgc_dense_ends=False")
         self.variant = variant
         self.dense_steps, self.train_steps = dense_steps, train_steps
         self.compress_ratio, self.innovation_ratio = compress_ratio, innovation_ratio
-        self.dense_ends = bool(dense_ends)
+        self.dense_ends = dense_ends
         self.min_numel = min_numel
         self.autoencoder_module.check_sizes(channels, latent_channels)
-        self.ae_options = dict(channels=tuple(channels), latent_channels=latent_channels, lr=ae_lr,
-                               buffer_size=buffer_size, replay=replay, iterations=train_iters, seed=seed)
+        self.ae_options = dict(channels=tuple(channels), latent_channels=latent_channels,
+                               lr=number(ae_lr, "lgc_lr", 0.0, low_open=True),
+                               buffer_size=buffer_size, replay=replay, iterations=train_iters,
+                               seed=integer(seed, "lgc_seed", 0, 2**63 - 1))
         self.block = 1 << len(channels)
         self.frames = frames.FrameCodec(LosslessIndex(index))
         self.select = Selector()
@@ -213,10 +216,10 @@ class LGCCompressor(TransportAtFirstUse, Compressor):
         return cls(variant=p["lgc_variant"], dense_steps=_step_count(p, "lgc_dense_steps"),
                    train_steps=_step_count(p, "lgc_train_steps"), compress_ratio=fraction(p["compress_ratio"], "compress_ratio"),
                    innovation_ratio=fraction(p["lgc_innovation_ratio"], "lgc_innovation_ratio"), channels=p["lgc_channels"],
-                   latent_channels=p["lgc_latent_channels"], ae_lr=float(p["lgc_lr"]),
+                   latent_channels=p["lgc_latent_channels"], ae_lr=p["lgc_lr"],
                    buffer_size=_step_count(p, "lgc_buffer"), replay=_step_count(p, "lgc_replay"),
                    train_iters=_step_count(p, "lgc_train_iters"),
-                   seed=int(p["lgc_seed"]), dense_ends=bool(p["lgc_dense_ends"]),
+                   seed=p["lgc_seed"], dense_ends=p["lgc_dense_ends"],
                    min_numel=_step_count(p, "lgc_min_numel"), index=p["lgc_index"],
                    transport=p["transport"], world_size=p["world_size"])
 

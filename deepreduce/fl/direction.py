@@ -18,6 +18,7 @@ import torch
 
 from .. import edge
 from ..base import encode
+from ..checks import flag
 from ..compressors.none import NoneCompressor
 from ..memories.none import NoneMemory
 from ..memories.residual import ResidualMemory
@@ -38,9 +39,9 @@ class Direction:
         if error_feedback is None:  # the params dict's memory decides (GRACE's default: none)
             self.memory = communicator.memory
         else:
-            self.memory = ResidualMemory() if error_feedback else NoneMemory()
+            self.memory = ResidualMemory() if flag(error_feedback, f"{label}_ef") else NoneMemory()
         self.error_feedback = not isinstance(self.memory, NoneMemory)
-        self.compress_1d = bool(compress_1d)
+        self.compress_1d = flag(compress_1d, "compress_1d")
         self._contexts = {}  # tensor name -> the decompress ctx of its shape
         if not self.dense:  # refuse a compressor whose payload cannot travel alone, before any round
             self._one_frame(self.compressor.compress(np.zeros((2, 1024), dtype=np.float32), "probe/format")[0])

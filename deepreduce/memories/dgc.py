@@ -11,6 +11,7 @@ import numpy as np
 from .. import edge
 from .._native import check, f32, ffi, lib, u32
 from ..base import Memory, crossed
+from ..checks import flag, number
 from ..state import HoldsTensorStates, Outputs, StateAttribute, TensorState
 from ..transports.binding import TransportAtFirstUse
 
@@ -21,8 +22,8 @@ class DgcMemory(HoldsTensorStates, TransportAtFirstUse, Memory):
     gradients = StateAttribute()
 
     def __init__(self, momentum=0.9, gradient_clipping=False, world_size=None, transport=None):
-        self.momentum = momentum
-        self.gradient_clipping = gradient_clipping
+        self.momentum = number(momentum, "momentum", 0.0, 1.0)
+        self.gradient_clipping = flag(gradient_clipping, "gradient_clipping")
         self._bind_later(transport, world_size)  # the clipping's allreduce
         # GRACE's names: ``residuals`` holds the momentum u, ``gradients`` the accumulation
         # v; both in the caller's kind and shape.
