@@ -7,7 +7,7 @@ optional engines.
 """
 from . import stats
 from .base import Communicator, Compressor, Memory
-from .errors import CommunicationError, DeepReduceError, FrameError, UnknownNameError
+from .errors import CommunicationError, DeepReduceError, FrameError, ParameterTypeError, UnknownNameError
 from .params import DEFAULTS, grace_from_params
 from .wrappers import DeepReduce, IndexCompressor, ValueCompressor, deepreduce_from_params
 
@@ -15,5 +15,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grace_from_params", "deepreduce_from_params", "ValueCompressor", "IndexCompressor", "DeepReduce", "DEFAULTS", "Compressor", "Memory", "Communicator", "stats",
-    "DeepReduceError", "FrameError", "CommunicationError", "UnknownNameError", "__version__",
+    "DeepReduceError", "FrameError", "CommunicationError", "UnknownNameError", "ParameterTypeError", "__version__",
 ]

@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from . import edge
-from .errors import FrameError
+from .errors import FrameError, ParameterTypeError
 
 
 def array_of(array, dtype, what):
@@ -39,7 +39,7 @@ def section(buf, off, length, what):
 
 def _real(value, what):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a number, got {value!r} ({type(value).__name__})")
+        raise ParameterTypeError(f"{what} must be a number, got {value!r} ({type(value).__name__})")
     return float(value)
 
 
@@ -86,7 +86,7 @@ def flag(value, what):
     and 'false' would both switch the option on."""
     if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
         return bool(value)
-    raise TypeError(f"{what} must be True or False, got {value!r} ({type(value).__name__})")
+    raise ParameterTypeError(f"{what} must be True or False, got {value!r} ({type(value).__name__})")
 
 
 def dense_payload(payload, numel, what):

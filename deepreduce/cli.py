@@ -58,9 +58,10 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 2
+    from .errors import ParameterTypeError
     try:
         args.func(args)
-    except ValueError as e:
+    except (ValueError, ParameterTypeError) as e:
         # Bad arguments or params: one clear line, not a traceback.
         parser.exit(2, f"deepreduce {args.command}: error: {e}\n")
     return 0

@@ -1,5 +1,6 @@
 """``grace_from_params``: GRACE's one-call factory, with its keys and defaults."""
 from .autooff import AutoOff
+from .errors import ParameterTypeError
 from .registry import COMMUNICATORS, COMPRESSOR_ALIASES, COMPRESSORS, MEMORIES, lookup
 
 # Keys and defaults exactly as GRACE's torch.distributed helper reads them.
@@ -30,7 +31,7 @@ COMPRESSOR_DEFAULTS = {"lgc": {"compress_ratio": 1e-3}}
 def resolve_params(params):
     """params over the defaults, checked. Unknown keys are kept (codec wrappers read them)."""
     if not isinstance(params, dict):
-        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+        raise ParameterTypeError(f"params must be a dict, got {type(params).__name__}")
     merged = dict(DEFAULTS)
     merged.update(COMPRESSOR_DEFAULTS.get(params.get("compressor"), {}))
     merged.update(params)

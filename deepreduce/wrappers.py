@@ -59,7 +59,7 @@ from .codecs import Workspace, index_codec, permutation, value_codec
 from .codecs.index import SIGNED_D_LIMIT
 from .codecs.value import RawValues
 from .compressors._sparse import SparseCtx, selected_values, sum_frames
-from .errors import FrameError, UnknownNameError
+from .errors import FrameError, ParameterTypeError, UnknownNameError
 from .params import grace_from_params
 from .state import Outputs
 from .checks import flag, integer
@@ -97,7 +97,7 @@ class _Wrapper(OneFrameCompressor):
     def __init__(self, sparsifier, params=None):
         params = {} if params is None else params
         if not isinstance(params, dict):
-            raise TypeError(f"params must be a dict, got {type(params).__name__}")
+            raise ParameterTypeError(f"params must be a dict, got {type(params).__name__}")
         self.sparsifier = sparsifier
         self.params = params
         # DeepReduce's scripts also write None for "no codec on this side".

@@ -219,7 +219,9 @@ def test_the_command_explains_itself_and_refuses_bad_input(capsys):
                           (["--c2s", "[1]"], "must be a JSON object"),
                           (["--clients", "4", "--per-round", "5"], "per_round=5"),
                           (["--seed", "-1"], "seed=-1 must be an integer >= 0"),
-                          (["--threads", "-1"], "threads=-1 must be an integer >= 1, or 0")):
+                          (["--threads", "-1"], "threads=-1 must be an integer >= 1, or 0"),
+                          (["--c2s", '{"compressor": "topk", "compress_ratio": "0.1"}'],  # a traceback before
+                           "compress_ratio must be a number, got '0.1'")):
         with pytest.raises(SystemExit) as exit_:
             main(["fl", *argv])
         assert exit_.value.code == 2 and message in capsys.readouterr().err

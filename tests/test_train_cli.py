@@ -70,6 +70,12 @@ def test_bad_params_are_argument_errors(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_param_values_take_pythons_true_false_and_none_as_a_grace_script_writes_them():
+    assert dict(parse("--param", "gradient_clipping=True", "--param", "bandwidth=None", "--param",
+                      "auto_off=false", "--param", "policy=p0").param) == \
+        {"gradient_clipping": True, "bandwidth": None, "auto_off": False, "policy": "p0"}
+
+
 def test_bad_values_exit_with_one_line(capsys):
     with pytest.raises(SystemExit) as e:
         main(["train", "--epochs", "0"])
@@ -88,6 +94,10 @@ def test_bad_values_exit_with_one_line(capsys):
     (["--dataset", "cifar10"], "dataset='cifar10' is read from files: pass --data-dir"),
     (["--dataset", "imdb", "--data-dir", "{tmp}"], "IMDB not found: expected the folders train/pos"),
     (["--dataset", "movielens", "--data-dir", "{tmp}"], "MovieLens not found"),
+    # A params value of the wrong type (deepreduce.ParameterTypeError) was a traceback.
+    (["--compressor", "qsgd", "--param", "quantum_num=many"], "quantum_num must be a number, got 'many'"),
+    (["--compressor", "dgc", "--memory", "dgc", "--param", "gradient_clipping=yes"],
+     "gradient_clipping must be True or False, got 'yes'"),
 ])
 def test_bad_training_settings_and_missing_data_exit_with_one_line_before_any_worker(argv, message, capsys,
                                                                                     tmp_path):

@@ -19,6 +19,7 @@ import torch
 from .. import edge
 from ..base import encode
 from ..checks import flag
+from ..errors import ParameterTypeError
 from ..compressors.none import NoneCompressor
 from ..memories.none import NoneMemory
 from ..memories.residual import ResidualMemory
@@ -29,7 +30,7 @@ from . import wire
 class Direction:
     def __init__(self, params, error_feedback=None, compress_1d=False, label="c2s"):
         if not isinstance(params, dict):
-            raise TypeError(f"{label} params must be a dict (a GRACE/DeepReduce params dict), "
+            raise ParameterTypeError(f"{label} params must be a dict (a GRACE/DeepReduce params dict), "
                             f"got {type(params).__name__}")
         self.label = label
         self.params = dict(params)

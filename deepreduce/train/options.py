@@ -50,10 +50,15 @@ def _param(text):
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"--param expects key=value, got {text!r}")
+    if value in _PYTHON_WORDS:             # as a GRACE script writes them in its params dict
+        return key, _PYTHON_WORDS[value]
     try:
         return key, json.loads(value)      # numbers, true/false, null, lists
     except json.JSONDecodeError:
         return key, value                  # anything else is a string
+
+
+_PYTHON_WORDS = {"True": True, "False": False, "None": None}
 
 
 def _params_json(text):
@@ -108,8 +113,9 @@ def add_arguments(p):
     g.add_argument("--value", help="DeepReduce value codec, e.g. polyfit, qsgd, fp16 "
                                    "(default when --deepreduce is set: polyfit)")
     g.add_argument("--param", type=_param, action="append", default=[], metavar="KEY=VALUE",
-                   help="any other params key; VALUE is parsed as JSON when it can be "
-                        "(repeatable, e.g. --param fpr=0.001 --param policy=p0)")
+                   help="any other params key; VALUE is parsed as JSON when it can be, and "
+                        "True, False and None as Python writes them (repeatable, e.g. "
+                        "--param fpr=0.001 --param policy=p0 --param gradient_clipping=True)")
     g.add_argument("--no-baseline", action="store_true",
                    help=f"skip the dense baseline run {json.dumps(DENSE_PARAMS)} (default: train it)")
 
