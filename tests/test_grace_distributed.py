@@ -228,3 +228,30 @@ def test_dgc_memory_clips_by_the_global_norm(three_ranks):
     expected = sum(np.clip(g, -limit, limit) for g in gs) / WORLD
     for out in three_ranks("dgc_clipping"):
         np.testing.assert_allclose(out, expected, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------- 2 ranks: mismatch
+def _step_this_ranks_size(rank, world_size, params):
+    import torch
+
+    from deepreduce import CommunicationError, deepreduce_from_params
+    grc = deepreduce_from_params(dict(params))
+    try:
+        grc.step(torch.randn(1000 * (rank + 1)), "w")
+    except CommunicationError as e:
+        return str(e)
+    return "stepped"
+
+
+@pytest.mark.parametrize("params", [
+    {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.1},
+    {"compressor": "qsgd", "communicator": "allgather"},
+    {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.1,
+     "deepreduce": "index", "index": "bloom"},
+], ids=["topk", "qsgd", "topk+bloom"])
+def test_ranks_stepping_tensors_of_different_sizes_under_one_name_are_told_so(params):
+    """Each rank's frame is sound but for another tensor: the allgather says that the
+    element counts differ, as the allreduce does, where every rank said only 'inconsistent
+    frame header field or section length', as for a damaged frame."""
+    for message in distributed.run(_step_this_ranks_size, 2, params):
+        assert message.startswith("allgather of tensor 'w': element counts differ across ranks [1000, 2000]")
