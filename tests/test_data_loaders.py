@@ -123,6 +123,27 @@ def test_movielens_missing_and_malformed(tmp_path):
     (tmp_path / "ratings.csv").write_text("user,item\n1,2\n")
     with pytest.raises(ValueError, match="expected header"):
         load_dataset("movielens", tmp_path)
+    # Cut short by its download: the last row lacks its timestamp (int('') before, no file
+    # or line named), or has two fields only (an IndexError).
+    for cut in (RATINGS + "4,70,3.0,", RATINGS + "4,7"):
+        (tmp_path / "ratings.csv").write_text(cut)
+        with pytest.raises(ValueError, match=r"ratings.csv line 11: expected integer userId, movieId and "
+                                             r"timestamp .* download and unzip it again"):
+            load_dataset("movielens", tmp_path)
+
+
+def test_cifar10_batch_cut_short_or_of_partial_images_is_named(tmp_path):
+    write_cifar(tmp_path)
+    whole = (tmp_path / "data_batch_2").read_bytes()
+    (tmp_path / "data_batch_2").write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(ValueError, match=r"data_batch_2 is not a whole CIFAR-10 python batch \(pickle data was "
+                                         r"truncated\); .* download and extract the archive again"):
+        load_dataset("cifar10", tmp_path)
+    write_cifar(tmp_path)
+    with open(tmp_path / "test_batch", "wb") as f:
+        pickle.dump({b"data": np.zeros(3072 + 5, dtype=np.uint8), b"labels": [1]}, f)
+    with pytest.raises(ValueError, match="test_batch: b'data' holds 3077 bytes, not whole 3x32x32 images"):
+        load_dataset("cifar10", tmp_path)
 
 
 def test_digits_split_is_fixed():

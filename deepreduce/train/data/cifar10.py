@@ -44,12 +44,18 @@ def locate(data_dir):
 
 def _read_batch(path, labels_key=b"labels", what="CIFAR-10"):
     with open(path, "rb") as f:
-        batch = pickle.load(f, encoding="bytes")
+        try:
+            batch = pickle.load(f, encoding="bytes")
+        except (pickle.UnpicklingError, EOFError, ValueError) as e:
+            raise ValueError(f"{path} is not a whole {what} python batch ({e}); a file cut short by its "
+                             f"download reads this way: download and extract the archive again") from None
     try:
         data, labels = batch[b"data"], batch[labels_key]
     except (KeyError, TypeError) as e:
         raise ValueError(f"{path} is not a {what} python batch (a dict with b'data' and "
                          f"{labels_key!r}); missing {e}") from None
+    if getattr(data, "size", 0) % (3 * 32 * 32):
+        raise ValueError(f"{path}: b'data' holds {getattr(data, 'size', 0)} bytes, not whole 3x32x32 images")
     x = torch.as_tensor(data, dtype=torch.uint8).reshape(-1, 3, 32, 32)
     y = torch.as_tensor(labels, dtype=torch.long)
     if len(x) != len(y):

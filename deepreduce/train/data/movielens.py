@@ -45,7 +45,16 @@ def _read_ratings(path):
         header = next(reader, None)
         if header is None or [h.strip() for h in header[:4]] != HEADER:
             raise ValueError(f"{path}: expected header {','.join(HEADER)}, got {header}")
-        rows = [(int(r[0]), int(r[1]), int(r[3])) for r in reader if r]
+        rows = []
+        for row in reader:
+            if not row:
+                continue
+            try:
+                rows.append((int(row[0]), int(row[1]), int(row[3])))
+            except (ValueError, IndexError):
+                raise ValueError(f"{path} line {reader.line_num}: expected integer userId, movieId and timestamp "
+                                 f"in the columns {','.join(HEADER)}, got {row}; a file cut short by its download "
+                                 f"ends this way: download and unzip it again") from None
     if not rows:
         raise ValueError(f"{path} has a header but no ratings")
     return np.array(rows, dtype=np.int64).T   # users, movies, timestamps
