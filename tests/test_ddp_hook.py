@@ -101,9 +101,13 @@ def test_hook_state_given_a_process_group_exchanges_within_it():
     assert topk[0][0].tobytes() != topk[2][0].tobytes()
 
 
-def test_hook_state_refuses_a_transport_beside_a_process_group():
+def test_hook_state_refuses_a_transport_beside_a_process_group_and_bad_arguments():
     from deepreduce.torch import DeepReduceHookState
     with pytest.raises(ValueError, match="transport 'local' and process_group"):
         DeepReduceHookState({"compressor": "none", "transport": "local"}, process_group=object())
     with pytest.raises(ValueError, match="start_iter must be >= 1"):
         DeepReduceHookState({"compressor": "none"}, start_iter=0)
+    with pytest.raises(ValueError, match="start_iter must be an integer, got 1.5"):
+        DeepReduceHookState({"compressor": "none"}, start_iter=1.5)
+    with pytest.raises(TypeError, match="overlap must be True or False, got 'no'"):  # 'no' overlapped
+        DeepReduceHookState({"compressor": "none"}, overlap="no")

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 import torch.distributed as dist
 
+from ..checks import flag, integer
 from ..transports.torch_dist import TorchTransport
 from ..wrappers import deepreduce_from_params
 
@@ -47,8 +48,10 @@ class DeepReduceHookState:
     iteration counter that tells provisional buckets from final ones."""
 
     def __init__(self, params, process_group=None, start_iter=1, overlap=True):
+        start_iter = integer(start_iter, "start_iter", 0, 2**63 - 1)
         if start_iter < 1:
             raise ValueError("start_iter must be >= 1: DDP's first-iteration buckets are provisional")
+        overlap = flag(overlap, "overlap")
         params = dict(params)
         if process_group is not None:
             # The buckets are averaged across DDP's group, so the communicator (and any
