@@ -112,3 +112,11 @@ def test_bad_training_settings_and_missing_data_exit_with_one_line_before_any_wo
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "train" in capsys.readouterr().out
+
+
+def test_the_python_api_refuses_yes_no_settings_given_as_strings():
+    """``deepreduce.train.run(..., baseline='no')`` trained the baseline ('no' is true)."""
+    from deepreduce import train
+    for setting in ("baseline", "progress"):
+        with pytest.raises(TypeError, match=f"{setting} must be True or False, got 'no'"):
+            train.run({"compressor": "topk"}, **{setting: "no"})

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from ..checks import flag
 from .fedavg import simulate
 from .settings import DENSE, Settings
 from .table import RATES, format_table, row_from_run
@@ -93,7 +94,7 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     if set(runs) == {"c2s", "s2c"} or not all(isinstance(p, dict) for p in runs.values()):
         runs = {"compressed": runs}
     pairs = [(str(label), _directions(params)) for label, params in runs.items()]
-    if baseline and "baseline" not in runs:
+    if flag(baseline, "baseline") and "baseline" not in runs:
         pairs.insert(0, ("baseline", (dict(DENSE), dict(DENSE))))
     unknown = set(settings) - {f.name for f in dataclasses.fields(Settings)} | ({"c2s", "s2c"} & set(settings))
     if unknown:

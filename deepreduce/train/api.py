@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..checks import flag
 from .config import DENSE_PARAMS, make_config
 
 
@@ -118,7 +119,8 @@ def run(runs, *, dataset="digits", workers=2, baseline=True, progress=True, out=
     if not all(isinstance(p, dict) for p in runs.values()):
         runs = {"compressed": runs}
     pairs = [(str(label), dict(params)) for label, params in runs.items()]
-    if baseline and "dense" not in runs:
+    progress = flag(progress, "progress")
+    if flag(baseline, "baseline") and "dense" not in runs:
         pairs.append(("dense", dict(DENSE_PARAMS)))
     if workers < 1:
         raise ValueError(f"workers={workers} must be >= 1")
