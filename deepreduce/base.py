@@ -20,7 +20,8 @@ import numpy as np
 
 from . import edge
 from . import stats as _stats
-from ._native import all_finite, as_frame_bytes, check, f32, half_quotient, lib, result_finite, u8
+from ._native import all_finite, as_frame_bytes, check, f32, half_quotient, lib, parse_frame, result_finite, u8
+from .errors import CommunicationError, DeepReduceError
 from .state import Outputs
 from .transports.binding import TransportAtFirstUse, unbound_state
 
@@ -439,6 +440,28 @@ def numpy_payload(payload, ctx):
         return payload
     sent = getattr(ctx, "sent", None)
     return sent[1] if sent is not None and sent[0] is payload else edge.as_numpy(payload)
+
+
+def refuse_differing_sizes(per_rank, what, error):
+    """After ``error`` (a FrameError) decoding ``per_rank`` (each rank's payloads): where
+    sound frames disagree on their element counts, the ranks step different tensors under
+    one name (another model, another order), and every rank refuses the others' frames
+    alike. Raise CommunicationError saying so, as the allreduce does, rather than blame
+    the frames; return where they agree (the frames are to blame)."""
+    counts = [_frame_numel(payloads[0]) if payloads else None for payloads in per_rank]
+    if len({count for count in counts if count is not None}) > 1:
+        raise CommunicationError(f"{what}: element counts differ across ranks {counts}; every rank must step "
+                                 "the same tensors under each name") from error
+
+
+def _frame_numel(payload):
+    """The element count in the header of ``payload``'s frame, None where it is no sound
+    frame (a damaged one, or a payload that is no frame at all)."""
+    try:
+        array = edge.as_numpy(payload)
+        return int(parse_frame(array, "payload").numel) if array.dtype == np.uint8 and array.ndim == 1 else None
+    except (DeepReduceError, TypeError, ValueError):
+        return None
 
 
 def crossed(tensor, ctx, what):

@@ -248,10 +248,17 @@ def _step_this_ranks_size(rank, world_size, params):
     {"compressor": "qsgd", "communicator": "allgather"},
     {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.1,
      "deepreduce": "index", "index": "bloom"},
-], ids=["topk", "qsgd", "topk+bloom"])
+    {"compressor": "topk", "memory": "residual", "communicator": "broadcast", "compress_ratio": 0.1},
+    {"compressor": "terngrad", "communicator": "alltoall"},
+], ids=["topk", "qsgd", "topk+bloom", "broadcast", "alltoall"])
 def test_ranks_stepping_tensors_of_different_sizes_under_one_name_are_told_so(params):
-    """Each rank's frame is sound but for another tensor: the allgather says that the
+    """Each rank's frame is sound but for another tensor: the communicator says that the
     element counts differ, as the allreduce does, where every rank said only 'inconsistent
-    frame header field or section length', as for a damaged frame."""
-    for message in distributed.run(_step_this_ranks_size, 2, params):
-        assert message.startswith("allgather of tensor 'w': element counts differ across ranks [1000, 2000]")
+    frame header field or section length', as for a damaged frame. (The alltoall's are its
+    chunks': tensors of 1,000 and 2,000 elements in two chunks each.)"""
+    expected = {"alltoall": ("alltoall of tensor 'w' (its chunk {rank}): element counts differ across ranks "
+                              "[500, 1000]")}.get(params["communicator"],
+                                                  f"{params['communicator']} of tensor 'w': element counts differ "
+                                                  "across ranks [1000, 2000]")
+    for rank, message in enumerate(distributed.run(_step_this_ranks_size, 2, params)):
+        assert message.startswith(expected.format(rank=rank))

@@ -1,7 +1,5 @@
-from .. import edge
-from .._native import parse_frame
-from ..base import Communicator, decodes_numpy, numpy_payload
-from ..errors import CommunicationError, DeepReduceError, FrameError
+from ..base import Communicator, decodes_numpy, numpy_payload, refuse_differing_sizes
+from ..errors import FrameError
 
 
 class Allgather(Communicator):
@@ -20,28 +18,10 @@ class Allgather(Communicator):
         try:
             return self.decompress_aggregate(per_rank, ctx)
         except FrameError as error:
-            # Every rank refuses the others' frames alike. Where the frames are sound but
-            # for tensors of different sizes, the ranks step different tensors under one
-            # name (another model, another order): say that, as the allreduce does,
-            # rather than blame the frames.
-            counts = [_frame_numel(payloads[0]) if payloads else None for payloads in per_rank]
-            if len({count for count in counts if count is not None}) > 1:
-                raise CommunicationError(f"allgather of tensor {name!r}: element counts differ across ranks "
-                                         f"{counts}; every rank must step the same tensors under each name") \
-                    from error
+            refuse_differing_sizes(per_rank, f"allgather of tensor {name!r}", error)
             raise
 
 
 def _as_sent(payload, ctx):
     """The payload as the compressor made it (for decoders written elsewhere)."""
     return payload
-
-
-def _frame_numel(payload):
-    """The element count in the header of ``payload``'s frame, None where it is no sound
-    frame (a damaged one, or a payload that is no frame at all)."""
-    try:
-        array = edge.as_numpy(payload)
-        return int(parse_frame(array, "payload").numel) if array.dtype == "uint8" and array.ndim == 1 else None
-    except (DeepReduceError, TypeError, ValueError):
-        return None

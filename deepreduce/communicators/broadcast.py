@@ -1,4 +1,5 @@
-from ..base import Communicator
+from ..base import Communicator, refuse_differing_sizes
+from ..errors import FrameError
 
 
 class Broadcast(Communicator):
@@ -17,4 +18,8 @@ class Broadcast(Communicator):
         received = [[self.transport.broadcast(payload, root, name if i == 0 else f"{name}#{i}")
                      for i, payload in enumerate(tensors)]
                     for root in range(self.transport.size)]
-        return self.decompress_aggregate(received, ctx)
+        try:
+            return self.decompress_aggregate(received, ctx)
+        except FrameError as error:
+            refuse_differing_sizes(received, f"broadcast of tensor {name!r}", error)
+            raise
