@@ -5,6 +5,8 @@ raw memory, so an array of the wrong dtype or a section outside its buffer is re
 before any pointer is made."""
 import math
 import numbers
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -87,6 +89,22 @@ def flag(value, what):
     if isinstance(value, (bool, np.bool_)) or (isinstance(value, numbers.Integral) and value in (0, 1)):
         return bool(value)
     raise ParameterTypeError(f"{what} must be True or False, got {value!r} ({type(value).__name__})")
+
+
+def output_folder(path, what):
+    """The folder ``path``, made now (with its parents) and checked writable, so that a run
+    does not end, after all its work, on a folder it cannot write its results to. A
+    ValueError naming ``what`` (the setting, as its caller spells it) otherwise."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        why = "a file is in the way" if isinstance(e, (FileExistsError, NotADirectoryError)) else e.strerror or e
+        raise ValueError(f"{what}={str(path)!r}: cannot make that folder ({why}); "
+                         "give a folder that can be written") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{what}={str(path)!r}: that folder cannot be written; give one that can")
+    return folder
 
 
 def dense_payload(payload, numel, what):

@@ -5,6 +5,7 @@ import sys
 
 
 def _train(args):
+    from .checks import output_folder
     from .train.data import DataNotFoundError, locate_dataset
     from .train.launch import detect, launch
     from .train.loop import make_communicator, run_worker
@@ -19,6 +20,7 @@ def _train(args):
         locate_dataset(cfg.dataset, cfg.data_dir)
     except DataNotFoundError as e:
         raise ValueError(str(e)) from None
+    output_folder(cfg.out, "--out")  # made now: the results are written after all the training
     if launch(run_worker, args.workers, cfg) in ("torchrun", "mpirun"):
         from .train.launch import leave
         leave()  # this process is a worker: leave as a spawned one does

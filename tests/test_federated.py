@@ -130,6 +130,8 @@ def test_unusable_params_fail_before_any_round():
         fl.run(TOPR, round=3)
     with pytest.raises(TypeError, match="baseline must be True or False, got 'no'"):  # 'no' ran it
         fl.run(TOPR, baseline="no")
+    with pytest.raises(ValueError, match="cannot make that folder"):  # was found after every round
+        fl.run(TOPR, out=__file__, progress=lambda record: pytest.fail("a round ran before out was made"))
     with pytest.raises(ValueError, match="one frame per tensor"):  # the second run's, before the first runs
         fl.run({"fine": TOPR, "unusable": {"compressor": "powersgd"}}, model="cnn", clients=2, rounds=1,
                progress=lambda record: pytest.fail("a round ran before every run's settings were checked"))

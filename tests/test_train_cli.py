@@ -98,15 +98,18 @@ def test_bad_values_exit_with_one_line(capsys):
     (["--compressor", "qsgd", "--param", "quantum_num=many"], "quantum_num must be a number, got 'many'"),
     (["--compressor", "dgc", "--memory", "dgc", "--param", "gradient_clipping=yes"],
      "gradient_clipping must be True or False, got 'yes'"),
+    # The results are written after all the training: a folder that cannot be made failed then.
+    (["--out", "{tmp}/a-file"], "--out='{tmp}/a-file': cannot make that folder (a file is in the way)"),
 ])
 def test_bad_training_settings_and_missing_data_exit_with_one_line_before_any_worker(argv, message, capsys,
                                                                                     tmp_path):
     """They were the optimizer's, NumPy's or a worker's tracebacks, after the workers had
     started."""
+    (tmp_path / "a-file").touch()
     with pytest.raises(SystemExit) as e:
         main(["train", "--no-progress", *[a.format(tmp=tmp_path) for a in argv]])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and message in err and "Traceback" not in err
+    assert e.value.code == 2 and message.format(tmp=tmp_path) in err and "Traceback" not in err
 
 
 def test_no_command_prints_help(capsys):
@@ -120,3 +123,10 @@ def test_the_python_api_refuses_yes_no_settings_given_as_strings():
     for setting in ("baseline", "progress"):
         with pytest.raises(TypeError, match=f"{setting} must be True or False, got 'no'"):
             train.run({"compressor": "topk"}, **{setting: "no"})
+
+
+def test_the_python_api_makes_its_out_folder_before_training(tmp_path):
+    from deepreduce import train
+    (tmp_path / "a-file").touch()
+    with pytest.raises(ValueError, match="cannot make that folder \\(a file is in the way\\)"):
+        train.run({"compressor": "topk"}, out=tmp_path / "a-file" / "run")

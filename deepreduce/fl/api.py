@@ -16,11 +16,10 @@ runs a server and P-1 client hosts over gloo.
 import dataclasses
 import json
 import numbers
-from pathlib import Path
 
 import torch
 
-from ..checks import flag
+from ..checks import flag, output_folder
 from .fedavg import simulate
 from .settings import DENSE, Settings
 from .table import RATES, format_table, row_from_run
@@ -102,6 +101,8 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     configs = [(label, Settings(c2s=c2s, s2c=s2c, **settings)) for label, (c2s, s2c) in pairs]  # all checked here
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 0):
         raise ValueError(f"threads={threads!r} must be an integer >= 1, or 0 to leave torch's own setting")
+    if out is not None:  # made now: the log and the plot are written after every round of every run
+        out = output_folder(out, "out")
     if threads:
         torch.set_num_threads(int(threads))
     results = Results()
@@ -112,8 +113,6 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
         else:
             results.append(simulate(config, label, progress))
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
         (out / "log.json").write_text(json.dumps(results.to_json(), indent=1))
         results.plot(out / "plot.png")
     return results

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import flag
+from ..checks import flag, output_folder
 from .config import DENSE_PARAMS, make_config
 
 
@@ -126,6 +126,7 @@ def run(runs, *, dataset="digits", workers=2, baseline=True, progress=True, out=
         raise ValueError(f"workers={workers} must be >= 1")
     out = out or tempfile.mkdtemp(prefix="deepreduce-run-")
     cfg = make_config(dataset, pairs, out=out, progress=progress, prints=False, **settings)
+    output_folder(cfg.out, "out")  # made now: the results are written after all the training
 
     from .launch import context, spawn
     from .loop import make_communicator, run_worker
