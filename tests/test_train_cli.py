@@ -98,6 +98,8 @@ def test_bad_values_exit_with_one_line(capsys):
     (["--compressor", "qsgd", "--param", "quantum_num=many"], "quantum_num must be a number, got 'many'"),
     (["--compressor", "dgc", "--memory", "dgc", "--param", "gradient_clipping=yes"],
      "gradient_clipping must be True or False, got 'yes'"),
+    # A model another data set's: the model's builder refused it in every worker.
+    (["--model", "lstm"], "model 'lstm' trains on imdb, not 'digits'; leave out --model for digits's default, 'cnn'"),
     # The results are written after all the training: a folder that cannot be made failed then.
     (["--out", "{tmp}/a-file"], "--out='{tmp}/a-file': cannot make that folder (a file is in the way)"),
 ])

@@ -13,8 +13,13 @@ DEFAULT_PARAMS = {"compressor": "topk", "memory": "residual", "communicator": "a
                   "compress_ratio": 0.01}
 DENSE_PARAMS = {"compressor": "none", "memory": "none", "communicator": "allreduce"}
 
-# The names deepreduce.train.models.MODELS builds; kept here so `--help` need not import torch.
-MODEL_NAMES = ("cnn", "mlp", "resnet20", "ncf", "vgg16", "vgg19", "lstm")
+# The names deepreduce.train.models.MODELS builds, with the data sets each can train on (its
+# builder refuses the others' data); kept here so `--help` and the checks before any worker
+# starts need not import torch.
+_IMAGES = ("digits", "cifar10", "cifar100")
+MODEL_DATA_SETS = {"cnn": _IMAGES, "mlp": _IMAGES, "resnet20": _IMAGES, "ncf": ("movielens",),
+                   "vgg16": ("cifar10", "cifar100"), "vgg19": ("cifar10", "cifar100"), "lstm": ("imdb",)}
+MODEL_NAMES = tuple(MODEL_DATA_SETS)
 
 # Training defaults per data set (any flag given on the command line wins).
 DATASET_DEFAULTS = {
@@ -92,6 +97,9 @@ def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, pri
             raise ValueError(f"{spell(name)}={value!r} must be {what} {'> 0' if positive else '>= 0'}")
     if pick["model"] not in MODEL_NAMES:
         raise ValueError(f"unknown model {pick['model']!r}; valid: {', '.join(MODEL_NAMES)}")
+    if dataset not in MODEL_DATA_SETS[pick["model"]]:
+        raise ValueError(f"model {pick['model']!r} trains on {', '.join(MODEL_DATA_SETS[pick['model']])}, not "
+                         f"{dataset!r}; leave out {spell('model')} for {dataset}'s default, {defaults['model']!r}")
     if hidden is not None and pick["model"] != "mlp":
         raise ValueError(f"{spell('hidden')} sets the mlp's layer widths; model {pick['model']!r} "
                          f"has none to set (add {spell('model')} mlp)")
