@@ -61,6 +61,7 @@ def test_hidden_widths_for_the_mlp():
     (["--hidden", "64,0"], "--hidden expects positive integers"),
     (["--hidden", "wide"], "--hidden expects positive integers"),
     (["--params", "{not json"], "--params is neither"),
+    (["--params", "/no/such/params.json"], "--params '/no/such/params.json': no such file"),
     (["--params", "[1, 2]"], "--params must be a JSON object"),
     (["--param", "novalue"], "--param expects key=value"),
 ])

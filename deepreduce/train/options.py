@@ -69,6 +69,8 @@ def _params_json(text):
     try:
         params = json.loads(source)
     except json.JSONDecodeError as e:
+        if source is text and not text.lstrip().startswith(("{", "[")):  # meant as a file's path
+            raise argparse.ArgumentTypeError(f"--params {text!r}: no such file, and no JSON object either")
         raise argparse.ArgumentTypeError(f"--params is neither a JSON object nor a JSON file: {e}")
     if not isinstance(params, dict):
         raise argparse.ArgumentTypeError("--params must be a JSON object such as "
