@@ -6,8 +6,10 @@ one big-endian uint32 per dimension, then the array in row-major order, big-endi
 (``train-images-idx3-ubyte`` ... with or without ``.gz``) as GRACE's examples use them.
 """
 import gzip
+import math
 import os
 import struct
+import zlib
 
 import numpy as np
 
@@ -32,8 +34,12 @@ def _open(path):
 
 def read_idx(path):
     """The array stored in the IDX file at ``path`` (native byte order)."""
-    with _open(path) as f:
-        data = f.read()
+    try:
+        with _open(path) as f:
+            data = f.read()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:  # a gzip stream cut short or damaged
+        raise ValueError(f"{path}: not a whole gzip-compressed IDX file ({e}); a file cut short by its "
+                         f"download reads this way: download it again") from None
     if len(data) < 4 or data[0] != 0 or data[1] != 0:
         raise ValueError(f"{path}: not an IDX file (it must start with two zero bytes)")
     code, ndim = data[2], data[3]
@@ -44,7 +50,7 @@ def read_idx(path):
         raise ValueError(f"{path}: truncated header ({len(data)} bytes for {ndim} dimensions)")
     shape = struct.unpack(f">{ndim}I", data[4:header])
     dtype = _TYPES[code]
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize  # Python's integers: no wrap-around
     if len(data) - header != expected:
         raise ValueError(f"{path}: the header declares shape {shape} ({expected} bytes of data) "
                          f"but the file holds {len(data) - header}")

@@ -37,6 +37,25 @@ def test_damaged_files_are_refused(tmp_path):
         write_idx(path, np.zeros(2, dtype=np.complex64))
 
 
+def test_a_gzip_file_cut_short_or_damaged_is_named(tmp_path):
+    """gzip's EOFError or BadGzipFile, without the file's name, before."""
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    write_idx(path, np.arange(4096, dtype=np.uint8).reshape(4, 32, 32), compress=True)
+    whole = path.read_bytes()
+    for damaged in (whole[:len(whole) // 2], whole[:-4] + bytes(4)):  # cut short; its length field zeroed
+        path.write_bytes(damaged)
+        with pytest.raises(ValueError, match=r"train-images-idx3-ubyte.gz: not a whole gzip-compressed IDX file"):
+            read_idx(path)
+
+
+def test_a_header_whose_shape_overflows_64_bits_is_refused(tmp_path):
+    """The element count was a NumPy int64 product, which wraps around past 2**63."""
+    path = tmp_path / "huge"
+    path.write_bytes(bytes([0, 0, 8, 3]) + bytes([0xFF] * 12))
+    with pytest.raises(ValueError, match=f"declares shape .* \\({(2**32 - 1) ** 3} bytes of data\\)"):
+        read_idx(path)
+
+
 def test_synthetic_mnist_loads_as_mnist(tmp_path):
     write_synthetic_mnist(tmp_path, train=40, test=20)
     (x, y), (xt, yt) = load_mnist(tmp_path)
