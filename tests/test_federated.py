@@ -221,6 +221,7 @@ def test_the_command_explains_itself_and_refuses_bad_input(capsys):
     for argv, message in ((["--params", '{"compressor": "nope"}'], "unknown compressor 'nope'"),
                           (["--alpha", "-1"], "--alpha must be > 0"),
                           (["--c2s", "[1]"], "must be a JSON object"),
+                          (["--s2c", "/no/such/s2c.json"], "argument --s2c: '/no/such/s2c.json': no such file"),
                           (["--clients", "4", "--per-round", "5"], "per_round=5"),
                           (["--seed", "-1"], "seed=-1 must be an integer >= 0"),
                           (["--threads", "-1"], "threads=-1 must be an integer >= 1, or 0"),
@@ -229,6 +230,17 @@ def test_the_command_explains_itself_and_refuses_bad_input(capsys):
         with pytest.raises(SystemExit) as exit_:
             main(["fl", *argv])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_command_takes_a_params_file_as_deepreduce_train_does(tmp_path):
+    import argparse
+
+    from deepreduce.fl.cli import add_arguments
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    (tmp_path / "topr.json").write_text('{"compressor": "topk", "compress_ratio": 0.1}')
+    args = parser.parse_args(["--c2s", str(tmp_path / "topr.json")])
+    assert args.c2s == {"compressor": "topk", "compress_ratio": 0.1}
 
 
 def test_the_command_prints_the_table(tmp_path, capsys):

@@ -60,9 +60,9 @@ def test_hidden_widths_for_the_mlp():
 @pytest.mark.parametrize("argv,message", [
     (["--hidden", "64,0"], "--hidden expects positive integers"),
     (["--hidden", "wide"], "--hidden expects positive integers"),
-    (["--params", "{not json"], "--params is neither"),
-    (["--params", "/no/such/params.json"], "--params '/no/such/params.json': no such file"),
-    (["--params", "[1, 2]"], "--params must be a JSON object"),
+    (["--params", "{not json"], "argument --params: neither a JSON object nor a JSON file"),
+    (["--params", "/no/such/params.json"], "argument --params: '/no/such/params.json': no such file"),
+    (["--params", "[1, 2]"], "argument --params: a params dict must be a JSON object"),
     (["--param", "novalue"], "--param expects key=value"),
 ])
 def test_bad_params_are_argument_errors(argv, message, capsys):

@@ -1,8 +1,8 @@
 """``deepreduce fl``: the options of a federated run, and the command itself."""
 import argparse
-import json
 from types import SimpleNamespace
 
+from ..train.options import params_argument
 from .settings import MODELS, OPTIMIZERS, S2C_READINGS, WEIGHTINGS, defaults
 from .table import PAPER_ROWS, PAPER_TABLE4_SECONDS
 
@@ -27,16 +27,6 @@ examples:
                  "deepreduce": "both", "index": "rice", "value": "qsgd"}' --clients 16 --per-round 8
   deepreduce fl --model lstm --rows paper --rounds 5 --clients 8 --per-round 4
   deepreduce fl --c2s '{"compressor": "topk", "compress_ratio": 0.1}' --no-c2s-ef --s2c-update round"""
-
-
-def _json_dict(text):
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"not JSON ({e}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"a params dict must be a JSON object, got {text!r}")
-    return value
 
 
 def _alpha(text):
@@ -64,9 +54,12 @@ def add_arguments(parser):
     add("--optimizer", choices=OPTIMIZERS, default=d.optimizer, help="client optimizer (default %(default)s)")
     add("--alpha", type=_alpha, default=d.alpha, help="Dirichlet concentration of the non-IID split, or 'iid' "
                                                       "(default %(default)s)")
-    add("--params", type=_json_dict, default=None, help="params dict of both directions (JSON)")
-    add("--c2s", type=_json_dict, default=None, help="client-to-server params dict (JSON; default: --params, else dense)")
-    add("--s2c", type=_json_dict, default=None, help="server-to-client params dict (JSON; default: --params, else dense)")
+    add("--params", type=params_argument, default=None,
+        help="params dict of both directions (a JSON object, or a JSON file's path)")
+    add("--c2s", type=params_argument, default=None,
+        help="client-to-server params dict (as --params; default: --params, else dense)")
+    add("--s2c", type=params_argument, default=None,
+        help="server-to-client params dict (as --params; default: --params, else dense)")
     add("--rows", choices=["paper"], default=None,
         help="run the paper's rows (baseline, top-r 10%%, DR(∅,BF-P0), DR(Fit-Poly,∅), DR(QSGD,BF-P0), ours)")
     for side, who in (("c2s", "each client's"), ("s2c", "the server's")):

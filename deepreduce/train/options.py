@@ -61,7 +61,10 @@ def _param(text):
 _PYTHON_WORDS = {"True": True, "False": False, "None": None}
 
 
-def _params_json(text):
+def params_argument(text):
+    """A params dict given on a command line: a JSON object, or the path of a file holding
+    one (``deepreduce train --params``, ``deepreduce fl --params/--c2s/--s2c``). argparse
+    puts the flag's name before the messages."""
     source = text
     if os.path.isfile(text):
         with open(text) as f:
@@ -70,10 +73,10 @@ def _params_json(text):
         params = json.loads(source)
     except json.JSONDecodeError as e:
         if source is text and not text.lstrip().startswith(("{", "[")):  # meant as a file's path
-            raise argparse.ArgumentTypeError(f"--params {text!r}: no such file, and no JSON object either")
-        raise argparse.ArgumentTypeError(f"--params is neither a JSON object nor a JSON file: {e}")
+            raise argparse.ArgumentTypeError(f"{text!r}: no such file, and no JSON object either")
+        raise argparse.ArgumentTypeError(f"neither a JSON object nor a JSON file: {e}")
     if not isinstance(params, dict):
-        raise argparse.ArgumentTypeError("--params must be a JSON object such as "
+        raise argparse.ArgumentTypeError("a params dict must be a JSON object such as "
                                          '\'{"compressor": "topk", "compress_ratio": 0.01}\'')
     return params
 
@@ -94,7 +97,7 @@ def add_arguments(p):
     p.epilog = EXAMPLES % {"default": json.dumps(DEFAULT_PARAMS), "dense": json.dumps(DENSE_PARAMS),
                            "table": _defaults_table()}
     g = p.add_argument_group("compression (the params dict given to grace_from_params)")
-    g.add_argument("--params", type=_params_json, metavar="JSON",
+    g.add_argument("--params", type=params_argument, metavar="JSON",
                    help="params dict as a JSON object or a path to a .json file "
                         f"(default: {json.dumps(DEFAULT_PARAMS)})")
     g.add_argument("--compressor", help="GRACE compressor name, e.g. none, fp16, topk, randomk, "
