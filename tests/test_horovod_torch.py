@@ -123,6 +123,10 @@ def _collectives(rank, world_size):
         assert hvd.allreduce(torch.tensor([rank + 1]), average=False).tolist() == total.tolist()
         gathered = hvd.allgather(torch.full((rank + 1, 2), float(rank)))
         weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
+        for root in (2, -1):  # no rank: refused on every rank, before any exchange (-1 indexed from the end)
+            with pytest.raises(ValueError, match=f"root {root} is not a rank of this world \\(ranks 0 to 1\\)"):
+                hvd.broadcast(torch.ones(2), root_rank=root)
+        assert hvd.broadcast(torch.full((2,), float(rank)), root_rank=1).tolist() == [1.0, 1.0]  # still in step
         return weights, sgd.param_groups[0]["lr"], mean.item(), total.tolist(), gathered.tolist(), hvd.size(), momentum
     finally:
         world.shutdown()

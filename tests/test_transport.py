@@ -104,3 +104,16 @@ def test_the_same_workload_under_mpirun():
     rows = distributed.run_mpi("transport_mpi_run.py", 3)  # a wrong byte fails the job
     assert sorted(row["rank"] for row in rows) == [0, 1, 2]
     assert all("ranks disagree on the tensor sequence" in row["diverged"] for row in rows)
+
+
+def test_a_world_of_one_refuses_a_broadcast_root_that_is_no_rank():
+    """At world size 1 the root was not looked at: a script's root_rank=1 ran here and
+    failed only on a real world."""
+    import numpy as np
+
+    from deepreduce.transports.local import LocalTransport
+    local = LocalTransport()
+    assert local.broadcast(np.ones(2, np.float32), 0, "w").tolist() == [1.0, 1.0]
+    for root in (1, -1, 0.0, True):
+        with pytest.raises(ValueError, match="is not a rank of this world \\(ranks 0 to 0\\)"):
+            local.broadcast(np.ones(2, np.float32), root, "w")

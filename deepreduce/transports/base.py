@@ -15,6 +15,7 @@ in a second collective. Two collectives (sizes, then payloads) took 2.0-2.7x as 
 gloo as one, each being a round of messages whatever its size.
 """
 import contextlib
+import numbers
 import zlib
 from abc import ABC, abstractmethod
 
@@ -196,6 +197,7 @@ class Transport(ABC):
 
     def broadcast(self, array, root, name):
         """Root's ``array`` on every rank (non-roots pass an array of the same dtype)."""
+        self.check_root(root, name)
         template = array
         array = np.ascontiguousarray(edge.as_numpy(array)).reshape(-1)
         with self._guard("broadcast", name):
@@ -207,6 +209,14 @@ class Transport(ABC):
             else:
                 data = self._broadcast_bytes(array.view(np.uint8), total, root)
         return edge.like(self._as_dtype(data, array.dtype, name), template)
+
+    def check_root(self, root, name):
+        """Refuse a broadcast root that is no rank of this world, on every rank alike: an
+        integer in [0, size) (a negative one indexed the ranks' sizes from the end, one
+        past the end failed with an IndexError, and at world size 1 it was not looked at)."""
+        if isinstance(root, bool) or not isinstance(root, numbers.Integral) or not 0 <= root < self.size:
+            raise ValueError(f"broadcast of {name!r}: root {root!r} is not a rank of this world "
+                             f"(ranks 0 to {self.size - 1})")
 
     def alltoall(self, arrays, name):
         """Send arrays[j] to rank j; return what every rank sent to this one, in rank order."""

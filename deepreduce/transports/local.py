@@ -17,6 +17,7 @@ class LocalTransport(Transport):
         return [array]
 
     def broadcast(self, array, root, name):
+        self.check_root(root, name)
         return array
 
     def alltoall(self, arrays, name):
