@@ -1,9 +1,14 @@
 """What our Horovod call shapes share whatever the framework (``deepreduce.torch.horovod``,
 ``deepreduce.tensorflow.horovod`` and its ``keras``): the reduction op tags, Horovod's
 rules for choosing the op, the tags of unnamed collectives, and the refusals of the
-Horovod options we do not offer. The process world they run in is ``deepreduce.world``.
+Horovod options we do not offer, and the check that an allgather's ranks agree on what
+they send. The process world they run in is ``deepreduce.world``.
 """
 import itertools
+
+import numpy as np
+
+from .errors import CommunicationError
 
 Average = "average"
 Sum = "sum"
@@ -16,6 +21,31 @@ def collective_name(name, kind):
     """The tag of a collective: the caller's ``name``, or ``kind`` and the collective's
     place in this process's order of unnamed ones."""
     return name if name is not None else f"{kind}.noname.{next(_UNNAMED)}"
+
+
+def check_allgather_layout(transport, name, dtype, shape):
+    """Before an allgather concatenated along the first dimension: every rank's tensor must
+    have the same dtype and the same dimensions past the first, as Horovod requires.
+    The transport gathers bytes, so a rank's float64 would be read as float32 pairs and
+    rows of another width cut across rows: every rank raises CommunicationError here,
+    naming what each sent, instead. One small exchange of (dimensions, dtype's name,
+    trailing dimensions)."""
+    text = str(dtype).encode()
+    layout = np.array([len(shape), len(text), *text, *shape[1:]], dtype=np.int64)
+    layouts = transport.allgather(layout, f"{name}/layout")
+    if any(not np.array_equal(theirs, layout) for theirs in layouts):
+        sent = [_layout_text(theirs) for theirs in layouts]
+        raise CommunicationError(f"allgather {name!r}: the ranks' tensors differ in dtype or in the dimensions "
+                                 f"past the first ({', '.join(sent)}, by rank); Horovod's allgather needs them "
+                                 "the same")
+
+
+def _layout_text(layout):
+    """'float32 (*, 3)' from ``check_allgather_layout``'s vector."""
+    ndim, length = int(layout[0]), int(layout[1])
+    dtype = bytes(int(c) for c in layout[2:2 + length]).decode(errors="replace")
+    trailing = [int(d) for d in layout[2 + length:]]
+    return f"{dtype} {'scalar' if ndim == 0 else '(' + ', '.join(['*'] + [str(d) for d in trailing]) + ')'}"
 
 
 def reduce_op(op=None, average=None):

@@ -123,6 +123,11 @@ def _collectives(rank, world_size):
         assert hvd.allreduce(torch.tensor([rank + 1]), average=False).tolist() == total.tolist()
         gathered = hvd.allgather(torch.full((rank + 1, 2), float(rank)))
         weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy()
+        # Rows of another width, or another dtype, on one rank: read as garbage before (rank 0
+        # got 5 rows of 2 from rows of 2 and of 3; a float64's bytes as float32 pairs).
+        for mine in (torch.ones(2, 2 + rank), torch.ones(2, 2, dtype=torch.float32 if rank == 0 else torch.float64)):
+            with pytest.raises(CommunicationError, match="the ranks' tensors differ in dtype or in the dimensions"):
+                hvd.allgather(mine)
         for root in (2, -1):  # no rank: refused on every rank, before any exchange (-1 indexed from the end)
             with pytest.raises(ValueError, match=f"root {root} is not a rank of this world \\(ranks 0 to 1\\)"):
                 hvd.broadcast(torch.ones(2), root_rank=root)

@@ -206,6 +206,9 @@ def _tf_collectives(rank, world_size):
         total = hvd.allreduce(tf.constant([rank + 1]), op=hvd.Sum)
         assert hvd.allreduce(tf.constant([rank + 1]), average=False).numpy().tolist() == total.numpy().tolist()
         gathered = tf.function(lambda t: hvd.allgather(t))(tf.fill([rank + 1, 2], float(rank)))
+        # Rows of another width on one rank: rank 0 read garbage rows before, rank 1 failed.
+        with pytest.raises(Exception, match="the ranks' tensors differ in dtype or in the dimensions"):
+            hvd.allgather(tf.ones([2, 2 + rank]))
         root_value = hvd.broadcast(tf.constant([rank * 10.0]), root_rank=1)
         variables = [tf.Variable(tf.fill([3], float(rank))), tf.Variable(rank, dtype=tf.int64)]
 

@@ -12,7 +12,7 @@ import json
 
 import torch
 
-from ..horovod_common import Average, Sum, collective_name, reduce_op, refuse_unoffered
+from ..horovod_common import Average, Sum, check_allgather_layout, collective_name, reduce_op, refuse_unoffered
 from ..world import init, is_initialized, local_rank, local_size, rank, shutdown, size, current
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
@@ -32,7 +32,9 @@ def allreduce(tensor, average=None, name=None, op=None):
 
 def allgather(tensor, name=None):
     """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
-    parts = current().transport.allgather(tensor.detach().cpu().contiguous().reshape(-1), collective_name(name, "allgather"))
+    name, transport = collective_name(name, "allgather"), current().transport
+    check_allgather_layout(transport, name, tensor.dtype, tuple(tensor.shape))
+    parts = transport.allgather(tensor.detach().cpu().contiguous().reshape(-1), name)
     rows = [p.reshape(-1, *tensor.shape[1:]) if tensor.dim() else p for p in parts]
     return torch.cat(rows).to(tensor.device)
 

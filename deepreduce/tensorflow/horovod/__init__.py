@@ -11,7 +11,7 @@ Horovod, and why: docs/tensorflow.md.
 import numpy as np
 import tensorflow as tf
 
-from ...horovod_common import Average, Sum, collective_name, reduce_op, refuse_unoffered
+from ...horovod_common import Average, Sum, check_allgather_layout, collective_name, reduce_op, refuse_unoffered
 from ...world import current, init, is_initialized, local_rank, local_size, rank, shutdown, size
 from ..crossing import numpy_call, step_tensorflow
 
@@ -47,7 +47,9 @@ def allgather(tensor, name=None):
     tag = collective_name(name, "allgather")
 
     def gather(array):
-        parts = current().transport.allgather(np.ascontiguousarray(array).reshape(-1), tag)
+        transport = current().transport
+        check_allgather_layout(transport, tag, array.dtype, array.shape)
+        parts = transport.allgather(np.ascontiguousarray(array).reshape(-1), tag)
         return [np.concatenate([p.reshape((-1,) + array.shape[1:]) for p in parts]) if array.ndim
                 else np.concatenate(parts)]
 
