@@ -21,7 +21,7 @@ import numpy as np
 from . import edge
 from . import stats as _stats
 from ._native import all_finite, as_frame_bytes, check, f32, half_quotient, lib, parse_frame, result_finite, u8
-from .errors import CommunicationError, DeepReduceError
+from .errors import CommunicationError, DeepReduceError, FrameError
 from .state import Outputs
 from .transports.binding import TransportAtFirstUse, unbound_state
 
@@ -319,16 +319,24 @@ class Communicator(TransportAtFirstUse, ABC):
         self._decode_seconds = getattr(self, "_decode_seconds", 0.0) + time.perf_counter() - start
         return out
 
-    def decompress_aggregate(self, payloads, ctx):
+    def decompress_aggregate(self, payloads, ctx, exchange=None):
         """Every rank's payload (one list per rank) decompressed, aggregated and averaged
         by the compressor's ``decompress_aggregate``, timed into this step's decode
         seconds. A compressor that is not one of our classes (duck-typed) gets the
-        default: its decompress per rank, then its aggregate."""
+        default: its decompress per rank, then its aggregate. ``exchange`` names where
+        the payloads came from ("allgather of tensor 'w'"): a frame refused there is
+        reported as ranks stepping tensors of different sizes where that is the cause
+        (``_refuse_differing_sizes``)."""
         compressor = self.compressor
         combine = compressor.decompress_aggregate if is_compressor(compressor) else \
             partial(Compressor.decompress_aggregate, compressor)
         start = time.perf_counter()
-        out = combine(payloads, ctx, self.world_size if compressor.average else 1)
+        try:
+            out = combine(payloads, ctx, self.world_size if compressor.average else 1)
+        except FrameError as error:
+            if exchange is not None:
+                _refuse_differing_sizes(payloads, exchange, error)
+            raise
         self._decode_seconds = getattr(self, "_decode_seconds", 0.0) + time.perf_counter() - start
         return out
 
@@ -442,7 +450,7 @@ def numpy_payload(payload, ctx):
     return sent[1] if sent is not None and sent[0] is payload else edge.as_numpy(payload)
 
 
-def refuse_differing_sizes(per_rank, what, error):
+def _refuse_differing_sizes(per_rank, what, error):
     """After ``error`` (a FrameError) decoding ``per_rank`` (each rank's payloads): where
     sound frames disagree on their element counts, the ranks step different tensors under
     one name (another model, another order), and every rank refuses the others' frames

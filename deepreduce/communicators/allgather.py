@@ -1,5 +1,4 @@
-from ..base import Communicator, decodes_numpy, numpy_payload, refuse_differing_sizes
-from ..errors import FrameError
+from ..base import Communicator, decodes_numpy, numpy_payload
 
 
 class Allgather(Communicator):
@@ -14,12 +13,8 @@ class Allgather(Communicator):
         crossing = numpy_payload if decodes_numpy(self.compressor) else _as_sent
         gathered = [self.transport.allgather(crossing(payload, ctx), name if i == 0 else f"{name}#{i}")
                     for i, payload in enumerate(tensors)]
-        per_rank = [list(payloads) for payloads in zip(*gathered)]
-        try:
-            return self.decompress_aggregate(per_rank, ctx)
-        except FrameError as error:
-            refuse_differing_sizes(per_rank, f"allgather of tensor {name!r}", error)
-            raise
+        return self.decompress_aggregate([list(per_rank) for per_rank in zip(*gathered)], ctx,
+                                         f"allgather of tensor {name!r}")
 
 
 def _as_sent(payload, ctx):

@@ -12,8 +12,7 @@ from functools import partial
 import numpy as np
 
 from .. import edge
-from ..base import Communicator, Compressor, is_compressor, refuse_differing_sizes
-from ..errors import FrameError
+from ..base import Communicator, Compressor, is_compressor
 
 
 class ChunkedCodec(Compressor):
@@ -73,12 +72,9 @@ class AllToAll(Communicator):
         for i in range(len(tensors[0])):
             per_rank = self.transport.alltoall([chunk[i] for chunk in tensors], f"{name}#{i}")
             received.append(per_rank)
-        chunks_of_ranks = [list(parts) for parts in zip(*received)]
-        try:
-            reduced = self.decompress_aggregate(chunks_of_ranks, contexts[me])
-        except FrameError as error:  # the chunks' sizes follow the tensors'
-            refuse_differing_sizes(chunks_of_ranks, f"alltoall of tensor {name!r} (its chunk {me})", error)
-            raise
+        # (The chunks' sizes follow the tensors': ranks with tensors of other sizes are told so.)
+        reduced = self.decompress_aggregate([list(parts) for parts in zip(*received)], contexts[me],
+                                            f"alltoall of tensor {name!r} (its chunk {me})")
         # 2. the reduced chunk is compressed again and gathered by everyone.
         again, again_ctx = self.compressor.compress(reduced, f"{name}/chunk{me}/reduced")
         gathered = [self.transport.allgather(t, f"{name}/reduced#{i}") for i, t in enumerate(again)]

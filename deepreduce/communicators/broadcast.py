@@ -1,5 +1,4 @@
-from ..base import Communicator, refuse_differing_sizes
-from ..errors import FrameError
+from ..base import Communicator
 
 
 class Broadcast(Communicator):
@@ -18,8 +17,4 @@ class Broadcast(Communicator):
         received = [[self.transport.broadcast(payload, root, name if i == 0 else f"{name}#{i}")
                      for i, payload in enumerate(tensors)]
                     for root in range(self.transport.size)]
-        try:
-            return self.decompress_aggregate(received, ctx)
-        except FrameError as error:
-            refuse_differing_sizes(received, f"broadcast of tensor {name!r}", error)
-            raise
+        return self.decompress_aggregate(received, ctx, f"broadcast of tensor {name!r}")

@@ -19,8 +19,8 @@ import torch
 from .. import edge
 from ..base import encode
 from ..checks import flag
-from ..errors import ParameterTypeError
 from ..compressors.none import NoneCompressor
+from ..errors import ParameterTypeError
 from ..memories.none import NoneMemory
 from ..memories.residual import ResidualMemory
 from ..wrappers import deepreduce_from_params
@@ -31,7 +31,7 @@ class Direction:
     def __init__(self, params, error_feedback=None, compress_1d=False, label="c2s"):
         if not isinstance(params, dict):
             raise ParameterTypeError(f"{label} params must be a dict (a GRACE/DeepReduce params dict), "
-                            f"got {type(params).__name__}")
+                                     f"got {type(params).__name__}")
         self.label = label
         self.params = dict(params)
         communicator = deepreduce_from_params(self.params)
