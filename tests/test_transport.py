@@ -1,7 +1,8 @@
 """The transports' allgather over real processes: one collective per call once the
 tensor sequence repeats, every byte right whether a payload fits the guessed capacity,
 spills past it or is empty, and ranks that move on to different tensors after steady
-steps raise a CommunicationError on every rank instead of aborting in the engine."""
+steps raise a CommunicationError on every rank instead of aborting in the engine, as do
+ranks that pass arrays of different dtypes to any collective."""
 import pytest
 
 pytest.importorskip("torch")
@@ -98,12 +99,37 @@ def test_ranks_that_diverge_after_steady_steps_raise_on_every_rank(other):
         assert f"rank {rank} sent tensor" in message
 
 
+def _mismatched_dtypes(rank, world):
+    transport, _ = _counting_transport()
+    return transport_workload.mismatched_dtypes(transport)
+
+
+def check_dtype_refusals(messages, world):
+    """Every collective refused on every rank, naming each rank's dtype (the bytes had been
+    read as the other type's: float64 pairs as garbage float32s; the sum aborted gloo)."""
+    sent = ", ".join(f"rank {r}: {'float64' if r == 1 else 'float32'}" for r in range(world))
+    for op in ("allreduce", "allgather", "broadcast", "alltoall"):
+        assert messages[op] == (f"{op} of tensor 'w': the ranks' dtypes differ ({sent}); "
+                                "every rank must pass the same dtype"), messages[op]
+    mixed = ", ".join(f"rank {r}: {'arrays of several dtypes' if r == 1 else 'float32'}" for r in range(world))
+    assert f"the ranks' dtypes differ ({mixed})" in messages["alltoall mixed"], messages["alltoall mixed"]
+    assert messages["sum"] == [world * (world + 1) / 2] * 3  # still in step
+
+
+@pytest.mark.slow
+def test_ranks_that_pass_different_dtypes_raise_on_every_rank():
+    for messages in distributed.run(_mismatched_dtypes, 2, timeout=60):  # an abort shows as a timeout
+        check_dtype_refusals(messages, 2)
+
+
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_the_same_workload_under_mpirun():
     rows = distributed.run_mpi("transport_mpi_run.py", 3)  # a wrong byte fails the job
     assert sorted(row["rank"] for row in rows) == [0, 1, 2]
     assert all("ranks disagree on the tensor sequence" in row["diverged"] for row in rows)
+    for row in rows:
+        check_dtype_refusals(row["dtypes"], 3)
 
 
 def test_a_world_of_one_refuses_a_broadcast_root_that_is_no_rank():

@@ -58,3 +58,30 @@ def diverge(transport, other):
     except CommunicationError as exc:
         return str(exc)
     return "no error"
+
+
+def mismatched_dtypes(transport):
+    """Each collective with rank 1's array float64 where the others' are float32 (the same
+    element count), then an alltoall whose rank-1 arrays mix the two: returns, per
+    collective, the CommunicationError's message on this rank, and last the sum of a
+    well-formed allreduce, which shows the ranks still in step."""
+    from deepreduce.errors import CommunicationError
+    dtype = np.float64 if transport.rank == 1 else np.float32
+    size = transport.size
+    calls = {
+        "allreduce": lambda: transport.allreduce(np.ones(6, dtype), "w"),
+        "allgather": lambda: transport.allgather(np.ones(6, dtype), "w"),
+        "broadcast": lambda: transport.broadcast(np.ones(6, dtype), 0, "w"),
+        "alltoall": lambda: transport.alltoall([np.ones(2, dtype) for _ in range(size)], "w"),
+        "alltoall mixed": lambda: transport.alltoall(
+            [np.ones(2, np.float64 if transport.rank == 1 and j == 0 else np.float32) for j in range(size)], "w"),
+    }
+    messages = {}
+    for op, call in calls.items():
+        try:
+            call()
+            messages[op] = "no error"
+        except CommunicationError as exc:
+            messages[op] = str(exc)
+    messages["sum"] = transport.allreduce(np.full(3, transport.rank + 1, np.float32), "after").tolist()
+    return messages

@@ -4,11 +4,12 @@ CPU torch tensors; results come back in the kind that went in, see ``edge.like``
 
 A transport subclass supplies a handful of byte-level primitives; this base class builds
 the collectives from them and adds the safety checks that make misuse fail loudly:
-payload sizes travel with a tag derived from the tensor name, so ranks that disagree on
-which tensor they are exchanging raise a CommunicationError naming the tensor and the
-rank instead of exchanging garbage or hanging on mismatched sizes.
+payload sizes travel with a tag derived from the tensor name and a code of the payload's
+dtype, so ranks that disagree on which tensor they are exchanging, or on its dtype, raise a
+CommunicationError naming the tensor and the ranks instead of exchanging garbage (bytes read
+as another type's) or hanging on mismatched sizes.
 
-An allgather is one collective in steady state: the header (tag, size) and the payload
+An allgather is one collective in steady state: the header (tag, size, dtype) and the payload
 travel together, the payload padded to a capacity that every rank guesses alike from
 earlier allgathers (see ``CapacityGuess``); a payload longer than the guess sends its rest
 in a second collective. Two collectives (sizes, then payloads) took 2.0-2.7x as long on
@@ -30,9 +31,26 @@ def name_tag(name):
     return zlib.crc32(str(name).encode("utf-8")) & 0x7FFFFFFF
 
 
-# An allgather's block: (tag, payload bytes) as little-endian int64, then the payload.
+def dtype_code(dtype):
+    """A NumPy dtype as an int64 that is the same on every rank: its ``str`` ('<f4',
+    '|u1', '<c16') as little-endian ASCII bytes; ``dtype_name`` reads it back."""
+    return int.from_bytes(np.dtype(dtype).str.encode("ascii")[:8], "little")
+
+
+# What an alltoall's rank sends as its dtype code when its arrays are of several dtypes.
+MIXED_DTYPES = -1
+
+
+def dtype_name(code):
+    if code == MIXED_DTYPES:
+        return "arrays of several dtypes"
+    return np.dtype(int(code).to_bytes(8, "little").rstrip(b"\0").decode("ascii")).name
+
+
+# An allgather's block: (tag, payload bytes, dtype code, 0) as little-endian int64, then the
+# payload. Four fields keep the payload at a multiple of 16 bytes into the block.
 HEADER = np.dtype("<i8")
-HEADER_BYTES = 2 * HEADER.itemsize
+HEADER_BYTES = 4 * HEADER.itemsize
 
 
 class CapacityGuess:
@@ -85,7 +103,7 @@ class Transport(ABC):
     def __init__(self, rank, size):
         self.rank = rank
         self.size = size
-        self._agreed = set()  # names whose (tag, numel) every rank has confirmed
+        self._agreed = set()  # names whose (tag, numel, dtype) every rank has confirmed
         self._capacity = CapacityGuess()
 
     def __deepcopy__(self, memo):
@@ -142,21 +160,30 @@ class Transport(ABC):
                     f"while rank {r} sent a different tensor; every rank must call step() for the "
                     f"same tensors in the same order")
 
-    def _agree(self, name, value):
-        """Exchange (tag(name), value) and check every rank is at the same tensor.
-        Returns the per-rank values."""
-        rows = self._allgather_int64(np.array([name_tag(name), value], dtype=np.int64))
+    def _check_dtypes(self, codes, op, name):
+        """Raise on every rank alike unless every rank passed the same dtype: the bytes of
+        one would be read as another's (garbage), or, in a sum, abort the process in gloo."""
+        if np.any(codes != codes[0]):
+            sent = ", ".join(f"rank {r}: {dtype_name(c)}" for r, c in enumerate(codes))
+            raise CommunicationError(f"{op} of tensor {name!r}: the ranks' dtypes differ ({sent}); "
+                                     f"every rank must pass the same dtype")
+
+    def _agree(self, name, op, code, *values):
+        """Exchange (tag(name), dtype ``code``, values) and check every rank is at the same
+        tensor, with the same dtype. Returns the per-rank values, a row per rank."""
+        rows = self._allgather_int64(np.array([name_tag(name), code, *values], dtype=np.int64))
         self._check_tags(rows[:, 0], name)
-        return rows[:, 1]
+        self._check_dtypes(rows[:, 1], op, name)
+        return rows[:, 2:]
 
     def allreduce(self, array, name):
         """Sum ``array`` over ranks in place and return it. The first time a name is seen
-        its element count is checked to match on every rank."""
+        its element count and dtype are checked to match on every rank."""
         template = array
         array = np.ascontiguousarray(edge.as_numpy(array))
         with self._guard("allreduce", name):
             if name not in self._agreed:
-                counts = self._agree(name, array.size)
+                counts = self._agree(name, "allreduce", dtype_code(array.dtype), array.size)[:, 0]
                 if np.any(counts != array.size):
                     raise CommunicationError(
                         f"allreduce of tensor {name!r}: element counts differ across ranks {counts.tolist()}")
@@ -171,21 +198,22 @@ class Transport(ABC):
         array = np.ascontiguousarray(edge.as_numpy(array)).reshape(-1)
         data = array.view(np.uint8)
         with self._guard("allgather", name):
-            gathered = self._allgather_blocks(data, name)
+            gathered = self._allgather_blocks(data, array.dtype, name)
         return [edge.like(self._as_dtype(g, array.dtype, name), template) for g in gathered]
 
-    def _allgather_blocks(self, data, name):
+    def _allgather_blocks(self, data, dtype, name):
         """Every rank's bytes: one collective of blocks (header, then the payload's first
         ``capacity`` bytes, zero-padded), and a second for whatever did not fit."""
         tag = name_tag(name)
         capacity = self._capacity.capacity()
         head = min(capacity, data.nbytes)
         block = np.zeros(HEADER_BYTES + capacity, dtype=np.uint8)
-        block[:HEADER_BYTES].view(HEADER)[:] = (tag, data.nbytes)
+        block[:HEADER_BYTES].view(HEADER)[:] = (tag, data.nbytes, dtype_code(dtype), 0)
         block[HEADER_BYTES:HEADER_BYTES + head] = data[:head]
         blocks = self._allgather_fixed(block)
         headers = np.ascontiguousarray(blocks[:, :HEADER_BYTES]).view(HEADER)
         self._check_tags(headers[:, 0], name)
+        self._check_dtypes(headers[:, 2], "allgather", name)
         sizes = [int(s) for s in headers[:, 1]]
         self._capacity.record(tag, max(sizes))
         # Row offsets are multiples of 16 bytes (capacity is of 64), so the views stay aligned.
@@ -196,13 +224,13 @@ class Transport(ABC):
         return gathered
 
     def broadcast(self, array, root, name):
-        """Root's ``array`` on every rank (non-roots pass an array of the same dtype)."""
+        """Root's ``array`` on every rank (non-roots pass an array of the same dtype: checked)."""
         self.check_root(root, name)
         template = array
         array = np.ascontiguousarray(edge.as_numpy(array)).reshape(-1)
         with self._guard("broadcast", name):
             nbytes = array.nbytes if self.rank == root else 0
-            sizes = self._agree(name, nbytes)
+            sizes = self._agree(name, "broadcast", dtype_code(array.dtype), nbytes)[:, 0]
             total = int(sizes[root])
             if self.size == 1 or total == 0:
                 data = array.view(np.uint8)[:total]
@@ -227,9 +255,11 @@ class Transport(ABC):
         dtype = arrays[0].dtype
         sends = [a.view(np.uint8) for a in arrays]
         with self._guard("alltoall", name):
-            rows = self._allgather_int64(np.array([name_tag(name)] + [s.nbytes for s in sends], dtype=np.int64))
-            self._check_tags(rows[:, 0], name)
-            recv_sizes = [int(rows[j, 1 + self.rank]) for j in range(self.size)]
+            # A rank whose arrays are of several dtypes says so in the exchange, so that every
+            # rank raises, not this one alone while the others wait in the collective.
+            mixed = any(a.dtype != dtype for a in arrays)
+            rows = self._agree(name, "alltoall", MIXED_DTYPES if mixed else dtype_code(dtype), *[s.nbytes for s in sends])
+            recv_sizes = [int(rows[j, self.rank]) for j in range(self.size)]
             received = sends if self.size == 1 else self._alltoallv_bytes(sends, recv_sizes)
         return [edge.like(self._as_dtype(r, dtype, name), template) for r in received]
 
