@@ -277,6 +277,20 @@ def test_powersgd_with_a_nan_gives_a_nan_result_and_keeps_its_memory():
     assert torch.equal(grc.compressor.q_memory["w"], q)
 
 
+@pytest.mark.filterwarnings("error")
+def test_efsignsgd_whose_sum_over_the_learning_rate_overflows_is_inf_without_a_numpy_warning():
+    """The aggregate is the sum divided by lr: near float32's largest that is Inf, as in
+    torch (the step then finds it non-finite). NumPy's 'overflow encountered in divide'
+    RuntimeWarning reached torch users too."""
+    torch = pytest.importorskip("torch")
+    grc = grace_from_params({"compressor": "efsignsgd", "memory": "none", "communicator": "allgather",
+                             "lr": 0.1})
+    huge = torch.full((100,), 3e38)
+    huge[::2] *= -1
+    out = grc.step(huge, "w")
+    assert torch.isinf(out).all() and torch.equal(out.sign(), huge.sign())
+
+
 # ---------------------------------------------------------------------------- SPEC §11 fixes
 def test_onebit_decodes_each_side_to_its_own_mean():
     # GRACE multiplied by ~mask on a uint8 mask (254/255, not 0/1): it gave 505, 510.

@@ -23,4 +23,8 @@ class EFSignSGDCompressor(FramedCompressor):
         return cls(params["lr"])
 
     def _finish(self, total):
-        return np.divide(total, np.float32(self.learning_rate), out=total)
+        # A sum near float32's largest over a learning rate below 1 overflows to Inf, as in
+        # torch (which says nothing); the step then finds the result non-finite and skips
+        # it. NumPy's RuntimeWarning about it would be noise beside that.
+        with np.errstate(over="ignore"):
+            return np.divide(total, np.float32(self.learning_rate), out=total)
