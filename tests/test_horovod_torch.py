@@ -128,6 +128,11 @@ def _collectives(rank, world_size):
         for mine in (torch.ones(2, 2 + rank), torch.ones(2, 2, dtype=torch.float32 if rank == 0 else torch.float64)):
             with pytest.raises(CommunicationError, match="the ranks' tensors differ in dtype or in the dimensions"):
                 hvd.allgather(mine)
+        # Another dtype on one rank: gloo aborted the process on the sum, the broadcast gave garbage.
+        mixed = torch.ones(3, dtype=torch.float32 if rank == 0 else torch.float64)
+        for collective in (lambda: hvd.allreduce(mixed, name="mixed"), lambda: hvd.broadcast(mixed, 0, name="mixed")):
+            with pytest.raises(CommunicationError, match="the ranks' dtypes differ \\(rank 0: float32, rank 1: float64\\)"):
+                collective()
         for root in (2, -1):  # no rank: refused on every rank, before any exchange (-1 indexed from the end)
             with pytest.raises(ValueError, match=f"root {root} is not a rank of this world \\(ranks 0 to 1\\)"):
                 hvd.broadcast(torch.ones(2), root_rank=root)
