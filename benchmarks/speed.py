@@ -29,6 +29,7 @@ Tables:
 import argparse
 import math
 import os
+import platform
 import statistics
 import time
 
@@ -512,6 +513,22 @@ def threads_table(repeat, n):
             os.environ["DEEPREDUCE_THREADS"] = saved_env
 
 
+def cpu_description():
+    """The CPU as docs/performance.md names hosts: model name, and on x86 its family and
+    model numbers (a VM's model name can be bare, e.g. 'AMD EPYC', where the numbers tell
+    Zen 3 from Zen 4). The machine's architecture where /proc/cpuinfo is not to be had."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = dict(line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines() if ":" in line)
+    except OSError:
+        return platform.machine() or "unknown CPU"
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    name = fields.get("model name") or platform.machine() or "unknown CPU"
+    if "cpu family" in fields and "model" in fields:
+        return f"{name} (family {fields['cpu family']} model {fields['model']})"
+    return name
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--numel", type=int, default=25_557_032)
@@ -527,7 +544,7 @@ def main(argv=None):
     tables = set(args.only.split(","))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"deepreduce {deepreduce.__version__}, SIMD path {simd_level()}, torch {torch.__version__}, "
-          f"numpy {np.__version__}; load average {load:.1f} on {os.cpu_count()} cores")
+          f"numpy {np.__version__}; {cpu_description()}, load average {load:.1f} on {os.cpu_count()} cores")
     if "topk" in tables:
         topk_table(args.repeat, sorted({10**6, 10**7, args.numel} | ({10**8} if args.huge else set())))
     if "layer" in tables:
