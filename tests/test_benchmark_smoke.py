@@ -1,0 +1,88 @@
+"""The benchmarks that had no test of their own, each run as a user runs it (a short
+configuration, a real process, gloo ranks where the benchmark spawns them), its table read
+back: they keep working as the code under them changes, and what their tables claim holds
+for the run (forged Bloom frames refused, ranks bit-identical, odd inputs handled)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run(script, *args, timeout=300):
+    out = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True,
+                         timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+def table_rows(text):
+    """The cells of a markdown table's body rows."""
+    rows = [line.strip("|").split("|") for line in text.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row] for row in rows[2:]]
+
+
+def floats_after(text, label):
+    line = next(line for line in text.splitlines() if line.startswith(label + " "))
+    return [float(v) for v in line[len(label):].split()]
+
+
+@pytest.mark.slow
+def test_step_overhead_gives_both_kinds_for_every_method():
+    text = run("step_overhead.py", "--steps", "50", "--repeat", "1").stdout
+    for label in ("none", "topk + residual", "qsgd", "randomk + residual"):
+        torch_us, numpy_us = floats_after(text, label)
+        assert 0 < torch_us < 10_000 and 0 < numpy_us < 10_000
+
+
+@pytest.mark.slow
+def test_step_ranks_times_methods_and_deepreduce_configs_on_two_ranks():
+    text = run("step_ranks.py", "--workers", "2", "--numel", "20000", "--steps", "2",
+               "--methods", "topk,qsgd", "--configs", "index:bloom:raw").stdout
+    assert "over 2 gloo ranks" in text
+    for label in ("topk", "qsgd", "index:bloom:raw"):
+        assert floats_after(text, label)[0] > 0
+
+
+@pytest.mark.slow
+def test_tensorflow_crossing_times_every_way_across():
+    pytest.importorskip("tensorflow")
+    rows = table_rows(run("tensorflow_crossing.py", "--sizes", "1000", "--calls", "10").stdout)
+    names = [row[0] for row in rows]
+    assert {"identity, eager", "grc.step, NumPy array", "grc.step, TF tensor in tf.function"} <= set(names)
+    for row in rows:
+        fastest, median = (float(v) for v in row[1].split(" / "))
+        assert 0 < fastest <= median
+
+
+@pytest.mark.slow
+def test_hostile_bloom_refuses_every_forgery_and_decodes_every_honest_frame():
+    rows = table_rows(run("hostile_bloom.py").stdout)
+    assert len(rows) == 12  # four receiver policies, three frames each
+    for policy, frame, seconds, outcome in rows:
+        assert outcome == "decoded" if frame.startswith("honest") else outcome.startswith("refused"), (policy, frame)
+        assert float(seconds) < 1.0
+
+
+@pytest.mark.slow
+def test_odd_inputs_are_handled_by_every_method_without_warnings():
+    out = run("odd_inputs.py")
+    rows = table_rows(out.stdout)
+    assert len(rows) >= 20
+    for method, *cells in rows:
+        *floats, int32 = cells
+        assert set(floats) <= {"ok", "nonfinite"}, (method, floats)
+        assert int32 == "TypeError", method
+    assert "Warning" not in out.stderr, out.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_grace_accuracy_trains_methods_with_ranks_bit_identical():
+    text = run("grace_accuracy.py", "--epochs", "1", "--methods", "topk,qsgd").stdout
+    rows = [line.split() for line in text.splitlines() if line.split()[:1] in (["none"], ["topk"], ["qsgd"])]
+    assert [row[0] for row in rows] == ["none", "topk", "qsgd"]
+    assert all("identical" in row for row in rows), rows
