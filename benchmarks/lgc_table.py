@@ -60,8 +60,9 @@ def train(params, epochs, out, *extra):
 
 def stage3_per_worker(run, bounds, workers=2):
     """Mean bytes per worker per stage-3 step, after the first (which also carries LGC's
-    autoencoder weights, broadcast once)."""
-    return np.mean([s["bytes_sent"] for s in run["steps"][bounds[1] + 1:]]) / workers
+    autoencoder weights, broadcast once); None where the run ends before such a step."""
+    sent = [s["bytes_sent"] for s in run["steps"][bounds[1] + 1:]]
+    return np.mean(sent) / workers if sent else None
 
 
 def row(label, run, bounds, topk_run):
@@ -73,15 +74,20 @@ def row(label, run, bounds, topk_run):
     enc = 1e3 * np.mean([e["encode_s_per_step"] for e in epochs])
     dec = 1e3 * np.mean([e["decode_s_per_step"] for e in epochs])
     s3 = stage3_per_worker(run, bounds)
-    vs = f"{s3 / stage3_per_worker(topk_run, bounds):.2f}" if topk_run is not None else "-"
+    topk_s3 = stage3_per_worker(topk_run, bounds) if topk_run is not None else None
+    vs = f"{s3 / topk_s3:.2f}" if s3 is not None and topk_s3 else "-"
     return (f"| {label} | {run['final']['metric']:.4f} | " + " | ".join(f"{100 * r:.3f}%" for r in rel)
-            + f" | {s3:.0f} | {vs} | {enc:.2f} | {dec:.3f} | {run['final']['wall_s']:.1f} |")
+            + f" | {'-' if s3 is None else f'{s3:.0f}'} | {vs} | {enc:.2f} | {dec:.3f} | {run['final']['wall_s']:.1f} |")
 
 
 def step_seconds(run, first_epoch, last_epoch):
-    """Mean wall seconds per step over whole epochs first..last (1-based)."""
+    """Mean wall seconds per step over whole epochs first..last (1-based); None where
+    there is no such epoch (a stage shorter than an epoch, or cut off by the run's end)."""
     e = run["epochs"]
+    last_epoch = min(last_epoch, len(e) - 1)
     steps = sum(1 for s in run["steps"] if first_epoch <= s["epoch"] <= last_epoch)
+    if first_epoch < 1 or first_epoch > last_epoch or steps == 0:
+        return None
     return (e[last_epoch]["wall_s"] - e[first_epoch - 1]["wall_s"]) / steps
 
 
@@ -137,8 +143,15 @@ def training_table(args):
     for variant in ("ps", "rar"):
         run = runs[f"LGC {variant} 0.001"]
         changes = {c["stage"].split(" (")[0]: c["epoch"] for c in run["stage_changes"]}
-        s2 = step_seconds(run, changes["stage 2"] + 1, changes["stage 3"] - 1)
-        s3 = step_seconds(run, changes["stage 3"] + 1, args.epochs)
+        s2 = s3 = None
+        if "stage 2" in changes and "stage 3" in changes:
+            s2 = step_seconds(run, changes["stage 2"] + 1, changes["stage 3"] - 1)
+            s3 = step_seconds(run, changes["stage 3"] + 1, args.epochs)
+        if s2 is None or s3 is None:
+            print(f"\nLGC {variant}: stages 2 and 3 do not each span a whole epoch in this run (stage changes "
+                  f"at epochs {changes}, {args.epochs} epochs), so their steps are not timed: give more "
+                  "--train-steps, or more --epochs past --dense-steps + --train-steps")
+            continue
         print(f"\nLGC {variant}: a stage-2 step (autoencoder training on rank 0) takes {1e3 * s2:.1f} ms, "
               f"a stage-3 step {1e3 * s3:.1f} ms: training costs {100 * (s2 - s3) / s3:.0f}% of a step "
               f"while it runs, {100 * (s2 - s3) * args.train_steps / run['final']['wall_s']:.0f}% of the run")

@@ -86,3 +86,22 @@ def test_grace_accuracy_trains_methods_with_ranks_bit_identical():
     rows = [line.split() for line in text.splitlines() if line.split()[:1] in (["none"], ["topk"], ["qsgd"])]
     assert [row[0] for row in rows] == ["none", "topk", "qsgd"]
     assert all("identical" in row for row in rows), rows
+
+
+def test_lgc_table_times_only_stages_that_span_whole_epochs():
+    """lgc_table.py divided by zero where stage 2 or 3 spanned no whole epoch (a short run:
+    --epochs 2 --dense-steps 5 --train-steps 10); such a stage is now left untimed, and a
+    run that ends before a stage-3 step has no stage-3 bytes."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import lgc_table
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    run = {"epochs": [{"wall_s": 0.0}, {"wall_s": 1.0}, {"wall_s": 3.0}],
+           "steps": [{"epoch": 1, "bytes_sent": 8}] * 2 + [{"epoch": 2, "bytes_sent": 8}] * 2}
+    assert lgc_table.step_seconds(run, 1, 2) == 0.75
+    assert lgc_table.step_seconds(run, 2, 20) == 1.0        # past the run's end: its last epoch
+    assert lgc_table.step_seconds(run, 2, 1) is None        # a stage inside one epoch
+    assert lgc_table.step_seconds(run, 3, 20) is None       # a stage after the run
+    assert lgc_table.stage3_per_worker(run, (0, 1)) == 4.0  # steps 2 and 3, over 2 workers
+    assert lgc_table.stage3_per_worker(run, (0, 5)) is None
