@@ -116,6 +116,20 @@ def check_dtype_refusals(messages, world):
     assert messages["sum"] == [world * (world + 1) / 2] * 3  # still in step
 
 
+def test_dtype_codes_name_every_dtype_and_a_foreign_code_as_a_number():
+    """The code each rank sends names its dtype on every other rank; a code no rank of
+    ours sends (bytes from another program, damage) still gives a message, not an error
+    from NumPy while the message is made."""
+    import numpy as np
+
+    from deepreduce.transports.base import MIXED_DTYPES, dtype_code, dtype_name
+    for dtype in (np.float32, np.float64, np.float16, np.int8, np.uint8, np.int64, np.bool_, np.complex128, "M8[ns]"):
+        assert dtype_name(dtype_code(dtype)) == np.dtype(dtype).name
+    assert dtype_name(MIXED_DTYPES) == "arrays of several dtypes"
+    for foreign in (0, -5, 123456789, 2**63 - 1):
+        assert dtype_name(foreign) == f"an unknown dtype (code {foreign:#x})"
+
+
 @pytest.mark.slow
 def test_ranks_that_pass_different_dtypes_raise_on_every_rank():
     for messages in distributed.run(_mismatched_dtypes, 2, timeout=60):  # an abort shows as a timeout

@@ -42,9 +42,14 @@ MIXED_DTYPES = -1
 
 
 def dtype_name(code):
+    """The name of the dtype ``dtype_code`` gave ``code``; a code no rank of ours sends
+    (another program on the port, damaged bytes) is named as a number."""
     if code == MIXED_DTYPES:
         return "arrays of several dtypes"
-    return np.dtype(int(code).to_bytes(8, "little").rstrip(b"\0").decode("ascii")).name
+    try:
+        return np.dtype(int(code).to_bytes(8, "little").rstrip(b"\0").decode("ascii")).name
+    except (OverflowError, UnicodeDecodeError, TypeError, ValueError):
+        return f"an unknown dtype (code {int(code):#x})"
 
 
 # An allgather's block: (tag, payload bytes, dtype code, 0) as little-endian int64, then the
