@@ -107,6 +107,9 @@ def summarize(rows):
 
 def run_in_namespace(args, argv):
     """This benchmark again, inside a namespace whose loopback is limited to ``args.link``."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:  # main() called from elsewhere than this folder's script
+        sys.path.insert(0, here)
     from limited_link import RATES, NamespaceError, link_namespace
     try:
         with link_namespace(RATES[args.link], "ddp") as namespace:
