@@ -2,13 +2,12 @@
 (2 real gloo ranks inside a network namespace) whose table says the two hooks ended with
 the same parameters."""
 import importlib.util
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from namespaces import namespaces_permitted
 
 pytest.importorskip("torch")
 
@@ -30,16 +29,8 @@ def test_medians_pool_every_repeat_and_any_differing_digest_shows():
         assert same is (label != list(ddp_overlap.METHODS)[-1])
 
 
-def _namespaces_permitted():
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        return "needs iproute2 (ip, tc)"
-    if os.geteuid() != 0:
-        return "ip netns add needs root (CAP_NET_ADMIN)"
-    return None
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(_namespaces_permitted() is not None, reason=str(_namespaces_permitted()))
+@pytest.mark.skipif(namespaces_permitted() is not None, reason=str(namespaces_permitted()))
 def test_a_short_run_over_a_limited_link_ends_with_the_same_parameters():
     out = subprocess.run([sys.executable, str(BENCH), "--link", "1gbit", "--steps", "4", "--warmup", "1",
                           "--width", "256", "--layers", "4", "--bucket-mb", "0.2", "--repeats", "2"],

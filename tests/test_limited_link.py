@@ -1,12 +1,11 @@
 """benchmarks/limited_link.py: the namespace harness really limits the link and cleans up;
 the time-to-accuracy arithmetic and the done-when lines."""
 import importlib.util
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from namespaces import namespaces_permitted
 
 _spec = importlib.util.spec_from_file_location(
     "limited_link", Path(__file__).resolve().parents[1] / "benchmarks" / "limited_link.py")
@@ -14,16 +13,8 @@ limited_link = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(limited_link)
 
 
-def _namespaces_permitted():
-    if shutil.which("ip") is None or shutil.which("tc") is None:
-        return "needs iproute2 (ip, tc)"
-    if os.geteuid() != 0:
-        return "ip netns add needs root (CAP_NET_ADMIN)"
-    return None
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(_namespaces_permitted() is not None, reason=str(_namespaces_permitted()))
+@pytest.mark.skipif(namespaces_permitted() is not None, reason=str(namespaces_permitted()))
 def test_namespace_limits_loopback_and_is_removed():
     rate = 50e6                                     # 50 Mbit/s: a 4 MB probe takes ~0.7 s
     try:
@@ -40,7 +31,7 @@ def test_namespace_limits_loopback_and_is_removed():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_namespaces_permitted() is not None, reason=str(_namespaces_permitted()))
+@pytest.mark.skipif(namespaces_permitted() is not None, reason=str(namespaces_permitted()))
 def test_namespace_is_removed_after_an_error():
     with pytest.raises(KeyError):
         with limited_link.link_namespace(1e9, "error") as ns:
