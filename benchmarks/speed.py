@@ -519,10 +519,11 @@ def cpu_description():
     Zen 3 from Zen 4). The machine's architecture where /proc/cpuinfo is not to be had."""
     try:
         with open("/proc/cpuinfo") as f:
-            fields = dict(line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines() if ":" in line)
+            first_cpu = f.read().split("\n\n")[0]
     except OSError:
         return platform.machine() or "unknown CPU"
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    fields = {key.strip(): value.strip() for key, _, value in
+              (line.partition(":") for line in first_cpu.splitlines()) if value}
     name = fields.get("model name") or platform.machine() or "unknown CPU"
     if "cpu family" in fields and "model" in fields:
         return f"{name} (family {fields['cpu family']} model {fields['model']})"

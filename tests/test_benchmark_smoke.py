@@ -4,13 +4,13 @@ back: they keep working as the code under them changes, and what their tables cl
 for the run (forged Bloom frames refused, ranks bit-identical, odd inputs handled)."""
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+import benchmark_modules
 
 pytest.importorskip("torch")
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = benchmark_modules.BENCHMARKS
 
 
 def run(script, *args, timeout=300):
@@ -92,11 +92,7 @@ def test_lgc_table_times_only_stages_that_span_whole_epochs():
     """lgc_table.py divided by zero where stage 2 or 3 spanned no whole epoch (a short run:
     --epochs 2 --dense-steps 5 --train-steps 10); such a stage is now left untimed, and a
     run that ends before a stage-3 step has no stage-3 bytes."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import lgc_table
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    lgc_table = benchmark_modules.load("lgc_table")
     run = {"epochs": [{"wall_s": 0.0}, {"wall_s": 1.0}, {"wall_s": 3.0}],
            "steps": [{"epoch": 1, "bytes_sent": 8}] * 2 + [{"epoch": 2, "bytes_sent": 8}] * 2}
     assert lgc_table.step_seconds(run, 1, 2) == 0.75

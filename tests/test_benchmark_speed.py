@@ -4,22 +4,18 @@ GRACE method's torch version and ours run and give a ratio, and the header names
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+import benchmark_modules
 
 pytest.importorskip("torch")
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "speed.py"
+BENCH = benchmark_modules.BENCHMARKS / "speed.py"
 
 
 @pytest.mark.slow
 def test_every_table_prints_with_a_ratio_for_every_grace_method():
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        import speed
-    finally:
-        sys.path.remove(str(BENCH.parent))
+    speed = benchmark_modules.load("speed")
     out = subprocess.run([sys.executable, str(BENCH), "--numel", "200000", "--repeat", "1"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

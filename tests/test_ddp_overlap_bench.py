@@ -1,20 +1,17 @@
 """benchmarks/ddp_overlap.py: its pooled medians, and a short run over a rate-limited link
 (2 real gloo ranks inside a network namespace) whose table says the two hooks ended with
 the same parameters."""
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+import benchmark_modules
 from namespaces import namespaces_permitted
 
 pytest.importorskip("torch")
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "ddp_overlap.py"
-_spec = importlib.util.spec_from_file_location("ddp_overlap", BENCH)
-ddp_overlap = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ddp_overlap)
+BENCH = benchmark_modules.BENCHMARKS / "ddp_overlap.py"
+ddp_overlap = benchmark_modules.load("ddp_overlap")
 
 
 def test_medians_pool_every_repeat_and_any_differing_digest_shows():

@@ -1,16 +1,12 @@
 """benchmarks/limited_link.py: the namespace harness really limits the link and cleans up;
 the time-to-accuracy arithmetic and the done-when lines."""
-import importlib.util
 import subprocess
-from pathlib import Path
 
 import pytest
+import benchmark_modules
 from namespaces import namespaces_permitted
 
-_spec = importlib.util.spec_from_file_location(
-    "limited_link", Path(__file__).resolve().parents[1] / "benchmarks" / "limited_link.py")
-limited_link = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(limited_link)
+limited_link = benchmark_modules.load("limited_link")
 
 
 @pytest.mark.slow
