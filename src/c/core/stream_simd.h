@@ -58,6 +58,20 @@ static inline void dr_read_ahead(const void *p)
 #endif
 }
 
+/* Asks for the line DR_READ_AHEAD bytes past p, to be written (a hint, as dr_read_ahead).
+ * For an output written through the cache by a kernel whose stores come in bursts:
+ * INCEPTIONN's decoder writes a block's 4 KiB of floats in a tight loop after converting
+ * its sections, and those stores waited on each line's read from memory. Called once per
+ * line written. */
+static inline void dr_write_ahead(const void *p)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch((const void *)((uintptr_t)p + DR_READ_AHEAD), 1);
+#else
+    (void)p;
+#endif
+}
+
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
 

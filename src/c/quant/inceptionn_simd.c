@@ -120,55 +120,79 @@ DR_TARGET_AVX512 void dr_inceptionn_count_block_avx512(const uint8_t *tags, size
     count[3] += (size_t)_mm512_reduce_add_epi64(_mm512_sad_epu8(c3, zero));
 }
 
+/* Entries of one 8- or 16-bit section (e, zero-extended) as the floats they stand for:
+ * (e & mag) * step with e's top bit, moved up by `shift` to bit 31, as the sign. */
+DR_TARGET_AVX512 static inline __m512i sign_magnitude_floats(__m512i e, __m512i mag, __m512 step, int shift)
+{
+    __m512i r = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e, mag)), step));
+    return _mm512_ternarylogic_epi32(r, _mm512_sll_epi32(e, _mm_cvtsi32_si128(shift)),
+                                     _mm512_set1_epi32((int32_t)0x80000000u), 0xf8);
+}
+
+/* The lanes of a section's vector at entry k that hold entries (count in all). */
+static inline __mmask16 section_lanes(size_t k, size_t count)
+{
+    return (__mmask16)(count - k >= 16 ? 0xffffu : (1u << (count - k)) - 1u);
+}
+
 DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, const size_t *count,
                                                             float step8, float step16, float *out)
 {
     enum { B = DR_INCEPTIONN_BLOCK };
+    /* Each narrow section's values, in its own order: converted a vector of entries at a
+     * time, where a conversion per vector of elements did the work for every lane and kept
+     * one width's lanes (a third of them). 16 lanes to spare for the last vector. */
+    uint32_t stage8[B + 16] __attribute__((aligned(64))), stage16[B + 16] __attribute__((aligned(64)));
     const __m512 vs8 = _mm512_set1_ps(step8), vs16 = _mm512_set1_ps(step16);
     const __m512i mag8 = _mm512_set1_epi32(0x7f), mag16 = _mm512_set1_epi32(0x7fff);
-    const __m512i sh8 = _mm512_set1_epi32(24), sh16 = _mm512_set1_epi32(16);
-    const __m512i sign = _mm512_set1_epi32((int32_t)0x80000000u), inf = _mm512_set1_epi32(0x7f800000);
+    const __m512i inf = _mm512_set1_epi32(0x7f800000);
     const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
-    size_t i, n8 = 0, n16 = 0, n32 = 0;
+    size_t i, k, n8 = 0, n16 = 0, n32 = 0;
     __m512i least = _mm512_set1_epi32(1), top = _mm512_setzero_si512();
+    /* What the encoder never writes, an 8- or 16-bit magnitude 0 or an Inf or NaN, shows
+     * in the least such magnitude and the largest float32 exponent field. Whole loads:
+     * the last reads up to 15 entries past its section, inside the 64 bytes the caller
+     * leaves past the block, and its lanes past the section are left out. */
+    for (k = 0; k < count[1]; k += 16) {
+        __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p8 + k)));
+        least = _mm512_mask_min_epu32(least, section_lanes(k, count[1]), least, _mm512_and_si512(e, mag8));
+        _mm512_store_si512((void *)(stage8 + k), sign_magnitude_floats(e, mag8, vs8, 24));
+    }
+    /* The expands' whole loads read up to 15 lanes past the values, never used: zeros. */
+    _mm512_store_si512((void *)(stage8 + k), _mm512_setzero_si512());
+    for (k = 0; k < count[2]; k += 16) {
+        __m512i e = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p16 + 2 * k)));
+        least = _mm512_mask_min_epu32(least, section_lanes(k, count[2]), least, _mm512_and_si512(e, mag16));
+        _mm512_store_si512((void *)(stage16 + k), sign_magnitude_floats(e, mag16, vs16, 16));
+    }
+    _mm512_store_si512((void *)(stage16 + k), _mm512_setzero_si512());
+    for (k = 0; k < count[3]; k += 16)
+        top = _mm512_mask_max_epu32(top, section_lanes(k, count[3]), top,
+                                    _mm512_and_si512(_mm512_loadu_si512(p32 + 4 * k), inf));
+    /* Each step's lanes take their width's next values by expands (zeroing: a merging
+     * expand waits on its destination and is slower on the development machine's AMD
+     * (Zen 5) core); a dropped lane is 0 in all three. */
     for (i = 0; i < B; i += 16) {
-        uint32_t t, lo, hi;
-        __mmask16 m8, m16, m32;
-        __m512i e, l32, e32, mag, r;
-        __m512 step;
+        uint32_t t, lo, hi, w8, w16, w32;
+        __m512i v8, v16, l32;
         memcpy(&t, src + i / 4, 4);
+        dr_write_ahead(out + i);
         lo = _pext_u32(t, 0x55555555u);
         hi = _pext_u32(t, 0xaaaaaaaau);
-        m8 = _cvtu32_mask16(lo & ~hi);
-        m16 = _cvtu32_mask16(hi & ~lo);
-        m32 = _cvtu32_mask16(lo & hi);
-        /* Whole loads; expand takes only the step's entries. The 8- and 16-bit entries
-         * share one vector, each lane with its width's magnitude mask, step and sign
-         * position. */
-        e = _mm512_maskz_expand_epi32(m8, _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p8 + n8))));
-        /* Two zeroing expands OR-ed: a merging expand waits on its destination and is
-         * slower on the development machine's AMD (Zen 5) core. */
-        e = _mm512_or_si512(e, _mm512_maskz_expand_epi32(
-                                   m16, _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p16 + 2 * n16)))));
+        w8 = lo & ~hi;
+        w16 = hi & ~lo;
+        w32 = lo & hi;
+        v8 = _mm512_maskz_expand_epi32(_cvtu32_mask16(w8), _mm512_loadu_si512(stage8 + n8));
+        v16 = _mm512_maskz_expand_epi32(_cvtu32_mask16(w16), _mm512_loadu_si512(stage16 + n16));
         l32 = _mm512_loadu_si512(p32 + 4 * n32);
         /* Keeps the load a load of its own: folded into the expand (VPEXPANDD from memory),
          * it is several times slower on the development machine's AMD (Zen 5) core. */
         __asm__("" : "+v"(l32));
-        e32 = _mm512_maskz_expand_epi32(m32, l32);
-        mag = _mm512_mask_blend_epi32(m8, mag16, mag8);
-        step = _mm512_mask_blend_ps(m8, vs16, vs8);
-        /* What the encoder never writes, an 8- or 16-bit magnitude 0 or an Inf or NaN,
-         * shows in the least such magnitude and the largest float32 exponent field. */
-        least = _mm512_mask_min_epu32(least, (__mmask16)(m8 | m16), least, _mm512_and_si512(e, mag));
-        top = _mm512_mask_max_epu32(top, m32, top, _mm512_and_si512(e32, inf));
-        /* Magnitude times step, then the sign bit OR-ed in, as the scalar code does (the
-         * dropped lanes are 0 throughout). */
-        r = _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e, mag)), step));
-        r = _mm512_ternarylogic_epi32(r, _mm512_sllv_epi32(e, _mm512_mask_blend_epi32(m8, sh16, sh8)), sign, 0xf8);
-        _mm512_storeu_si512((void *)(out + i), _mm512_mask_mov_epi32(r, m32, e32));
-        n8 += (unsigned)_mm_popcnt_u32(lo & ~hi);
-        n16 += (unsigned)_mm_popcnt_u32(hi & ~lo);
-        n32 += (unsigned)_mm_popcnt_u32(lo & hi);
+        _mm512_storeu_si512((void *)(out + i),
+                            _mm512_ternarylogic_epi32(v8, v16, _mm512_maskz_expand_epi32(_cvtu32_mask16(w32), l32), 0xfe));
+        n8 += (unsigned)_mm_popcnt_u32(w8);
+        n16 += (unsigned)_mm_popcnt_u32(w16);
+        n32 += (unsigned)_mm_popcnt_u32(w32);
     }
     return _mm512_reduce_min_epu32(least) == 0 || _mm512_reduce_max_epu32(top) == 0x7f800000u;
 }
