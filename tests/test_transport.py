@@ -136,6 +136,29 @@ def test_ranks_that_pass_different_dtypes_raise_on_every_rank():
         check_dtype_refusals(messages, 2)
 
 
+def _forged_sizes(rank, world):
+    transport, _ = _counting_transport()
+    return transport_workload.forged_sizes(transport)
+
+
+@pytest.mark.slow
+def test_payload_sizes_no_rank_of_ours_sends_are_refused_on_every_rank():
+    """A negative allgather size was read as an empty payload (garbage downstream), one
+    past any machine's memory failed in NumPy's allocation, on every rank; now each is a
+    CommunicationError that names the rank and what it stated, and the ranks stay in step."""
+    for messages in distributed.run(_forged_sizes, 2, timeout=60):
+        check_size_refusals(messages, 2)
+
+
+def check_size_refusals(messages, world):
+    stated = {"allgather": -24, "broadcast": 1 << 60, "alltoall": -1}
+    for op, size in stated.items():
+        assert messages[op] == (f"{op} of tensor 'w': rank 1 stated a payload of {size} bytes, which "
+                                f"no rank of deepreduce sends (0 to {1 << 48}); every rank must run "
+                                "the same deepreduce in this collective"), messages[op]
+    assert messages["sum"] == [world * (world + 1) / 2] * 3  # still in step
+
+
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_the_same_workload_under_mpirun():
@@ -144,6 +167,7 @@ def test_the_same_workload_under_mpirun():
     assert all("ranks disagree on the tensor sequence" in row["diverged"] for row in rows)
     for row in rows:
         check_dtype_refusals(row["dtypes"], 3)
+        check_size_refusals(row["sizes"], 3)
 
 
 def test_a_world_of_one_refuses_a_broadcast_root_that_is_no_rank():

@@ -85,3 +85,48 @@ def mismatched_dtypes(transport):
             messages[op] = str(exc)
     messages["sum"] = transport.allreduce(np.full(3, transport.rank + 1, np.float32), "after").tolist()
     return messages
+
+
+def forged_sizes(transport):
+    """Rank 1 states payload sizes no rank of ours sends, as a rank running other code in
+    the collective (or damage on the way) would: a negative allgather payload, a broadcast
+    larger than any machine's memory, negative alltoall sends. Rank 1 forges the bytes it
+    hands the engine, so every rank reads the same statements. Returns, per collective,
+    the CommunicationError's message on this rank, and last the sum of a well-formed
+    allreduce, which shows the ranks still in step."""
+    from deepreduce.errors import CommunicationError
+    from deepreduce.transports.base import HEADER, HEADER_BYTES
+    blocks, rows = transport._allgather_fixed, transport._allgather_int64
+
+    def negative_payload(block):  # the allgather's block header: (tag, bytes, dtype, 0)
+        block = block.copy()
+        block[:HEADER_BYTES].view(HEADER)[1] = -24
+        return blocks(block)
+
+    def huge_broadcast(row):  # the broadcast's exchange: (tag, dtype, bytes)
+        return rows(np.concatenate([row[:2], [1 << 60]]))
+
+    def negative_sends(row):  # the alltoall's exchange: (tag, dtype, bytes to each rank)
+        return rows(np.concatenate([row[:2], -np.ones(row.size - 2, np.int64)]))
+
+    calls = {
+        "allgather": ("_allgather_fixed", negative_payload,
+                      lambda: transport.allgather(np.ones(6, np.float32), "w")),
+        "broadcast": ("_allgather_int64", huge_broadcast,
+                      lambda: transport.broadcast(np.ones(6, np.float32), 0, "w")),
+        "alltoall": ("_allgather_int64", negative_sends,
+                     lambda: transport.alltoall([np.ones(2, np.float32)] * transport.size, "w")),
+    }
+    messages = {}
+    for op, (method, forge, call) in calls.items():
+        if transport.rank == 1:
+            setattr(transport, method, forge)
+        try:
+            call()
+            messages[op] = "no error"
+        except CommunicationError as exc:
+            messages[op] = str(exc)
+        finally:
+            transport.__dict__.pop(method, None)
+    messages["sum"] = transport.allreduce(np.full(3, transport.rank + 1, np.float32), "after").tolist()
+    return messages

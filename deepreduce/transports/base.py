@@ -64,6 +64,9 @@ def dtype_name(code):
 HEADER = np.dtype("<i8")
 HEADER_BYTES = 4 * HEADER.itemsize
 
+# The largest payload a rank may state, in bytes (256 TiB: past any machine's memory).
+LARGEST_PAYLOAD = 1 << 48
+
 
 class CapacityGuess:
     """How many payload bytes the next allgather should carry with its header.
@@ -180,6 +183,22 @@ class Transport(ABC):
             raise CommunicationError(f"{op} of tensor {name!r}: the ranks' dtypes differ ({sent}); "
                                      f"every rank must pass the same dtype")
 
+    def _check_sizes(self, sizes, op, name):
+        """Raise on every rank alike unless every byte count the ranks stated (``sizes``: a
+        list in rank order, or a row per rank) is one a rank of ours could send: a negative
+        one (read as an empty payload) or one past any machine's memory (NumPy's allocation
+        error on every rank) comes from a rank that runs other code in this collective, or
+        from damage. Plain ints checked by min and max: the allgather's steady path."""
+        stated = [int(v) for v in np.ravel(sizes)] if isinstance(sizes, np.ndarray) else sizes
+        if min(stated) >= 0 and max(stated) <= LARGEST_PAYLOAD:
+            return
+        per_rank = len(stated) // self.size
+        at = next(i for i, v in enumerate(stated) if not 0 <= v <= LARGEST_PAYLOAD)
+        raise CommunicationError(
+            f"{op} of tensor {name!r}: rank {at // per_rank} stated a payload of {stated[at]} bytes, "
+            f"which no rank of deepreduce sends (0 to {LARGEST_PAYLOAD}); every rank must run the "
+            f"same deepreduce in this collective")
+
     def _agree(self, name, op, code, *values):
         """Exchange (tag(name), dtype ``code``, values) and check every rank is at the same
         tensor, with the same dtype. Returns the per-rank values, a row per rank."""
@@ -227,6 +246,7 @@ class Transport(ABC):
         self._check_tags(headers[:, 0], name)
         self._check_dtypes(headers[:, 2], "allgather", name)
         sizes = [int(s) for s in headers[:, 1]]
+        self._check_sizes(sizes, "allgather", name)
         self._capacity.record(tag, max(sizes))
         # Row offsets are multiples of 16 bytes (capacity is of 64), so the views stay aligned.
         gathered = [blocks[r, HEADER_BYTES:HEADER_BYTES + min(s, capacity)] for r, s in enumerate(sizes)]
@@ -243,6 +263,7 @@ class Transport(ABC):
         with self._guard("broadcast", name):
             nbytes = array.nbytes if self.rank == root else 0
             sizes = self._agree(name, "broadcast", dtype_code(array.dtype), nbytes)[:, 0]
+            self._check_sizes(sizes, "broadcast", name)
             total = int(sizes[root])
             if self.size == 1 or total == 0:
                 data = array.view(np.uint8)[:total]
@@ -271,6 +292,7 @@ class Transport(ABC):
             # rank raises, not this one alone while the others wait in the collective.
             mixed = any(a.dtype != dtype for a in arrays)
             rows = self._agree(name, "alltoall", MIXED_DTYPES if mixed else dtype_code(dtype), *[s.nbytes for s in sends])
+            self._check_sizes(rows, "alltoall", name)
             recv_sizes = [int(rows[j, self.rank]) for j in range(self.size)]
             received = sends if self.size == 1 else self._alltoallv_bytes(sends, recv_sizes)
         return [edge.like(self._as_dtype(r, dtype, name), template) for r in received]
