@@ -889,43 +889,60 @@ static void test_adaq_paths(void)
     free(x);
 }
 
-/* adaq's dense decoder past the streamed-store threshold on every path, into an output
- * at a cache line's start and 16, 32 and 48 bytes past it (whose first floats of each
- * block are streamed 16 bytes at a time, then whole lines): the same floats as the
- * scalar path's, and the floats around out[0..n) untouched. */
-static void test_adaq_streamed_decode(void)
+/* A decoder past the streamed-store threshold on every path, into an output at a cache
+ * line's start and 4, 16, 32 and 48 bytes past it (the floats before its first line start
+ * and after its last go through the cache, the lines between are streamed): the same
+ * floats as the scalar path's, and the floats around out[0..n) untouched. */
+static int streamed_decode_same(decode_fn decode, const uint8_t *buf, size_t len, size_t n)
 {
-    const size_t n = TEST_STREAMED_N, room = n + 32;
-    float *x = malloc(n * sizeof *x), *want = malloc(n * sizeof *want);
-    float *mem = malloc((room + 16) * sizeof *mem);
+    static const size_t offsets[] = {0, 1, 4, 8, 12}; /* floats past a line start */
+    const size_t room = n + 32;
+    float *want = malloc(n * sizeof *want), *mem = malloc((room + 16) * sizeof *mem);
     float *got = (float *)(void *)(((uintptr_t)mem + 63u) & ~(uintptr_t)63u); /* a cache line's start */
-    uint8_t *buf = malloc(dr_adaq_bound(n));
-    size_t len = 0, p, off, i;
+    size_t p, o, i;
     int same = 1;
-    g_adaq_work = malloc(dr_adaq_workspace_size(n));
-    fill(x, n, 41, 1.0f);
-    g_ratio = 0.3f;
-    CHECK_OK(enc_adaq(x, n, buf, dr_adaq_bound(n), &len));
     setenv("DEEPREDUCE_SIMD", "scalar", 1);
-    CHECK_OK(dr_adaq_decode(buf, len, want, n));
+    CHECK_OK(decode(buf, len, want, n));
     for (p = 1; p < sizeof paths / sizeof *paths; p++) {
         setenv("DEEPREDUCE_SIMD", paths[p], 1);
-        for (off = 0; off <= 12; off += 4) {
+        for (o = 0; o < sizeof offsets / sizeof *offsets; o++) {
+            size_t off = offsets[o];
             for (i = 0; i < room; i++)
                 got[i] = 7.0f;
-            CHECK_OK(dr_adaq_decode(buf, len, got + off, n));
+            CHECK_OK(decode(buf, len, got + off, n));
             same &= memcmp(got + off, want, n * sizeof *want) == 0;
             for (i = 0; i < room; i++)
                 same &= (i >= off && i < off + n) || got[i] == 7.0f;
         }
     }
     unsetenv("DEEPREDUCE_SIMD");
-    g_ratio = 0.01f;
-    CHECK(same);
-    free(g_adaq_work);
-    free(buf);
     free(mem);
     free(want);
+    return same;
+}
+
+/* adaq's dense decoder (whose first floats of each block are streamed 16 bytes at a
+ * time, then whole lines) and inceptionn's (whose blocks stream the lines they fill and
+ * write the two they share with their neighbours through the cache) past the
+ * streamed-store threshold. */
+static void test_streamed_decoders(void)
+{
+    const size_t n = TEST_STREAMED_N;
+    const size_t cap = dr_inceptionn_bound(n) > dr_adaq_bound(n) ? dr_inceptionn_bound(n) : dr_adaq_bound(n);
+    float *x = malloc(n * sizeof *x);
+    uint8_t *buf = malloc(cap);
+    size_t len = 0;
+    g_adaq_work = malloc(dr_adaq_workspace_size(n));
+    fill(x, n, 41, 1.0f);
+    g_ratio = 0.3f;
+    CHECK_OK(enc_adaq(x, n, buf, dr_adaq_bound(n), &len));
+    CHECK(streamed_decode_same(dr_adaq_decode, buf, len, n));
+    g_ratio = 0.01f;
+    g_bound = 10;
+    CHECK_OK(enc_inceptionn(x, n, buf, cap, &len));
+    CHECK(streamed_decode_same(dr_inceptionn_decode, buf, len, n));
+    free(g_adaq_work);
+    free(buf);
     free(x);
 }
 
@@ -1262,7 +1279,7 @@ static void test_kernels(void)
     test_threads_same_bytes();
     test_randomk_paths();
     test_adaq_paths();
-    test_adaq_streamed_decode();
+    test_streamed_decoders();
     test_eightbit_paths();
     test_inceptionn_band_edges();
     test_inceptionn_blocks();

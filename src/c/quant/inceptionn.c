@@ -10,6 +10,7 @@
 #include "frame_fused.h"
 #include "inceptionn_simd.h"
 #include "qframe.h"
+#include "stream_simd.h"
 
 #include <math.h>
 
@@ -366,11 +367,14 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     unsigned bad = 0;
     float step8, step16;
     int simd = dr_simd_active();
+    /* The AVX-512 blocks stream a large output past the cache (stream_simd.h's rule). */
+    int stream = simd >= DR_SIMD_AVX512 && dr_stream_output(out, n);
     int st = open_frame(buf, len, n, out, &f);
     if (st != DR_OK)
         return st;
 #if !DR_HAVE_X86_SIMD
     (void)simd;
+    (void)stream;
 #endif
     s = bands_for(f.params[0]);
     step8 = ldexpf(1.0f, -s.k8);
@@ -409,7 +413,7 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 #if DR_HAVE_X86_SIMD
         /* Where the whole-vector loads past the block's end stay inside buf. */
         if (m == BLOCK && simd >= DR_SIMD_AVX512 && len - (at + bytes) >= 64)
-            bad |= dr_inceptionn_block_decode_avx512(buf + at, count, step8, step16, out + i);
+            bad |= dr_inceptionn_block_decode_avx512(buf + at, count, step8, step16, out + i, stream);
         else if (m == BLOCK && simd >= DR_SIMD_AVX2 && len - (at + bytes) >= 64)
             bad |= dr_inceptionn_block_decode_avx2(buf + at, count, step8, step16, out + i);
         else if (simd >= DR_SIMD_AVX2)
@@ -419,6 +423,10 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
             bad |= decode_block_plain(buf + at, m, count, step8, step16, out + i);
         at += bytes;
     }
+#if DR_HAVE_X86_SIMD
+    if (stream)
+        dr_stream_fence();
+#endif
     if (st == DR_OK && at != end)
         st = DR_E_FRAME_FIELD;
     /* The rest of the section (after a block that does not fit, more than the blocks

@@ -136,7 +136,7 @@ static inline __mmask16 section_lanes(size_t k, size_t count)
 }
 
 DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, const size_t *count,
-                                                            float step8, float step16, float *out)
+                                                            float step8, float step16, float *out, int stream)
 {
     enum { B = DR_INCEPTIONN_BLOCK };
     /* Each narrow section's values, in its own order: converted a vector of entries at a
@@ -148,7 +148,8 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
     const __m512i inf = _mm512_set1_epi32(0x7f800000);
     const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
     size_t i, k, n8 = 0, n16 = 0, n32 = 0;
-    __m512i least = _mm512_set1_epi32(1), top = _mm512_setzero_si512();
+    unsigned lead;
+    __m512i least = _mm512_set1_epi32(1), top = _mm512_setzero_si512(), line_order, earlier = top;
     /* What the encoder never writes, an 8- or 16-bit magnitude 0 or an Inf or NaN, shows
      * in the least such magnitude and the largest float32 exponent field. Whole loads:
      * the last reads up to 15 entries past its section, inside the 64 bytes the caller
@@ -169,14 +170,27 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
     for (k = 0; k < count[3]; k += 16)
         top = _mm512_mask_max_epu32(top, section_lanes(k, count[3]), top,
                                     _mm512_and_si512(_mm512_loadu_si512(p32 + 4 * k), inf));
+    /* Streamed, each step's vector completes one of out's lines with the step before's:
+     * the line starts `lead` floats into the earlier one, and a two-register permute
+     * takes lead.. of the earlier and ..lead of the later. The block's first lead floats
+     * and its last 16 - lead share lines with the blocks around it and go through the
+     * cache. */
+    lead = (unsigned)dr_stream_lead(out, B);
+    line_order = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                  _mm512_set1_epi32((int)lead));
+    /* The last line, shared with the next block, is written through the cache: asked for
+     * now, or its store waits on its read from memory with the streamed ones behind it. */
+    if (stream)
+        __builtin_prefetch(out + B - 1, 1);
     /* Each step's lanes take their width's next values by expands (zeroing: a merging
      * expand waits on its destination and is slower on the development machine's AMD
      * (Zen 5) core); a dropped lane is 0 in all three. */
     for (i = 0; i < B; i += 16) {
         uint32_t t, lo, hi, w8, w16, w32;
-        __m512i v8, v16, l32;
+        __m512i v8, v16, l32, v;
         memcpy(&t, src + i / 4, 4);
-        dr_write_ahead(out + i);
+        if (!stream)
+            dr_write_ahead(out + i);
         lo = _pext_u32(t, 0x55555555u);
         hi = _pext_u32(t, 0xaaaaaaaau);
         w8 = lo & ~hi;
@@ -188,12 +202,22 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
         /* Keeps the load a load of its own: folded into the expand (VPEXPANDD from memory),
          * it is several times slower on the development machine's AMD (Zen 5) core. */
         __asm__("" : "+v"(l32));
-        _mm512_storeu_si512((void *)(out + i),
-                            _mm512_ternarylogic_epi32(v8, v16, _mm512_maskz_expand_epi32(_cvtu32_mask16(w32), l32), 0xfe));
+        v = _mm512_ternarylogic_epi32(v8, v16, _mm512_maskz_expand_epi32(_cvtu32_mask16(w32), l32), 0xfe);
+        if (!stream)
+            _mm512_storeu_si512((void *)(out + i), v);
+        else if (i > 0)
+            _mm512_stream_si512((void *)(out + lead + i - 16), _mm512_permutex2var_epi32(earlier, line_order, v));
+        else if (lead > 0) /* in its line: a masked store across two lines is slow on Zen 4 */
+            _mm512_mask_storeu_epi32((void *)((uintptr_t)(out + lead) - 64), (__mmask16)(0xffffu << (16 - lead)),
+                                     _mm512_permutexvar_epi32(line_order, v));
+        earlier = v;
         n8 += (unsigned)_mm_popcnt_u32(w8);
         n16 += (unsigned)_mm_popcnt_u32(w16);
         n32 += (unsigned)_mm_popcnt_u32(w32);
     }
+    if (stream)
+        _mm512_mask_storeu_epi32(out + B - 16 + lead, (__mmask16)(0xffffu >> lead),
+                                 _mm512_permutexvar_epi32(line_order, earlier));
     return _mm512_reduce_min_epu32(least) == 0 || _mm512_reduce_max_epu32(top) == 0x7f800000u;
 }
 /* ------------------------------------------------------------------------------ AVX2 */

@@ -35,9 +35,12 @@ void dr_inceptionn_count_block_avx512(const uint8_t *tags, size_t *count);
 /* Decodes the frame block at src into out[0..DR_INCEPTIONN_BLOCK), its tags holding
  * count[1..3] entries of tags 1..3 (the caller counted them); returns nonzero if the
  * block holds an entry the encoder cannot write. Its whole-vector loads may read up to
- * 64 bytes past the block's end: the caller checks that they stay inside the frame. */
+ * 64 bytes past the block's end: the caller checks that they stay inside the frame.
+ * With `stream` set, the lines of out that the block fills are written by non-temporal
+ * stores (out may start anywhere): the caller calls dr_stream_fence after the last
+ * block. */
 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, const size_t *count, float step8,
-                                           float step16, float *out);
+                                           float step16, float *out, int stream);
 /* The same two for AVX2 CPUs (the same contracts, eight lanes per step). */
 size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptionn_bands *s, uint8_t *dst);
 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, const size_t *count, float step8,
