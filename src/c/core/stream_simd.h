@@ -99,6 +99,16 @@ DR_TARGET_AVX512 DR_ALWAYS_INLINE void dr_store16_avx512(float *out, __m512 v, i
     }
 }
 
+/* Streaming lines of an output that starts anywhere, from vectors of 16 consecutive
+ * floats (or 32-bit fields): the line that starts `lead` (dr_stream_lead) into one vector
+ * is _mm512_permutex2var_epi32(earlier, order, later) with this order, lanes lead.. of the
+ * earlier vector, then lanes ..lead of the later one. */
+DR_TARGET_AVX512 DR_ALWAYS_INLINE __m512i dr_line_order_avx512(size_t lead)
+{
+    return _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                            _mm512_set1_epi32((int)lead));
+}
+
 /* After a kernel's streamed stores: they are visible before anyone reads the output.
  * SSE (every x86-64 CPU), so plain code calls it too. */
 static inline void dr_stream_fence(void)

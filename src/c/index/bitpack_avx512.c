@@ -26,8 +26,7 @@ void dr_unpack16_plan_make(dr_unpack16_plan *plan, unsigned bits)
 DR_TARGET_AVX512_VBMI static size_t unpack_lines(const uint8_t *in, size_t steps, unsigned bits, uint32_t *out,
                                                  size_t lead, __m512i control, __m512i shifts, __m512i mask)
 {
-    const __m512i from_two = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                              _mm512_set1_epi32((int)lead));
+    const __m512i from_two = dr_line_order_avx512(lead);
     __m512i before = dr_unpack16_vbmi(in, control, shifts, mask);
     size_t s;
     _mm512_mask_storeu_epi32((void *)out, (__mmask16)((1u << lead) - 1u), before);

@@ -176,8 +176,7 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
      * and its last 16 - lead share lines with the blocks around it and go through the
      * cache. */
     lead = (unsigned)dr_stream_lead(out, B);
-    line_order = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                  _mm512_set1_epi32((int)lead));
+    line_order = dr_line_order_avx512(lead);
     /* The last line, shared with the next block, is written through the cache: asked for
      * now, or its store waits on its read from memory with the streamed ones behind it. */
     if (stream)
