@@ -20,19 +20,20 @@ void dr_unpack16_plan_make(dr_unpack16_plan *plan, unsigned bits)
 
 /* Steps 0..steps of in (steps >= 1) into out[0..16 steps) with whole 64-byte lines
  * streamed: the fields before out's first line start by a masked store, then each line
- * from two steps' fields (one two-register permute), one aligned streamed store per line,
- * where 16-byte streamed stores of unaligned steps split each line in four. Returns the
+ * from two steps' fields (stream_simd.h), one aligned streamed store per line, where
+ * 16-byte streamed stores of unaligned steps split each line in four. Returns the
  * fields written, lead + 16 (steps - 1). */
 DR_TARGET_AVX512_VBMI static size_t unpack_lines(const uint8_t *in, size_t steps, unsigned bits, uint32_t *out,
                                                  size_t lead, __m512i control, __m512i shifts, __m512i mask)
 {
     const __m512i from_two = dr_line_order_avx512(lead);
     __m512i before = dr_unpack16_vbmi(in, control, shifts, mask);
+    float *lines = (float *)(void *)out; /* stream_simd.h's helpers name 32-bit fields floats */
     size_t s;
-    _mm512_mask_storeu_epi32((void *)out, (__mmask16)((1u << lead) - 1u), before);
+    dr_stream_head_avx512(lines, lead, from_two, before);
     for (s = 1; s < steps; s++) {
         __m512i now = dr_unpack16_vbmi(in + 2u * bits * s, control, shifts, mask);
-        _mm512_stream_si512((void *)(out + lead + 16u * (s - 1u)), _mm512_permutex2var_epi32(before, from_two, now));
+        dr_stream_line_avx512(lines, 16u * s, lead, from_two, before, now);
         before = now;
     }
     dr_stream_fence();

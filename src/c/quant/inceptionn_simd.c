@@ -147,8 +147,7 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
     const __m512i mag8 = _mm512_set1_epi32(0x7f), mag16 = _mm512_set1_epi32(0x7fff);
     const __m512i inf = _mm512_set1_epi32(0x7f800000);
     const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
-    size_t i, k, n8 = 0, n16 = 0, n32 = 0;
-    unsigned lead;
+    size_t i, k, n8 = 0, n16 = 0, n32 = 0, lead;
     __m512i least = _mm512_set1_epi32(1), top = _mm512_setzero_si512(), line_order, earlier = top;
     /* What the encoder never writes, an 8- or 16-bit magnitude 0 or an Inf or NaN, shows
      * in the least such magnitude and the largest float32 exponent field. Whole loads:
@@ -170,12 +169,9 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
     for (k = 0; k < count[3]; k += 16)
         top = _mm512_mask_max_epu32(top, section_lanes(k, count[3]), top,
                                     _mm512_and_si512(_mm512_loadu_si512(p32 + 4 * k), inf));
-    /* Streamed, each step's vector completes one of out's lines with the step before's:
-     * the line starts `lead` floats into the earlier one, and a two-register permute
-     * takes lead.. of the earlier and ..lead of the later. The block's first lead floats
-     * and its last 16 - lead share lines with the blocks around it and go through the
-     * cache. */
-    lead = (unsigned)dr_stream_lead(out, B);
+    /* Streamed, each step's vector completes one of out's lines with the step before's
+     * (stream_simd.h), and the block's first and last floats go through the cache. */
+    lead = dr_stream_lead(out, B);
     line_order = dr_line_order_avx512(lead);
     /* The last line, shared with the next block, is written through the cache: asked for
      * now, or its store waits on its read from memory with the streamed ones behind it. */
@@ -205,18 +201,16 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
         if (!stream)
             _mm512_storeu_si512((void *)(out + i), v);
         else if (i > 0)
-            _mm512_stream_si512((void *)(out + lead + i - 16), _mm512_permutex2var_epi32(earlier, line_order, v));
-        else if (lead > 0) /* in its line: a masked store across two lines is slow on Zen 4 */
-            _mm512_mask_storeu_epi32((void *)((uintptr_t)(out + lead) - 64), (__mmask16)(0xffffu << (16 - lead)),
-                                     _mm512_permutexvar_epi32(line_order, v));
+            dr_stream_line_avx512(out, i, lead, line_order, earlier, v);
+        else
+            dr_stream_head_avx512(out, lead, line_order, v);
         earlier = v;
         n8 += (unsigned)_mm_popcnt_u32(w8);
         n16 += (unsigned)_mm_popcnt_u32(w16);
         n32 += (unsigned)_mm_popcnt_u32(w32);
     }
     if (stream)
-        _mm512_mask_storeu_epi32(out + B - 16 + lead, (__mmask16)(0xffffu >> lead),
-                                 _mm512_permutexvar_epi32(line_order, earlier));
+        dr_stream_tail_avx512(out, B - 16, lead, line_order, earlier);
     return _mm512_reduce_min_epu32(least) == 0 || _mm512_reduce_max_epu32(top) == 0x7f800000u;
 }
 /* ------------------------------------------------------------------------------ AVX2 */
