@@ -143,9 +143,10 @@ def _forged_sizes(rank, world):
 
 @pytest.mark.slow
 def test_payload_sizes_no_rank_of_ours_sends_are_refused_on_every_rank():
-    """A negative allgather size was read as an empty payload (garbage downstream), one
-    past any machine's memory failed in NumPy's allocation, on every rank; now each is a
-    CommunicationError that names the rank and what it stated, and the ranks stay in step."""
+    """A negative allgather size was read as an empty payload, and the spill collective the
+    other sizes asked for then waited for gloo's timeout; a broadcast past any machine's
+    memory failed in NumPy's allocation. Now each is a CommunicationError on every rank that
+    names the rank and what it stated, and the ranks stay in step."""
     for messages in distributed.run(_forged_sizes, 2, timeout=60):
         check_size_refusals(messages, 2)
 

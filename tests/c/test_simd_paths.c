@@ -890,9 +890,10 @@ static void test_adaq_paths(void)
 }
 
 /* A decoder past the streamed-store threshold on every path, into an output at a cache
- * line's start and 4, 16, 32 and 48 bytes past it (the floats before its first line start
- * and after its last go through the cache, the lines between are streamed): the same
- * floats as the scalar path's, and the floats around out[0..n) untouched. */
+ * line's start and 4, 16, 32 and 48 bytes past it (4 is off the 16-byte grid, so not
+ * streamed; the others stream whole lines and write the floats around them each
+ * decoder's own way): the same floats as the scalar path's, and the floats around
+ * out[0..n) untouched. */
 static int streamed_decode_same(decode_fn decode, const uint8_t *buf, size_t len, size_t n)
 {
     static const size_t offsets[] = {0, 1, 4, 8, 12}; /* floats past a line start */

@@ -148,7 +148,8 @@ DR_TARGET_AVX512 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, 
     const __m512i inf = _mm512_set1_epi32(0x7f800000);
     const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
     size_t i, k, n8 = 0, n16 = 0, n32 = 0, lead;
-    __m512i least = _mm512_set1_epi32(1), top = _mm512_setzero_si512(), line_order, earlier = top;
+    __m512i least = _mm512_set1_epi32(1), top = _mm512_setzero_si512(), line_order;
+    __m512i earlier = _mm512_setzero_si512(); /* the step before's vector, when streamed */
     /* What the encoder never writes, an 8- or 16-bit magnitude 0 or an Inf or NaN, shows
      * in the least such magnitude and the largest float32 exponent field. Whole loads:
      * the last reads up to 15 entries past its section, inside the 64 bytes the caller
