@@ -397,6 +397,31 @@ def test_bytes_of_the_variable_size_sparsifiers_stay_in_their_band():
         assert 0.7 * K - 2 <= count <= 1.3 * K + 2, (name, count)
 
 
+@pytest.mark.parametrize("ratio", [None, 1.0])  # None: GRACE's default, 0.3
+def test_adaq_sends_a_dense_selection_as_its_sign_map(ratio):
+    """Past about one entry in 16 the 2-bit sign map is smaller than the index lists:
+    F2 + 8 + ceil(n/4) bytes, and the step's tensor is still each sign's threshold set at
+    its mean (the map carries which entries and which sign, nothing else)."""
+    n = 10_003
+    g = laplace(n, 12)
+    stats = deepreduce.stats.Stats()
+    params = natural_params("adaq", memory="none")
+    if ratio is not None:
+        params["compress_ratio"] = ratio
+    grc = grace_from_params(params)
+    grc.stats = stats
+    out = np.asarray(grc.step(g, "w"))
+    assert stats.totals()["bytes_sent"] == frame(2) + 8 + math.ceil(n / 4)
+    for side in (out > 0, out < 0):
+        sent = g[side]
+        assert sent.size > 0 and np.all(np.sign(sent) == np.sign(out[side]))
+        assert np.unique(out[side]).size == 1
+        assert np.isclose(out[side][0], sent.astype(np.float64).mean(), rtol=1e-6)
+        rest = g[~side & (np.sign(g) == np.sign(sent[0]))]
+        assert rest.size == 0 or np.abs(rest).max() <= np.abs(sent).min()  # a threshold set
+    assert np.count_nonzero(out) == pytest.approx((ratio or 0.3) * n, rel=0.3)  # each side's band
+
+
 def test_wire_bytes_benchmark_prints_the_formula_volumes(capsys):
     # The benchmark that produces docs/grace.md's table, at a size a test affords.
     path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "wire_bytes.py"

@@ -6,7 +6,9 @@ from ..checks import fraction
 class AdaqCompressor(FramedCompressor):
     """AdaComp-style adaptive quantization (Chen et al. 2018): the positive and negative
     parts are each thresholded (from a sample) to about compress_ratio of the entries;
-    the selected indices travel with one mean per sign. Variable size, empty is legal."""
+    the selected indices travel with one mean per sign: as index lists, or where smaller
+    (more than about one entry in 16 selected, as at GRACE's default 0.3) as a 2-bit code
+    per entry saying which sign's mean it takes. Variable size, empty is legal."""
 
     frame_kind = "DR_KIND_ADAQ"
     decoder = "dr_adaq_decode"

@@ -862,13 +862,13 @@ static void test_eightbit_paths(void)
 
 /* adaq's one sweep (its counts, maxima and candidates) on every path: tensors large
  * enough for the candidates (with a ragged tail), ratios that take them and ones that
- * sweep x per count instead (their selection taken a vector at a time, up to every
- * entry), signs out of balance, and a tensor whose sample sets the cut at a value most
- * entries share, so the candidates overflow their room. */
+ * sweep x per count instead (their selection taken a vector at a time, as lists or as
+ * the sign map, up to every entry), signs out of balance, and a tensor whose sample sets
+ * the cut at a value most entries share, so the candidates overflow their room. */
 static void test_adaq_paths(void)
 {
     const size_t n = 100003;
-    static const float ratios[] = {0.001f, 0.01f, 0.02f, 0.2f, 0.6f, 1.0f};
+    static const float ratios[] = {0.001f, 0.01f, 0.02f, 0.05f, 0.2f, 0.6f, 1.0f}; /* from 0.2: the map */
     float *x = malloc(n * sizeof *x);
     size_t i, r;
     g_adaq_work = malloc(dr_adaq_workspace_size(n));
@@ -922,10 +922,11 @@ static int streamed_decode_same(decode_fn decode, const uint8_t *buf, size_t len
     return same;
 }
 
-/* adaq's dense decoder (whose first floats of each block are streamed 16 bytes at a
- * time, then whole lines) and inceptionn's (whose blocks stream the lines they fill and
- * write the two they share with their neighbours through the cache) past the
- * streamed-store threshold. */
+/* adaq's dense decoders, of lists (whose first floats of each block are streamed 16
+ * bytes at a time, then whole lines) and of the sign map (16 bytes at a time: terngrad's
+ * lookup), and inceptionn's (whose blocks stream the lines they fill and write the two
+ * they share with their neighbours through the cache) past the streamed-store
+ * threshold. */
 static void test_streamed_decoders(void)
 {
     const size_t n = TEST_STREAMED_N;
@@ -935,9 +936,12 @@ static void test_streamed_decoders(void)
     size_t len = 0;
     g_adaq_work = malloc(dr_adaq_workspace_size(n));
     fill(x, n, 41, 1.0f);
+    g_ratio = 0.04f;
+    CHECK_OK(enc_adaq(x, n, buf, dr_adaq_bound(n), &len));
+    CHECK(buf[12] == DR_ADAQ_LISTS && streamed_decode_same(dr_adaq_decode, buf, len, n));
     g_ratio = 0.3f;
     CHECK_OK(enc_adaq(x, n, buf, dr_adaq_bound(n), &len));
-    CHECK(streamed_decode_same(dr_adaq_decode, buf, len, n));
+    CHECK(buf[12] == DR_ADAQ_SIGN_MAP && streamed_decode_same(dr_adaq_decode, buf, len, n));
     g_ratio = 0.01f;
     g_bound = 10;
     CHECK_OK(enc_inceptionn(x, n, buf, cap, &len));

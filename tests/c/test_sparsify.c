@@ -187,9 +187,17 @@ static void test_dgc_sparsify(void)
     free(x);
 }
 
+/* The size of adaq's frame for n entries of which `sent` are selected: the smaller
+ * layout's, the lists' on a tie (sparsify.h). */
+static size_t adaq_frame_size(size_t n, size_t sent)
+{
+    size_t lists = 68 + 4 * sent, map = 64 + (n + 3) / 4;
+    return map < lists ? map : lists;
+}
+
 /* Decode an adaq frame and check it against x: each sign's selection is a threshold
- * set of that sign, its size is in the band around ceil(count*ratio), and the value
- * sent is the mean of the selected entries. */
+ * set of that sign, its size is in the band around ceil(count*ratio), the value sent
+ * is the mean of the selected entries, and the frame is the smaller layout. */
 static void check_adaq(const float *x, size_t n, float ratio, const uint8_t *buf, size_t len)
 {
     float *out = malloc((n + 1) * sizeof *out);
@@ -239,23 +247,24 @@ static void check_adaq(const float *x, size_t n, float ratio, const uint8_t *buf
         CHECK(sn >= t - (3 * t) / 10 && sn <= t + (3 * t) / 10);
         CHECK(mean_n == (float)(sum_n[0] / sn));
     }
-    CHECK(len == 68 + 4 * (sp + sn));
+    CHECK(len == adaq_frame_size(n, sp + sn));
     free(out);
 }
 
 static void test_adaq(void)
 {
     const size_t n = 200000;
-    const float ratios[3] = {0.001f, 0.01f, 0.3f};
+    const float ratios[4] = {0.001f, 0.01f, 0.04f, 0.3f}; /* lists, and at 0.3 the map */
     float *x = malloc(n * sizeof *x);
     size_t cap = dr_adaq_bound(n), len = 0, i, t;
     uint8_t *buf = malloc(cap);
     void *work = malloc(dr_adaq_workspace_size(n));
     for (i = 0; i < n; i++)
         x[i] = test_gauss(4, i) + 0.3f; /* more positives than negatives */
-    for (t = 0; t < 3; t++) {
+    for (t = 0; t < 4; t++) {
         CHECK_OK(dr_adaq_encode(x, n, ratios[t], 11, DR_DTYPE_BFLOAT16, work, buf, cap, &len));
         CHECK(buf[5] == DR_KIND_ADAQ && buf[8] == DR_DTYPE_BFLOAT16);
+        CHECK(buf[12] == (t == 3 ? DR_ADAQ_SIGN_MAP : DR_ADAQ_LISTS)); /* params[0] */
         check_adaq(x, n, ratios[t], buf, len);
     }
     /* Too small a buffer: refused, with the size needed. */
@@ -271,7 +280,7 @@ static void test_adaq(void)
     for (i = 0; i < n; i++)
         x[i] = i % 1000 == 0 ? -3.0f : 1.0f;
     CHECK_OK(dr_adaq_encode(x, n, 0.01f, 11, 0, work, buf, cap, &len));
-    CHECK(len == 68 + 4 * n);
+    CHECK(len == adaq_frame_size(n, n));
     {
         float *out = malloc(n * sizeof *out);
         int same = 1;
@@ -317,7 +326,7 @@ static void test_adaq_small_and_empty(void)
     for (i = 0; i < 50; i++)
         x[i] = 5.0f;
     CHECK_OK(dr_adaq_encode(x, 50, 0.3f, 1, 0, work, buf, sizeof buf, &len));
-    CHECK(len == 68 + 4 * 50);
+    CHECK(len == adaq_frame_size(50, 50));
     CHECK_OK(dr_adaq_decode(buf, len, out, 50));
     for (i = 0; i < 50; i++)
         CHECK(out[i] == 5.0f);
@@ -331,10 +340,10 @@ static void test_adaq_small_and_empty(void)
  * was. */
 static int decode_both(const uint8_t *buf, size_t len, float *out, size_t n)
 {
-    float sum[64];
+    float sum[256];
     size_t i;
     int st = dr_adaq_decode(buf, len, out, n), same = 1;
-    CHECK(n <= 64);
+    CHECK(n <= 256);
     for (i = 0; i < n; i++)
         sum[i] = 1.0f;
     CHECK(dr_adaq_decode_add(buf, len, sum, n) == st);
@@ -344,60 +353,128 @@ static int decode_both(const uint8_t *buf, size_t len, float *out, size_t n)
     return st;
 }
 
-static void test_adaq_refuses_damage(void)
+/* Every byte of the frame damaged, and every truncation: refused by both decoders. */
+static int refuses_each_damage(uint8_t *buf, size_t len, float *out, size_t n)
 {
-    float x[64], out[64];
-    uint8_t buf[1024];
-    uint64_t work[8];
-    size_t len, pos, np;
-    uint32_t v;
+    size_t pos;
     int refused = 1;
-    for (pos = 0; pos < 64; pos++)
-        x[pos] = test_uniform(9, pos);
-    CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
-    check_adaq(x, 64, 0.2f, buf, len);
     for (pos = 0; pos < len; pos++) {
         buf[pos] ^= 0x21;
-        refused &= decode_both(buf, len, out, 64) < 0;
+        refused &= decode_both(buf, len, out, n) < 0;
         buf[pos] ^= 0x21;
     }
     for (pos = 0; pos < len; pos++)
-        refused &= decode_both(buf, pos, out, 64) < 0;
-    CHECK(refused);
-    CHECK_STATUS(decode_both(buf, len, out, 63), DR_E_FRAME_FIELD);
-    CHECK_STATUS(dr_signsgd_decode(buf, len, out, 64), DR_E_FRAME_CODEC);
+        refused &= decode_both(buf, pos, out, n) < 0;
+    return refused;
+}
+
+static void test_adaq_refuses_damage(void)
+{
+    float x[256], out[256];
+    uint8_t buf[1200];
+    uint64_t work[16];
+    size_t len, pos, np;
+    uint32_t v;
+    for (pos = 0; pos < 256; pos++)
+        x[pos] = test_uniform(9, pos);
+    /* A few entries in 256: the lists (the map would take 64 bytes). */
+    CHECK(dr_adaq_workspace_size(256) <= sizeof work);
+    CHECK_OK(dr_adaq_encode(x, 256, 0.03f, 5, 0, work, buf, sizeof buf, &len));
+    check_adaq(x, 256, 0.03f, buf, len);
+    CHECK(buf[12] == DR_ADAQ_LISTS);
+    CHECK(refuses_each_damage(buf, len, out, 256));
+    CHECK_STATUS(decode_both(buf, len, out, 255), DR_E_FRAME_FIELD);
+    CHECK_STATUS(dr_signsgd_decode(buf, len, out, 256), DR_E_FRAME_CODEC);
 
     /* Contents with a valid CRC: index out of range, out of order, in both lists,
      * a mean of the wrong sign. Sections start at 56: means, positives, negatives. */
     memcpy(&v, buf + 48, 4);
     np = v / 4;
     CHECK(np >= 2);
-    v = 64;
+    v = 256;
     memcpy(buf + 64, &v, 4);
     reseal(buf, len);
-    CHECK_STATUS(decode_both(buf, len, out, 64), DR_E_CORRUPT);
-    CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
+    CHECK_STATUS(decode_both(buf, len, out, 256), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, 256, 0.03f, 5, 0, work, buf, sizeof buf, &len));
     memcpy(buf + 64, buf + 68, 4); /* first positive index = second */
     reseal(buf, len);
-    CHECK_STATUS(decode_both(buf, len, out, 64), DR_E_CORRUPT);
-    CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
+    CHECK_STATUS(decode_both(buf, len, out, 256), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, 256, 0.03f, 5, 0, work, buf, sizeof buf, &len));
     memcpy(buf + 64 + 4 * np, buf + 64, 4); /* first negative index = first positive */
     reseal(buf, len);
-    CHECK(decode_both(buf, len, out, 64) < 0);
-    CHECK_OK(dr_adaq_encode(x, 64, 0.2f, 5, 0, work, buf, sizeof buf, &len));
+    CHECK(decode_both(buf, len, out, 256) < 0);
+    CHECK_OK(dr_adaq_encode(x, 256, 0.03f, 5, 0, work, buf, sizeof buf, &len));
     buf[56 + 3] ^= 0x80; /* mean_pos negative */
     reseal(buf, len);
-    CHECK_STATUS(decode_both(buf, len, out, 64), DR_E_CORRUPT);
+    CHECK_STATUS(decode_both(buf, len, out, 256), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, 256, 0.03f, 5, 0, work, buf, sizeof buf, &len));
+    buf[12] = 2; /* a layout no encoder writes */
+    reseal(buf, len);
+    CHECK_STATUS(decode_both(buf, len, out, 256), DR_E_FRAME_FIELD);
+}
+
+/* The sign map (2 sections from 52: the means, then the codes) damaged or forged by
+ * someone who knows the layout: each refused by both decoders, out left as it was by
+ * dr_adaq_decode_add. 62 entries: the last byte's bits past n are padding. */
+static void test_adaq_map_refuses_damage(void)
+{
+    const size_t n = 62;
+    float x[62], out[62];
+    uint8_t buf[256], *codes = buf + 60;
+    uint64_t work[8], count;
+    size_t len, i, zero = 0, plus = 0;
+    for (i = 0; i < n; i++)
+        x[i] = test_uniform(10, i);
+    CHECK_OK(dr_adaq_encode(x, n, 0.4f, 5, 0, work, buf, sizeof buf, &len));
+    check_adaq(x, n, 0.4f, buf, len);
+    CHECK(buf[12] == DR_ADAQ_SIGN_MAP && buf[9] == 2 && len == 64 + 16);
+    CHECK(refuses_each_damage(buf, len, out, n));
+    CHECK_STATUS(decode_both(buf, len, out, 61), DR_E_FRAME_FIELD);
+    /* Find an entry not sent and one sent positive (code 0 and code 1). */
+    for (i = 0; i < n; i++) {
+        unsigned code = (codes[i / 4] >> (2 * (i % 4))) & 3u;
+        zero = code == 0 ? i : zero;
+        plus = code == 1 ? i : plus;
+    }
+    CHECK(((codes[zero / 4] >> (2 * (zero % 4))) & 3u) == 0 && ((codes[plus / 4] >> (2 * (plus % 4))) & 3u) == 1);
+    codes[plus / 4] |= (uint8_t)(2u << (2 * (plus % 4))); /* code 3 */
+    reseal(buf, len);
+    CHECK_STATUS(decode_both(buf, len, out, n), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, n, 0.4f, 5, 0, work, buf, sizeof buf, &len));
+    codes[15] |= 0x40; /* a code for entry 63, past n */
+    reseal(buf, len);
+    CHECK_STATUS(decode_both(buf, len, out, n), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, n, 0.4f, 5, 0, work, buf, sizeof buf, &len));
+    codes[zero / 4] |= (uint8_t)(2u << (2 * (zero % 4))); /* one more sent than counted */
+    reseal(buf, len);
+    CHECK_STATUS(decode_both(buf, len, out, n), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, n, 0.4f, 5, 0, work, buf, sizeof buf, &len));
+    memcpy(&count, buf + 36, 8);
+    count += 1; /* the count field one past the codes */
+    memcpy(buf + 36, &count, 8);
+    reseal(buf, len);
+    CHECK_STATUS(decode_both(buf, len, out, n), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, n, 0.4f, 5, 0, work, buf, sizeof buf, &len));
+    buf[52 + 7] ^= 0x80; /* mean_neg positive */
+    reseal(buf, len);
+    CHECK_STATUS(decode_both(buf, len, out, n), DR_E_CORRUPT);
+    CHECK_OK(dr_adaq_encode(x, n, 0.4f, 5, 0, work, buf, sizeof buf, &len));
+    buf[12] = DR_ADAQ_LISTS; /* a map read as lists: a field error, not a crash */
+    reseal(buf, len);
+    CHECK_STATUS(decode_both(buf, len, out, n), DR_E_FRAME_FIELD);
 }
 
 /* Lists longer than one window of the decoders' overlap check and one block of their
  * writes (200k entries, the frame's lists in many of each): dr_adaq_decode_add adds what
  * dr_adaq_decode writes, on a sparse frame (windows with no entry skipped) and a dense
- * one, and an index put in both lists far into the frame is refused with out untouched. */
+ * one (4%: still the lists, the map would be larger), and an index put in both lists
+ * far into the frame is refused with out untouched. Then the sign map of a dense
+ * selection (0.3 and every entry): decode_add adds what decode writes, past the
+ * vector paths' whole groups, and leaves the entries not sent as they were, -0.0 too. */
 static void test_adaq_long_lists(void)
 {
     const size_t n = 200000;
-    const float ratios[2] = {0.001f, 0.3f};
+    const float ratios[2] = {0.001f, 0.04f};
     float *x = malloc(n * sizeof *x), *out = malloc(n * sizeof *out), *sum = malloc(n * sizeof *sum);
     size_t cap = dr_adaq_bound(n), len = 0, i, t;
     uint8_t *buf = malloc(cap);
@@ -444,6 +521,22 @@ static void test_adaq_long_lists(void)
         reseal(buf, len);
         CHECK_STATUS(dr_adaq_decode(buf, len, out, n), DR_E_CORRUPT);
     }
+    for (t = 0; t < 2; t++) {
+        const float map_ratios[2] = {0.3f, 1.0f};
+        int same = 1;
+        CHECK_OK(dr_adaq_encode(x, n - 5, map_ratios[t], 3, 0, work, buf, cap, &len));
+        CHECK(buf[12] == DR_ADAQ_SIGN_MAP);
+        check_adaq(x, n - 5, map_ratios[t], buf, len);
+        CHECK_OK(dr_adaq_decode(buf, len, out, n - 5));
+        for (i = 0; i < n - 5; i++)
+            sum[i] = i % 2 ? 1.0f : -0.0f;
+        CHECK_OK(dr_adaq_decode_add(buf, len, sum, n - 5));
+        for (i = 0; i < n - 5; i++) {
+            float before = i % 2 ? 1.0f : -0.0f;
+            same &= out[i] == 0.0f ? memcmp(&sum[i], &before, 4) == 0 : sum[i] == before + out[i];
+        }
+        CHECK(same);
+    }
     /* No positives at all (mean_pos 0, a dense selection of negatives). */
     for (i = 0; i < n; i++)
         x[i] = -fabsf(x[i]) - 0.001f;
@@ -464,6 +557,7 @@ int main(void)
     test_adaq();
     test_adaq_small_and_empty();
     test_adaq_refuses_damage();
+    test_adaq_map_refuses_damage();
     test_adaq_long_lists();
     return check_summary("test_sparsify");
 }

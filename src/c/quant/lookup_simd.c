@@ -104,4 +104,55 @@ DR_TARGET_AVX2 size_t dr_lookup256_stream_avx2(const uint8_t *codes, size_t n, c
     dr_stream_fence();
     return i;
 }
+
+DR_TARGET_AVX2 size_t dr_crumb_lookup_avx2(const uint8_t *codes, size_t n, const float *value, float *out, int add)
+{
+    /* Lane j's code by a shift of the group's 16 bits by 2j. */
+    const __m256i shift = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), three = _mm256_set1_epi32(3);
+    const __m256 table = _mm256_setr_ps(value[0], value[1], value[2], 0.0f, 0.0f, 0.0f, 0.0f, 0.0f);
+    const int stream = !add && dr_stream_output(out, n);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint16_t group;
+        __m256i code;
+        __m256 v;
+        memcpy(&group, codes + i / 4, 2);
+        code = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(group), shift), three);
+        v = _mm256_permutevar8x32_ps(table, code);
+        if (add) {
+            __m256 sent = _mm256_castsi256_ps(_mm256_cmpgt_epi32(code, _mm256_setzero_si256()));
+            v = _mm256_blendv_ps(_mm256_loadu_ps(out + i), _mm256_add_ps(_mm256_loadu_ps(out + i), v), sent);
+        }
+        dr_store8_avx2(out + i, v, stream);
+    }
+    if (stream)
+        dr_stream_fence();
+    return i;
+}
+
+DR_TARGET_AVX512 size_t dr_crumb_lookup_avx512(const uint8_t *codes, size_t n, const float *value, float *out,
+                                               int add)
+{
+    const __m512i shift = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i three = _mm512_set1_epi32(3);
+    const __m512 table = _mm512_maskz_loadu_ps(0x7, value);
+    const int stream = !add && dr_stream_output(out, n);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        uint32_t group;
+        __m512i code;
+        __m512 v;
+        memcpy(&group, codes + i / 4, 4);
+        code = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int32_t)group), shift), three);
+        v = _mm512_permutexvar_ps(code, table);
+        if (add)
+            _mm512_storeu_ps(out + i, _mm512_mask_add_ps(_mm512_loadu_ps(out + i), _mm512_test_epi32_mask(code, code),
+                                                         _mm512_loadu_ps(out + i), v));
+        else
+            dr_store16_avx512(out + i, v, stream);
+    }
+    if (stream)
+        dr_stream_fence();
+    return i;
+}
 #endif

@@ -1,4 +1,5 @@
-/* Internal: byte codes through a table, shared by the 8-bit and sketch decoders: byte
+/* Internal: codes through a table. 2-bit codes (terngrad, adaq's sign map) by a lane
+ * permute; byte codes, shared by the 8-bit and sketch decoders: byte
  * planes of a 256-entry table looked up by byte permutes (AVX-512 VBMI), a 128-entry
  * table in vector registers (AVX-512 without VBMI), and a 256-entry one read from memory
  * for outputs far past the caches (AVX2). */
@@ -48,6 +49,14 @@ size_t dr_lookup_planes_avx512(const uint8_t *codes, size_t n, const float *tabl
  * (bytes widened, lanes extracted one by one) took 12.3 ms against 7.5-8.6 ms here for
  * the sketch's 25.6M values. */
 size_t dr_lookup256_stream_avx2(const uint8_t *codes, size_t n, const float *table, float *out);
+
+/* 2-bit codes (element i at bits 2(i%4) of codes[i/4], none of them 3) through value[0..3):
+ * out[i] = value[code i], streamed where dr_stream_output holds; or, where `add` is set,
+ * out[i] += value[code i] where code i is not 0 (out[i] kept as it is at code 0, -0.0
+ * too; never streamed). For a prefix of whole groups of 8 (AVX2) or 16 (AVX-512)
+ * elements; returns its length. Shared by terngrad's decoder and adaq's sign map. */
+size_t dr_crumb_lookup_avx2(const uint8_t *codes, size_t n, const float *value, float *out, int add);
+size_t dr_crumb_lookup_avx512(const uint8_t *codes, size_t n, const float *value, float *out, int add);
 #endif
 
 #endif

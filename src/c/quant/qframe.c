@@ -1,5 +1,6 @@
 /* Frame plumbing shared by the quantisers (see qframe.h). */
 #include "qframe.h"
+#include "lookup_simd.h"
 
 #include <math.h>
 #include <string.h>
@@ -83,6 +84,66 @@ int dr_qf_open_scaled(const uint8_t *buf, size_t len, uint8_t kind, size_t n,
 size_t dr_qf_crumb_bytes(size_t n)
 {
     return n / 4u + (n % 4u != 0);
+}
+
+/* Words of crumbs counted into one set of byte counters: at most 4 per byte a word, so
+ * 63 words keep each byte below 256. */
+#define CRUMB_WORDS_PER_FOLD 63u
+
+int dr_qf_crumbs_check(const uint8_t *codes, size_t n, size_t *nonzero)
+{
+    const uint64_t low = 0x5555555555555555u, pairs = 0x3333333333333333u, nibbles = 0x0f0f0f0f0f0f0f0fu;
+    const uint64_t bytes16 = 0x00ff00ff00ff00ffu;
+    size_t nbytes = dr_qf_crumb_bytes(n), i = 0, count = 0;
+    uint64_t threes = 0;
+    /* Eight bytes at a time without a branch: bit 2k of w & (w >> 1) is set where crumb
+     * k is 3, bit 2k of w | (w >> 1) where it is not 0; the latter's bits summed per
+     * byte by SWAR steps, the bytes then folded into the count. */
+    while (nbytes - i >= 8) {
+        uint64_t per_byte = 0, folded;
+        size_t words = (nbytes - i) / 8, w;
+        if (words > CRUMB_WORDS_PER_FOLD)
+            words = CRUMB_WORDS_PER_FOLD;
+        for (w = 0; w < words; w++, i += 8) {
+            uint64_t v, sent;
+            memcpy(&v, codes + i, 8);
+            threes |= v & (v >> 1);
+            sent = (v | (v >> 1)) & low;
+            sent = (sent & pairs) + ((sent >> 2) & pairs);
+            per_byte += (sent + (sent >> 4)) & nibbles;
+        }
+        folded = (per_byte & bytes16) + ((per_byte >> 8) & bytes16);
+        count += (size_t)((folded * 0x0001000100010001u) >> 48);
+    }
+    for (; i < nbytes; i++) {
+        unsigned b = codes[i], sent = (b | (b >> 1)) & 0x55u;
+        threes |= b & (b >> 1);
+        count += (sent & 1u) + (sent >> 2 & 1u) + (sent >> 4 & 1u) + (sent >> 6 & 1u);
+    }
+    if (threes & low)
+        return DR_E_CORRUPT;
+    if (nonzero != NULL)
+        *nonzero = count;
+    return DR_OK;
+}
+
+void dr_qf_crumb_values(const uint8_t *codes, size_t n, const float value[3], float *out, int add)
+{
+    size_t i = 0;
+#if DR_HAVE_X86_SIMD
+    int simd = dr_simd_active();
+    if (simd >= DR_SIMD_AVX512)
+        i = dr_crumb_lookup_avx512(codes, n, value, out, add);
+    else if (simd >= DR_SIMD_AVX2)
+        i = dr_crumb_lookup_avx2(codes, n, value, out, add);
+#endif
+    for (; i < n; i++) {
+        unsigned code = (codes[i / 4] >> (2 * (i % 4))) & 3u;
+        if (!add)
+            out[i] = value[code];
+        else if (code != 0)
+            out[i] += value[code];
+    }
 }
 
 int dr_qf_padding_clear(const uint8_t *bytes, size_t n, unsigned bits_per)

@@ -50,6 +50,15 @@ int dr_qf_open_scaled(const uint8_t *buf, size_t len, uint8_t kind, size_t n,
 /* The byte count of n 2-bit codes, ceil(n / 4). */
 size_t dr_qf_crumb_bytes(size_t n);
 
+/* Of n 2-bit codes (element i at bits 2(i%4) of codes[i/4]; dr_qf_crumb_bytes(n) bytes,
+ * padding checked before): DR_E_CORRUPT if one is 3, which no encoder writes, else DR_OK
+ * and, where nonzero is not NULL, in *nonzero how many are not 0. */
+int dr_qf_crumbs_check(const uint8_t *codes, size_t n, size_t *nonzero);
+
+/* out[i] = value[code i] for n 2-bit codes (checked before), or where `add` is set
+ * out[i] += value[code i] where code i is not 0 (out[i] kept at code 0, -0.0 too). */
+void dr_qf_crumb_values(const uint8_t *codes, size_t n, const float value[3], float *out, int add);
+
 /* Whether the bits of the last byte past n bits of a bitmap of `bits_per` bits per
  * element are all zero (the encoders always clear them). */
 int dr_qf_padding_clear(const uint8_t *bytes, size_t n, unsigned bits_per);

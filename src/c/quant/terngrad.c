@@ -92,26 +92,15 @@ int dr_terngrad_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     const uint8_t *codes;
     float s, value[3];
-    size_t i, nbytes = dr_qf_crumb_bytes(n);
-    unsigned threes = 0;
-    int st = dr_qf_open_scaled(buf, len, DR_KIND_TERNGRAD, n, nbytes, 2, out, &s, &codes);
+    int st = dr_qf_open_scaled(buf, len, DR_KIND_TERNGRAD, n, dr_qf_crumb_bytes(n), 2, out, &s, &codes);
     if (st != DR_OK)
         return st;
-    /* Code 3 is unused: a byte holds it iff some pair of its bits is 11. OR-ed over all
-     * bytes with no early exit, so the loop vectorises. */
-    for (i = 0; i < nbytes; i++)
-        threes |= codes[i] & (codes[i] >> 1);
-    if (threes & 0x55u)
-        return DR_E_CORRUPT;
+    st = dr_qf_crumbs_check(codes, n, NULL);
+    if (st != DR_OK)
+        return st;
     value[TERN_ZERO] = 0.0f;
     value[TERN_PLUS] = s;
     value[TERN_MINUS] = -s;
-    i = 0;
-#if DR_HAVE_X86_SIMD
-    if (dr_simd_active() >= DR_SIMD_AVX2)
-        i = dr_terngrad_values_avx2(codes, n, s, out);
-#endif
-    for (; i < n; i++)
-        out[i] = value[(codes[i / 4] >> (2 * (i % 4))) & 3u];
+    dr_qf_crumb_values(codes, n, value, out, 0);
     return DR_OK;
 }

@@ -52,20 +52,4 @@ DR_TARGET_AVX512 size_t dr_terngrad_codes_avx512(const float *x, size_t n, float
     }
     return i;
 }
-
-DR_TARGET_AVX2 size_t dr_terngrad_values_avx2(const uint8_t *codes, size_t n, float s, float *out)
-{
-    /* Lane j tests bit 2j (+s) and bit 2j+1 (-s) of the group's 16 code bits. */
-    const __m256i plus_bit = _mm256_setr_epi32(1, 4, 16, 64, 256, 1024, 4096, 16384);
-    const __m256i minus_bit = _mm256_slli_epi32(plus_bit, 1);
-    const __m256 vs = _mm256_set1_ps(s), vneg = _mm256_set1_ps(-s);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i g = _mm256_set1_epi32(codes[i / 4] | (codes[i / 4 + 1] << 8));
-        __m256 plus = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(g, plus_bit), plus_bit));
-        __m256 minus = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(g, minus_bit), minus_bit));
-        _mm256_storeu_ps(out + i, _mm256_or_ps(_mm256_and_ps(plus, vs), _mm256_and_ps(minus, vneg)));
-    }
-    return i;
-}
 #endif

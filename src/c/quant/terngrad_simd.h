@@ -1,4 +1,5 @@
-/* Internal: the AVX2 and AVX-512 variants of terngrad's per-element work. Each does a
+/* Internal: the AVX2 and AVX-512 variants of terngrad's codes (its decoder's lookup is
+ * lookup_simd.h's, shared with adaq's sign map). Each does a
  * prefix of whole groups of 8 (AVX2) or 16 (AVX-512) elements and returns its length. */
 #ifndef DR_TERNGRAD_SIMD_H
 #define DR_TERNGRAD_SIMD_H
@@ -14,8 +15,6 @@ size_t dr_terngrad_codes_avx2(const float *x, size_t n, float c, float s, uint64
                               uint8_t *codes);
 size_t dr_terngrad_codes_avx512(const float *x, size_t n, float c, float s, uint64_t key,
                                 uint8_t *codes);
-/* out[i] = {0, s, -s}[code i]. */
-size_t dr_terngrad_values_avx2(const uint8_t *codes, size_t n, float s, float *out);
 #endif
 
 #endif

@@ -3,11 +3,14 @@
  * appended in lane order, without a branch per lane (AVX-512: compressed in registers
  * and stored whole; AVX2: permuted by a table of left-packing orders and stored whole),
  * the count advanced by the mask's popcount; or, where nothing is appended, counts at
- * four keys. Then the staging of the selections, and the dense decoder's expansion of
- * its marks (a table lookup per lane by a permute). */
+ * four keys. Then the staging of the selections or their map of codes, and the dense
+ * decoder's expansion of its marks (a table lookup per lane by a permute). */
 #include "adaq_simd.h"
 #include "append_simd.h"
+#include "lane_tables.h"
 #include "stream_simd.h"
+
+#include <string.h>
 
 #if DR_HAVE_X86_SIMD
 #include <immintrin.h>
@@ -186,15 +189,39 @@ DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256d add_taken_avx2(__m256d sum, __m128 v, __
     return _mm256_add_pd(sum, _mm256_and_pd(_mm256_cvtps_pd(v), keep));
 }
 
+/* Both sides' take of one AVX2 vector u of the staging (adaq_simd.h): in *mp and *mn the
+ * lanes the positives and the negatives take (bit j: lane j), and their values added to
+ * the sides' partial sums ps[0..2) and ns[0..2) (four lanes each). Signed compares only,
+ * as in the sweep: "a >= b" is "a > b - 1" (pkey >= 1 and nkey ^ 2^31 >= 1), and u >=
+ * nkey unsigned is (u ^ 2^31) >= (nkey ^ 2^31) signed: pbelow = pkey - 1, nbelow =
+ * (nkey ^ 2^31) - 1. */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE void take8_avx2(__m256i u, __m256i pbelow, __m256i nbelow, __m256d *ps,
+                                                __m256d *ns, unsigned *mp, unsigned *mn)
+{
+    __m256i tp = _mm256_cmpgt_epi32(u, pbelow);
+    __m256i tn = _mm256_cmpgt_epi32(_mm256_xor_si256(u, _mm256_set1_epi32(INT32_MIN)), nbelow);
+    __m256 v = _mm256_castsi256_ps(u);
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    *mp = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(tp));
+    *mn = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(tn));
+    ps[0] = add_taken_avx2(ps[0], lo, _mm256_castsi256_si128(tp));
+    ps[1] = add_taken_avx2(ps[1], hi, _mm256_extracti128_si256(tp, 1));
+    ns[0] = add_taken_avx2(ns[0], lo, _mm256_castsi256_si128(tn));
+    ns[1] = add_taken_avx2(ns[1], hi, _mm256_extracti128_si256(tn, 1));
+}
+
+/* The keys of take8_avx2: pbelow, then nbelow. */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i below_avx2(uint32_t key, uint32_t flip)
+{
+    return _mm256_set1_epi32((int32_t)(key ^ flip) - 1);
+}
+
 DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, uint32_t pkey,
                                          uint32_t nkey, uint32_t *pidx, size_t *kp, double *psum,
                                          uint32_t *nidx, size_t *kn, double *nsum)
 {
-    /* Signed compares only, as in the sweep: "a >= b" is "a > b - 1" (pkey >= 1 and
-     * nkey ^ 2^31 >= 1), and u >= nkey unsigned is (u ^ 2^31) >= (nkey ^ 2^31) signed. */
-    const __m256i flip = _mm256_set1_epi32(INT32_MIN), step = _mm256_set1_epi32(8);
-    const __m256i pbelow = _mm256_set1_epi32((int32_t)pkey - 1);
-    const __m256i nbelow = _mm256_set1_epi32((int32_t)(nkey ^ 0x80000000u) - 1);
+    const __m256i pbelow = below_avx2(pkey, 0), nbelow = below_avx2(nkey, 0x80000000u);
+    const __m256i step = _mm256_set1_epi32(8);
     __m256i lanes = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)start));
     __m256d ps[4], ns[4]; /* partial sums 4h..4h+3 */
     size_t i = 0, p = *kp, q = *kn;
@@ -207,19 +234,11 @@ DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t le
     for (; i + 16 <= len; i += 16) {
         dr_read_ahead(x + i);
         for (h = 0; h < 2; h++) {
-            __m256i u = _mm256_loadu_si256((const __m256i *)(const void *)(x + i + 8 * h));
-            __m256i tp = _mm256_cmpgt_epi32(u, pbelow);
-            __m256i tn = _mm256_cmpgt_epi32(_mm256_xor_si256(u, flip), nbelow);
-            unsigned mp = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(tp));
-            unsigned mn = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(tn));
-            __m256 v = _mm256_castsi256_ps(u);
-            __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+            unsigned mp, mn;
+            take8_avx2(_mm256_loadu_si256((const __m256i *)(const void *)(x + i + 8 * h)), pbelow, nbelow,
+                       ps + 2 * h, ns + 2 * h, &mp, &mn);
             p += dr_append_avx2(mp, lanes, lanes, pidx + p, NULL);
             q += dr_append_avx2(mn, lanes, lanes, nidx + q, NULL);
-            ps[2 * h] = add_taken_avx2(ps[2 * h], lo, _mm256_castsi256_si128(tp));
-            ps[2 * h + 1] = add_taken_avx2(ps[2 * h + 1], hi, _mm256_extracti128_si256(tp, 1));
-            ns[2 * h] = add_taken_avx2(ns[2 * h], lo, _mm256_castsi256_si128(tn));
-            ns[2 * h + 1] = add_taken_avx2(ns[2 * h + 1], hi, _mm256_extracti128_si256(tn, 1));
             lanes = _mm256_add_epi32(lanes, step);
         }
     }
@@ -232,6 +251,70 @@ DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t le
     return i;
 }
 
+DR_TARGET_AVX2 size_t dr_adaq_map_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint8_t *codes,
+                                       double *psum, double *nsum)
+{
+    const __m256i pbelow = below_avx2(pkey, 0), nbelow = below_avx2(nkey, 0x80000000u);
+    __m256d ps[4], ns[4]; /* partial sums 4h..4h+3 */
+    size_t i = 0;
+    int h;
+    for (h = 0; h < 4; h++) {
+        ps[h] = _mm256_loadu_pd(psum + 4 * h);
+        ns[h] = _mm256_loadu_pd(nsum + 4 * h);
+    }
+    for (; i + 16 <= n; i += 16) {
+        dr_read_ahead(x + i);
+        for (h = 0; h < 2; h++) {
+            unsigned mp, mn;
+            uint16_t bits;
+            take8_avx2(_mm256_loadu_si256((const __m256i *)(const void *)(x + i + 8 * h)), pbelow, nbelow,
+                       ps + 2 * h, ns + 2 * h, &mp, &mn);
+            bits = (uint16_t)dr_interleave_bits8(mp, mn);
+            memcpy(codes + (i + 8 * h) / 4, &bits, 2); /* little-endian, as x86 is */
+        }
+    }
+    for (h = 0; h < 4; h++) {
+        _mm256_storeu_pd(psum + 4 * h, ps[h]);
+        _mm256_storeu_pd(nsum + 4 * h, ns[h]);
+    }
+    return i;
+}
+
+/* Both sides' take of one AVX-512 vector u of the staging (adaq_simd.h): in *mp and *mn
+ * the lanes the positives and the negatives take, and their values added to the sides'
+ * partial sums sum[0] (lanes 0-7) and sum[1] (8-15) of the positives, sum[2] and sum[3]
+ * of the negatives. */
+DR_TARGET_AVX512 DR_ALWAYS_INLINE void take16_avx512(__m512i u, __m512i pk, __m512i nk, __m512d *sum,
+                                                     __mmask16 *mp, __mmask16 *mn)
+{
+    __m512 v = _mm512_castsi512_ps(u);
+    __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    *mp = _mm512_cmpge_epi32_mask(u, pk);
+    *mn = _mm512_cmpge_epu32_mask(u, nk);
+    sum[0] = _mm512_mask_add_pd(sum[0], (__mmask8)*mp, sum[0], lo);
+    sum[1] = _mm512_mask_add_pd(sum[1], (__mmask8)(*mp >> 8), sum[1], hi);
+    sum[2] = _mm512_mask_add_pd(sum[2], (__mmask8)*mn, sum[2], lo);
+    sum[3] = _mm512_mask_add_pd(sum[3], (__mmask8)(*mn >> 8), sum[3], hi);
+}
+
+/* The partial sums of take16_avx512 from psum and nsum, and back. */
+DR_TARGET_AVX512 DR_ALWAYS_INLINE void load_sums_avx512(__m512d *sum, const double *psum, const double *nsum)
+{
+    sum[0] = _mm512_loadu_pd(psum);
+    sum[1] = _mm512_loadu_pd(psum + 8);
+    sum[2] = _mm512_loadu_pd(nsum);
+    sum[3] = _mm512_loadu_pd(nsum + 8);
+}
+
+DR_TARGET_AVX512 DR_ALWAYS_INLINE void store_sums_avx512(const __m512d *sum, double *psum, double *nsum)
+{
+    _mm512_storeu_pd(psum, sum[0]);
+    _mm512_storeu_pd(psum + 8, sum[1]);
+    _mm512_storeu_pd(nsum, sum[2]);
+    _mm512_storeu_pd(nsum + 8, sum[3]);
+}
+
 DR_TARGET_AVX512 size_t dr_adaq_stage_avx512(const float *x, size_t start, size_t len, uint32_t pkey,
                                              uint32_t nkey, uint32_t *pidx, size_t *kp, double *psum,
                                              uint32_t *nidx, size_t *kn, double *nsum)
@@ -240,30 +323,40 @@ DR_TARGET_AVX512 size_t dr_adaq_stage_avx512(const float *x, size_t start, size_
     const __m512i step = _mm512_set1_epi32(16);
     __m512i lanes = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                      _mm512_set1_epi32((int32_t)start));
-    __m512d pl = _mm512_loadu_pd(psum), ph = _mm512_loadu_pd(psum + 8);
-    __m512d nl = _mm512_loadu_pd(nsum), nh = _mm512_loadu_pd(nsum + 8);
+    __m512d sum[4];
     size_t i = 0, p = *kp, q = *kn;
+    load_sums_avx512(sum, psum, nsum);
     for (; i + 16 <= len; i += 16) {
         __m512i u = _mm512_loadu_si512(x + i);
+        __mmask16 mp, mn;
         dr_read_ahead(x + i);
-        __mmask16 mp = _mm512_cmpge_epi32_mask(u, pk), mn = _mm512_cmpge_epu32_mask(u, nk);
-        __m512 v = _mm512_castsi512_ps(u);
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        take16_avx512(u, pk, nk, sum, &mp, &mn);
         p += dr_append_avx512(mp, lanes, u, pidx + p, NULL);
         q += dr_append_avx512(mn, lanes, u, nidx + q, NULL);
-        pl = _mm512_mask_add_pd(pl, (__mmask8)mp, pl, lo);
-        ph = _mm512_mask_add_pd(ph, (__mmask8)(mp >> 8), ph, hi);
-        nl = _mm512_mask_add_pd(nl, (__mmask8)mn, nl, lo);
-        nh = _mm512_mask_add_pd(nh, (__mmask8)(mn >> 8), nh, hi);
         lanes = _mm512_add_epi32(lanes, step);
     }
-    _mm512_storeu_pd(psum, pl);
-    _mm512_storeu_pd(psum + 8, ph);
-    _mm512_storeu_pd(nsum, nl);
-    _mm512_storeu_pd(nsum + 8, nh);
+    store_sums_avx512(sum, psum, nsum);
     *kp = p;
     *kn = q;
+    return i;
+}
+
+DR_TARGET_AVX512 size_t dr_adaq_map_avx512(const float *x, size_t n, uint32_t pkey, uint32_t nkey,
+                                           uint8_t *codes, double *psum, double *nsum)
+{
+    const __m512i pk = _mm512_set1_epi32((int32_t)pkey), nk = _mm512_set1_epi32((int32_t)nkey);
+    __m512d sum[4];
+    size_t i = 0;
+    load_sums_avx512(sum, psum, nsum);
+    for (; i + 16 <= n; i += 16) {
+        __mmask16 mp, mn;
+        uint32_t bits;
+        dr_read_ahead(x + i);
+        take16_avx512(_mm512_loadu_si512(x + i), pk, nk, sum, &mp, &mn);
+        bits = _pdep_u32(mp, 0x55555555u) | _pdep_u32(mn, 0xaaaaaaaau);
+        memcpy(codes + i / 4, &bits, 4); /* little-endian, as x86 is */
+    }
+    store_sums_avx512(sum, psum, nsum);
     return i;
 }
 

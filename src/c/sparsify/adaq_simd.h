@@ -70,6 +70,16 @@ size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, uint32_t pke
 size_t dr_adaq_stage_avx512(const float *x, size_t start, size_t len, uint32_t pkey, uint32_t nkey,
                             uint32_t *pidx, size_t *kp, double *psum, uint32_t *nidx, size_t *kn,
                             double *nsum);
+
+/* The same takes as a map of codes (sparsify.h: adaq's sign map) over whole vectors of
+ * x[0..n) (the first entry's index a multiple of 16, so lane j adds to psum[j] and
+ * nsum[j]): code 1 for a positive taken, 2 for a negative taken, 0 else, two bits per
+ * entry (entry i at bits 2(i%4) of codes[i/4]), whole bytes written; the values added
+ * as the staging adds them. Returns the prefix length taken. */
+size_t dr_adaq_map_avx2(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint8_t *codes,
+                        double *psum, double *nsum);
+size_t dr_adaq_map_avx512(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint8_t *codes,
+                          double *psum, double *nsum);
 #endif
 
 #endif

@@ -68,11 +68,19 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
  * more than 1.3t is used instead, so a side with entries always sends some (a side of
  * equal magnitudes sends all of them, never none).
  *
- * Frame: kind DR_KIND_ADAQ, raw codecs, numel = n, count = np + nn, params zero,
- *   section 0: mean_pos, mean_neg as float32 (0 for an empty side);
- *   section 1: np uint32 indices of the selected positives, strictly ascending;
- *   section 2: nn uint32 indices of the selected negatives, strictly ascending.
- * Size: 68 + 4(np + nn); empty selections are legal (a zero tensor gives 68 bytes).
+ * Frame: kind DR_KIND_ADAQ, raw codecs, numel = n, count = np + nn, params[1..3] zero,
+ * params[0] the layout, whichever gives the smaller frame (the lists on a tie):
+ *   DR_ADAQ_LISTS (0), 68 + 4(np + nn) bytes:
+ *     section 0: mean_pos, mean_neg as float32 (0 for an empty side);
+ *     section 1: np uint32 indices of the selected positives, strictly ascending;
+ *     section 2: nn uint32 indices of the selected negatives, strictly ascending.
+ *   DR_ADAQ_SIGN_MAP (1), 64 + ceil(n/4) bytes (a selection of more than about one entry
+ *   in 16, as at GRACE's default ratio of 0.3):
+ *     section 0: the means, as above;
+ *     section 1: a 2-bit code per entry, entry i at bits 2(i%4) of byte i/4: 0 not
+ *     sent, 1 a selected positive, 2 a selected negative (never 3); the last byte's
+ *     bits past n clear.
+ * Empty selections are legal.
  *
  * dr_adaq_encode: ratio in (0, 1]. `work` holds dr_adaq_workspace_size(n) bytes,
  * aligned for a uint32: 12 per sampled entry, plus, from 4096 entries, room for an eighth
@@ -85,7 +93,8 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
  * DR_E_NUMERIC if x holds Inf/NaN.
  * dr_adaq_decode: writes all of out[0..n): mean_pos at the positive indices, mean_neg at
  * the negative ones, 0 elsewhere. Refuses indices >= n, lists not strictly ascending,
- * an index in both lists, mean_pos < 0, mean_neg > 0 or non-finite means, besides the
+ * an index in both lists, a map with a code 3, bits set past n or a count of codes other
+ * than the frame's count, mean_pos < 0, mean_neg > 0 or non-finite means, besides the
  * frame checks every decoder makes (see quant.h), all before writing but one: where
  * the lists select more than one entry in 64, an index in both lists is found while
  * out is written, block by block (one read of each list instead of two), so after that
@@ -95,6 +104,8 @@ int dr_dgc_sparsify(const float *x, size_t n, size_t k, uint64_t key, uint32_t *
  * zeroed out (e.g. fresh pages from calloc, which need no clearing pass) it gives what
  * dr_adaq_decode gives (a zero's sign aside); on a running sum it accumulates a rank's payload. Refused frames
  * leave out untouched. */
+#define DR_ADAQ_LISTS 0
+#define DR_ADAQ_SIGN_MAP 1
 size_t dr_adaq_workspace_size(size_t n);
 size_t dr_adaq_bound(size_t n);
 int dr_adaq_encode(const float *x, size_t n, float ratio, uint64_t key, uint8_t dtype,
