@@ -313,6 +313,10 @@ static void tally_block(double *tally, uint32_t bins, const float *x, const uint
                         size_t width)
 {
     size_t i = 0;
+#if DR_HAVE_X86_SIMD
+    if (width == 1 && dr_simd_active() >= DR_SIMD_AVX2)
+        i = dr_sketch_tally_avx2(tally, bins, x, index, n);
+#endif
     if (width == 1) {
         for (; i + TALLIES <= n; i += TALLIES) {
             tally_add(tally, index[i], x[i]);

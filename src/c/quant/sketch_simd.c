@@ -446,4 +446,32 @@ DR_TARGET_AVX512 size_t dr_sketch_read_avx512(const uint8_t *index, size_t n, co
     }
     return i;
 }
+
+DR_TARGET_AVX2 size_t dr_sketch_tally_avx2(double *tally, uint32_t bins, const float *x, const uint8_t *index,
+                                           size_t n)
+{
+    const __m256d ones = _mm256_set1_pd(1.0);
+    /* Partial p's (sum, count) pairs, 16 bytes per bin. */
+    char *t0 = (char *)tally, *t1 = (char *)(tally + 2u * bins), *t2 = (char *)(tally + 4u * bins);
+    char *t3 = (char *)(tally + 6u * bins);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        /* The four elements' (v, 1.0) pairs from one conversion: [v0 1 | v2 1], [v1 1 | v3 1]. */
+        __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+        __m256d even = _mm256_unpacklo_pd(v, ones), odd = _mm256_unpackhi_pd(v, ones);
+        double *s0, *s1, *s2, *s3;
+        /* Keeps the four partials' bases in registers: GCC otherwise rebuilt each from
+         * the first every step (7 more additions per 4 elements). */
+        __asm__("" : "+r"(t0), "+r"(t1), "+r"(t2), "+r"(t3));
+        s0 = (double *)(void *)(t0 + ((size_t)index[i] << 4));
+        s1 = (double *)(void *)(t1 + ((size_t)index[i + 1] << 4));
+        s2 = (double *)(void *)(t2 + ((size_t)index[i + 2] << 4));
+        s3 = (double *)(void *)(t3 + ((size_t)index[i + 3] << 4));
+        _mm_storeu_pd(s0, _mm_add_pd(_mm_loadu_pd(s0), _mm256_castpd256_pd128(even)));
+        _mm_storeu_pd(s1, _mm_add_pd(_mm_loadu_pd(s1), _mm256_castpd256_pd128(odd)));
+        _mm_storeu_pd(s2, _mm_add_pd(_mm_loadu_pd(s2), _mm256_extractf128_pd(even, 1)));
+        _mm_storeu_pd(s3, _mm_add_pd(_mm_loadu_pd(s3), _mm256_extractf128_pd(odd, 1)));
+    }
+    return i;
+}
 #endif
