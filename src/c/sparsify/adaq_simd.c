@@ -216,6 +216,27 @@ DR_TARGET_AVX2 DR_ALWAYS_INLINE __m256i below_avx2(uint32_t key, uint32_t flip)
     return _mm256_set1_epi32((int32_t)(key ^ flip) - 1);
 }
 
+/* The sides' partial sums 4h..4h+3 in ps[h] and ns[h], from psum and nsum, and back. */
+DR_TARGET_AVX2 DR_ALWAYS_INLINE void load_sums_avx2(__m256d *ps, __m256d *ns, const double *psum,
+                                                    const double *nsum)
+{
+    int h;
+    for (h = 0; h < 4; h++) {
+        ps[h] = _mm256_loadu_pd(psum + 4 * h);
+        ns[h] = _mm256_loadu_pd(nsum + 4 * h);
+    }
+}
+
+DR_TARGET_AVX2 DR_ALWAYS_INLINE void store_sums_avx2(const __m256d *ps, const __m256d *ns, double *psum,
+                                                     double *nsum)
+{
+    int h;
+    for (h = 0; h < 4; h++) {
+        _mm256_storeu_pd(psum + 4 * h, ps[h]);
+        _mm256_storeu_pd(nsum + 4 * h, ns[h]);
+    }
+}
+
 DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t len, uint32_t pkey,
                                          uint32_t nkey, uint32_t *pidx, size_t *kp, double *psum,
                                          uint32_t *nidx, size_t *kn, double *nsum)
@@ -223,13 +244,10 @@ DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t le
     const __m256i pbelow = below_avx2(pkey, 0), nbelow = below_avx2(nkey, 0x80000000u);
     const __m256i step = _mm256_set1_epi32(8);
     __m256i lanes = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int32_t)start));
-    __m256d ps[4], ns[4]; /* partial sums 4h..4h+3 */
+    __m256d ps[4], ns[4];
     size_t i = 0, p = *kp, q = *kn;
     int h;
-    for (h = 0; h < 4; h++) {
-        ps[h] = _mm256_loadu_pd(psum + 4 * h);
-        ns[h] = _mm256_loadu_pd(nsum + 4 * h);
-    }
+    load_sums_avx2(ps, ns, psum, nsum);
     /* Two vectors a step: the first adds into partial sums 0..7, the second 8..15. */
     for (; i + 16 <= len; i += 16) {
         dr_read_ahead(x + i);
@@ -242,10 +260,7 @@ DR_TARGET_AVX2 size_t dr_adaq_stage_avx2(const float *x, size_t start, size_t le
             lanes = _mm256_add_epi32(lanes, step);
         }
     }
-    for (h = 0; h < 4; h++) {
-        _mm256_storeu_pd(psum + 4 * h, ps[h]);
-        _mm256_storeu_pd(nsum + 4 * h, ns[h]);
-    }
+    store_sums_avx2(ps, ns, psum, nsum);
     *kp = p;
     *kn = q;
     return i;
@@ -255,13 +270,10 @@ DR_TARGET_AVX2 size_t dr_adaq_map_avx2(const float *x, size_t n, uint32_t pkey, 
                                        double *psum, double *nsum)
 {
     const __m256i pbelow = below_avx2(pkey, 0), nbelow = below_avx2(nkey, 0x80000000u);
-    __m256d ps[4], ns[4]; /* partial sums 4h..4h+3 */
+    __m256d ps[4], ns[4];
     size_t i = 0;
     int h;
-    for (h = 0; h < 4; h++) {
-        ps[h] = _mm256_loadu_pd(psum + 4 * h);
-        ns[h] = _mm256_loadu_pd(nsum + 4 * h);
-    }
+    load_sums_avx2(ps, ns, psum, nsum);
     for (; i + 16 <= n; i += 16) {
         dr_read_ahead(x + i);
         for (h = 0; h < 2; h++) {
@@ -273,10 +285,7 @@ DR_TARGET_AVX2 size_t dr_adaq_map_avx2(const float *x, size_t n, uint32_t pkey, 
             memcpy(codes + (i + 8 * h) / 4, &bits, 2); /* little-endian, as x86 is */
         }
     }
-    for (h = 0; h < 4; h++) {
-        _mm256_storeu_pd(psum + 4 * h, ps[h]);
-        _mm256_storeu_pd(nsum + 4 * h, ns[h]);
-    }
+    store_sums_avx2(ps, ns, psum, nsum);
     return i;
 }
 
