@@ -436,7 +436,8 @@ static void take_candidates(const source *src, uint32_t pkey, uint32_t nkey, uin
  * are copied out. The vector paths stage and add whole vectors of a block the same way
  * (adaq_simd.h). (An element-by-element loop with a branch per entry mispredicted on
  * most of the entries a large ratio takes: a 30% selection of 25.6M N(0,1) floats, 140
- * ms; one sum per side in index order made each addition wait for the one before.) */
+ * ms, when such a selection still sent lists; one sum per side in index order made each
+ * addition wait for the one before.) */
 static void take_swept(const float *x, size_t n, uint32_t pkey, uint32_t nkey, uint8_t *dst_pos,
                        uint8_t *dst_neg, size_t *np, size_t *nn, double *psum, double *nsum)
 {
@@ -701,8 +702,8 @@ static size_t first_at_or_past(const uint8_t *list, size_t i, size_t r, uint64_t
  * sparse list skips empty windows), a's entries mark a byte map and b's read it: a store
  * or a load per entry with no chain between entries, the window's entries found by a
  * search for its end. (A merge walk of the two lists made each step wait for the load of
- * the step before: about 8 cycles per entry, 20 ms for adaq at 0.3 of 25.6M; a bit map
- * made neighbours in one word wait on each other's store.) */
+ * the step before: about 8 cycles per entry, 20 ms for adaq at 0.3 of 25.6M when that
+ * still sent lists; a bit map made neighbours in one word wait on each other's store.) */
 static int overlap(const uint8_t *a, size_t ra, const uint8_t *b, size_t rb)
 {
     uint8_t marked[OVERLAP_WINDOW];
@@ -846,7 +847,9 @@ static void expand_marks(const uint8_t *mark, size_t len, const float *value, fl
  * large. Returns whether the lists share an index; out is then unspecified. One read of
  * each list where a check before the writes read them again, and a quarter of the
  * bytes cleared and read back that a block of floats built in cache took (25.6M at
- * 0.3: 13 ms with a check first; 10.3 with the block of floats; 6.7 with the marks). */
+ * 0.3, when that still sent lists: 13 ms with a check first; 10.3 with the block of
+ * floats; 6.7 with the marks). Lists this dense are now sent from one entry in 64 to
+ * about one in 16; denser selections send the sign map. */
 static int write_dense_checked(float *out, size_t n, const adaq_parts *p)
 {
     uint8_t mark[WRITE_BLOCK], replaced = 0;
