@@ -462,6 +462,27 @@ static void test_adaq_map_refuses_damage(void)
     buf[12] = DR_ADAQ_LISTS; /* a map read as lists: a field error, not a crash */
     reseal(buf, len);
     CHECK_STATUS(decode_both(buf, len, out, n), DR_E_FRAME_FIELD);
+    /* A sent entry's code made 3 (the count of codes set unchanged, so only the code-3
+     * check can tell) in a map long enough for the vector paths' 32-byte census: 256
+     * entries, 64 bytes of codes. */
+    {
+        static const size_t near[] = {0, 77, 130, 250};
+        float y[256], got[256];
+        uint8_t big[512], *map = big + 60;
+        size_t k, j, blen;
+        CHECK(dr_adaq_workspace_size(256) <= sizeof work);
+        for (i = 0; i < 256; i++)
+            y[i] = test_uniform(11, i);
+        for (k = 0; k < sizeof near / sizeof *near; k++) {
+            CHECK_OK(dr_adaq_encode(y, 256, 0.4f, 5, 0, work, big, sizeof big, &blen));
+            CHECK(big[12] == DR_ADAQ_SIGN_MAP && blen == 64 + 64);
+            for (j = near[k]; j < 255 && ((map[j / 4] >> (2 * (j % 4))) & 3u) == 0; j++)
+                ;
+            map[j / 4] |= (uint8_t)(3u << (2 * (j % 4)));
+            reseal(big, blen);
+            CHECK_STATUS(decode_both(big, blen, got, 256), DR_E_CORRUPT);
+        }
+    }
 }
 
 /* Lists longer than one window of the decoders' overlap check and one block of their

@@ -130,6 +130,29 @@ DR_TARGET_AVX2 size_t dr_crumb_lookup_avx2(const uint8_t *codes, size_t n, const
     return i;
 }
 
+DR_TARGET_AVX2 size_t dr_crumb_census_avx2(const uint8_t *codes, size_t nbytes, unsigned *threes, size_t *nonzero)
+{
+    /* Per byte: bit 2k of v & (v >> 1) is set where code k is 3, bit 2k of v | (v >> 1)
+     * where it is not 0 (a 16-bit shift moves no bit into a byte's even positions), the
+     * latter's bits summed per byte and the bytes per 64-bit lane (PSADBW). */
+    const __m256i low = _mm256_set1_epi8(0x55), pairs = _mm256_set1_epi8(0x33), nibbles = _mm256_set1_epi8(0x0f);
+    __m256i three = _mm256_setzero_si256(), total = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 32 <= nbytes; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(codes + i)), half = _mm256_srli_epi16(v, 1);
+        __m256i sent = _mm256_and_si256(_mm256_or_si256(v, half), low);
+        three = _mm256_or_si256(three, _mm256_and_si256(v, half));
+        sent = _mm256_add_epi8(_mm256_and_si256(sent, pairs), _mm256_and_si256(_mm256_srli_epi16(sent, 2), pairs));
+        sent = _mm256_and_si256(_mm256_add_epi8(sent, _mm256_srli_epi16(sent, 4)), nibbles);
+        total = _mm256_add_epi64(total, _mm256_sad_epu8(sent, _mm256_setzero_si256()));
+    }
+    three = _mm256_and_si256(three, low);
+    *threes |= (unsigned)!_mm256_testz_si256(three, three);
+    *nonzero += (size_t)(_mm256_extract_epi64(total, 0) + _mm256_extract_epi64(total, 1) +
+                         _mm256_extract_epi64(total, 2) + _mm256_extract_epi64(total, 3));
+    return i;
+}
+
 DR_TARGET_AVX512 size_t dr_crumb_lookup_avx512(const uint8_t *codes, size_t n, const float *value, float *out,
                                                int add)
 {

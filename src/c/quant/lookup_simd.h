@@ -56,6 +56,11 @@ size_t dr_lookup256_stream_avx2(const uint8_t *codes, size_t n, const float *tab
  * too; never streamed). For a prefix of whole groups of 8 (AVX2) or 16 (AVX-512)
  * elements; returns its length. Shared by terngrad's decoder and adaq's sign map. */
 size_t dr_crumb_lookup_avx2(const uint8_t *codes, size_t n, const float *value, float *out, int add);
+
+/* Over whole 32-byte groups of codes[0..nbytes) of 2-bit codes: ORs into *threes a byte
+ * whose bit 2k is set where some code k of a byte is 3, adds to *nonzero how many codes
+ * are not 0, and returns the bytes it covered (qframe.c: dr_qf_crumbs_check). */
+size_t dr_crumb_census_avx2(const uint8_t *codes, size_t nbytes, unsigned *threes, size_t *nonzero);
 size_t dr_crumb_lookup_avx512(const uint8_t *codes, size_t n, const float *value, float *out, int add);
 #endif
 

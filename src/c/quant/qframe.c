@@ -96,6 +96,13 @@ int dr_qf_crumbs_check(const uint8_t *codes, size_t n, size_t *nonzero)
     const uint64_t bytes16 = 0x00ff00ff00ff00ffu;
     size_t nbytes = dr_qf_crumb_bytes(n), i = 0, count = 0;
     uint64_t threes = 0;
+#if DR_HAVE_X86_SIMD
+    if (dr_simd_active() >= DR_SIMD_AVX2) {
+        unsigned any = 0;
+        i = dr_crumb_census_avx2(codes, nbytes, &any, &count);
+        threes = any; /* bit 0: a code 3 */
+    }
+#endif
     /* Eight bytes at a time without a branch: bit 2k of w & (w >> 1) is set where crumb
      * k is 3, bit 2k of w | (w >> 1) where it is not 0; the latter's bits summed per
      * byte by SWAR steps, the bytes then folded into the count. */
