@@ -152,30 +152,4 @@ DR_TARGET_AVX2 size_t dr_crumb_census_avx2(const uint8_t *codes, size_t nbytes, 
                          _mm256_extract_epi64(total, 2) + _mm256_extract_epi64(total, 3));
     return i;
 }
-
-DR_TARGET_AVX512 size_t dr_crumb_lookup_avx512(const uint8_t *codes, size_t n, const float *value, float *out,
-                                               int add)
-{
-    const __m512i shift = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i three = _mm512_set1_epi32(3);
-    const __m512 table = _mm512_maskz_loadu_ps(0x7, value);
-    const int stream = !add && dr_stream_output(out, n);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        uint32_t group;
-        __m512i code;
-        __m512 v;
-        memcpy(&group, codes + i / 4, 4);
-        code = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int32_t)group), shift), three);
-        v = _mm512_permutexvar_ps(code, table);
-        if (add)
-            _mm512_storeu_ps(out + i, _mm512_mask_add_ps(_mm512_loadu_ps(out + i), _mm512_test_epi32_mask(code, code),
-                                                         _mm512_loadu_ps(out + i), v));
-        else
-            dr_store16_avx512(out + i, v, stream);
-    }
-    if (stream)
-        dr_stream_fence();
-    return i;
-}
 #endif

@@ -138,10 +138,7 @@ void dr_qf_crumb_values(const uint8_t *codes, size_t n, const float value[3], fl
 {
     size_t i = 0;
 #if DR_HAVE_X86_SIMD
-    int simd = dr_simd_active();
-    if (simd >= DR_SIMD_AVX512)
-        i = dr_crumb_lookup_avx512(codes, n, value, out, add);
-    else if (simd >= DR_SIMD_AVX2)
+    if (dr_simd_active() >= DR_SIMD_AVX2)
         i = dr_crumb_lookup_avx2(codes, n, value, out, add);
 #endif
     for (; i < n; i++) {
