@@ -38,7 +38,7 @@ def framed(payload):
 def frames():
     for name in sorted(PAIRINGS):
         configs = [natural_params(name)]
-        if name == "adaq":  # GRACE's default ratio sends the sign map; a small one, the lists
+        if name in ("adaq", "topk"):  # GRACE's default ratio sends a map; a small one, the lists
             configs.append(natural_params(name, compress_ratio=0.01))
         if name != "powersgd":
             configs += [{**natural_params(name), "deepreduce": "both", "index": index, "value": value,

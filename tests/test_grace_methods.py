@@ -165,7 +165,7 @@ def test_threshold_sends_exactly_the_entries_at_or_above_it(threshold):
     out, tensors, ctx = roundtrip(comp, g)
     chosen = np.abs(g) >= t
     assert np.array_equal(out, np.where(chosen, g, 0))
-    assert comp.wire_bytes(tensors, ctx) == frame(2) + 8 * int(chosen.sum())  # zeros at t=0 count too
+    assert comp.wire_bytes(tensors, ctx) == sparse_bytes(g.size, int(chosen.sum()))  # zeros at t=0 count too
 
 
 # ---------------------------------------------------------------------------- the own frame
@@ -338,6 +338,12 @@ def inceptionn_bytes(x, b=10):
     return frame(1) + math.ceil(x.size / 4) + int(tag1.sum()) + 2 * int(tag2.sum()) + 4 * int(tag3.sum())
 
 
+def sparse_bytes(n, count):
+    """A raw sparse frame's bytes (select.h): index lists and values, or where smaller (more
+    than one entry in 32 sent) a bitmap of the n entries and the values."""
+    return frame(2) + min(8 * count, math.ceil(n / 8) + 4 * count)
+
+
 N = 10_001  # not a multiple of 8, 4 or 128: every ceil() in the formulas matters
 K = int(N * 0.01)
 
@@ -357,7 +363,9 @@ BYTE_FORMULAS = {
     "sketch": ({}, lambda g: frame(2) + 4 * 127 + N),
     "randomk": ({}, lambda g: 4 * K),
     "topk": ({}, lambda g: frame(2) + 8 * K),
-    "threshold": ({"threshold": 0.5}, lambda g: frame(2) + 8 * int((np.abs(g) >= 0.5).sum())),
+    # GRACE's default ratio: the bitmap, an eighth of a byte per entry, and the values
+    "topk-0.3": ({"compress_ratio": 0.3}, lambda g: frame(2) + math.ceil(N / 8) + 4 * int(N * 0.3)),
+    "threshold": ({"threshold": 0.5}, lambda g: sparse_bytes(N, int((np.abs(g) >= 0.5).sum()))),
     "inceptionn": ({}, lambda g: inceptionn_bytes(g)),
     "powersgd": ({"compress_rank": 2}, lambda g: 4 * 2 * (73 + 137)),  # P (73x2) + Q (137x2)
 }
@@ -368,7 +376,7 @@ def test_bytes_on_the_wire_follow_the_formula(method):
     extra, formula = BYTE_FORMULAS[method]
     g = laplace(N, 8, scale=0.3)
     stats = deepreduce.stats.Stats()
-    grc = grace_from_params(natural_params(method.split("-")[0], compress_ratio=0.01, **extra))
+    grc = grace_from_params(natural_params(method.split("-")[0], **{"compress_ratio": 0.01, **extra}))
     grc.stats = stats
     if method == "powersgd":
         g = np.resize(g, (73, 137))

@@ -20,13 +20,27 @@ def selected_values(flat, indices):
 
 def encode(kind, numel, indices, values, what, frames, name):
     """Frame (indices, values) (uint32, float32) of a tensor of numel entries as a raw
-    sparse payload, into a buffer of ``frames`` (an ``Outputs`` of bytes) for ``name``,
-    reused once nothing holds it."""
-    frame = frames.take(name, lib.dr_sparse_raw_size(indices.size))
+    sparse payload (as index lists, or as a bitmap where more than one entry in 32 is
+    sent: the smaller), into a buffer of ``frames`` (an ``Outputs`` of bytes) for
+    ``name``, reused once nothing holds it."""
+    frame = frames.take(name, lib.dr_sparse_raw_frame_size(numel, indices.size))
     written = ffi.new("size_t *")
     check(lib.dr_sparse_raw_encode(kind, lib.DR_DTYPE_FLOAT32, numel, u32(indices), f32(values),
                                    indices.size, u8(frame), frame.nbytes, written), what)
     return frame
+
+
+def sent_indices(frame, numel):
+    """The ascending uint32 indices a raw sparse frame of a tensor of ``numel`` entries
+    (made here: not checked again) sends: a view of its lists, or its bitmap's set
+    positions."""
+    f = ffi.new("dr_frame *")
+    check(lib.dr_frame_parse(u8(frame), frame.nbytes, f), "raw sparse frame")
+    start = f.section_off[0]
+    if f.params[0] == lib.DR_SPARSE_BITMAP:
+        bits = np.unpackbits(frame[start:start + f.section_len[0]], count=numel, bitorder="little")
+        return np.flatnonzero(bits).astype(np.uint32)
+    return np.frombuffer(frame, np.uint32, f.count, start)
 
 
 def sum_frames(payloads, kind, numel, what, total, add):
@@ -57,13 +71,15 @@ class SparseCtx:
     tensor's name (its decoded results come from a pool per name; None: fresh ones),
     ``finite_result`` (``base.vouched_finite``), and ``sent``: ``(payload, array)``, the
     payload handed out and the NumPy array it is a torch tensor of, or None
-    (``base.numpy_payload``: the exchange then need not cross it back)."""
+    (``base.numpy_payload``: the exchange then need not cross it back). ``indices`` None
+    (top-k's fused residual step, whose memory needs none): read from ``sent``'s frame
+    when asked for."""
 
-    __slots__ = ("numel", "indices", "restore", "source", "flat", "finite", "name", "finite_result", "sent")
+    __slots__ = ("numel", "_indices", "restore", "source", "flat", "finite", "name", "finite_result", "sent")
 
     def __init__(self, numel, indices, restore, source=None, flat=None, finite=None, name=None, sent=None):
         self.numel = numel
-        self.indices = indices
+        self._indices = indices
         self.restore = restore
         self.source = source
         self.flat = flat
@@ -71,6 +87,12 @@ class SparseCtx:
         self.name = name
         self.finite_result = None
         self.sent = sent
+
+    @property
+    def indices(self):
+        if self._indices is None:
+            self._indices = sent_indices(self.sent[1], self.numel)
+        return self._indices
 
 
 @lru_cache(maxsize=None)

@@ -6,9 +6,6 @@ from ._sparse import SparseCtx, Sparsifier, selected_values
 from ..base import keeps_methods
 from ..checks import fraction
 
-# Where a raw sparse frame's indices start (its header, for two sections).
-_INDICES_AT = lib.dr_frame_header_size(2)
-_UINT32 = np.dtype(np.uint32)
 # The compressor's methods compress_compensating stands in for (the memory checks its own
 # compensate and update: ResidualMemory.fused_encode).
 _COMPENSATING_STANDS_IN_FOR = ("compress", "pick", "select", "select_with_values", "lost", "nonfinite_payload")
@@ -143,17 +140,15 @@ class TopKCompressor(Sparsifier):
             if status == lib.DR_E_NUMERIC:
                 return self.nonfinite_payload(numel, restore, name)
             check(status, f"top-k of {name!r} with its residual")
-        # The indices sent, as the ctx keeps them: the frame's own (aligned: the header
-        # is whole words).
-        indices = np.frombuffer(frame, _UINT32, k, _INDICES_AT)
+        # The indices sent are read from the frame if asked for (SparseCtx.indices).
         payload = restore.wrap(frame)
-        return [payload], SparseCtx(numel, indices, restore, None, None, True, name, (payload, frame))
+        return [payload], SparseCtx(numel, None, restore, None, None, True, name, (payload, frame))
 
     def _plan(self, numel):
         """``(compress_ratio, k, frame bytes, workspace bytes)`` of compress_compensating
         for tensors of ``numel`` entries, kept per size (a model has a few dozen) and made
         again when the ratio changed (a script may set compress_ratio between steps)."""
         k = topk_count(numel, self.compress_ratio)
-        plan = self._plans[numel] = (self.compress_ratio, k, lib.dr_sparse_raw_size(k),
+        plan = self._plans[numel] = (self.compress_ratio, k, lib.dr_sparse_raw_frame_size(numel, k),
                                      lib.dr_topk_residual_workspace_size(numel, k))
         return plan

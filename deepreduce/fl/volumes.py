@@ -47,10 +47,11 @@ def relative_volumes(rows, update=None):
 
 
 if __name__ == "__main__":
-    from .table import PAPER_ROWS, PAPER_VOLUMES
+    from .table import PAPER_ROWS, PAPER_VOLUMES, TOPR
     torch.set_num_threads(1)
     start = time.perf_counter()
-    for label, (volume, enc, dec) in relative_volumes(PAPER_ROWS).items():
+    rows = dict(PAPER_ROWS, **{"top-k frame (bitmap)": TOPR})
+    for label, (volume, enc, dec) in relative_volumes(rows).items():
         paper = PAPER_VOLUMES.get(label)
         print(f"{label:<22} {volume:.4f} (paper {paper})  encode {enc:.3f}s decode {dec:.3f}s")
     print(f"{time.perf_counter() - start:.1f}s")

@@ -7,9 +7,10 @@
 
 #include "check.h"
 
-/* Reseal buf[0..len) (a raw sparse frame of r entries of numel) after its sections were
- * changed, as someone who knows the format would forge it. */
-static void reseal_sparse(uint8_t *buf, size_t len, uint8_t kind, uint64_t numel, size_t r)
+/* Reseal buf[0..len) (a raw sparse frame of r entries of numel, in `layout`) after its
+ * sections were changed, as someone who knows the format would forge it. */
+static void reseal_sparse_as(uint8_t *buf, size_t len, uint8_t kind, uint64_t numel, size_t r, int layout,
+                             uint64_t index_len)
 {
     dr_frame f;
     size_t total;
@@ -20,9 +21,16 @@ static void reseal_sparse(uint8_t *buf, size_t len, uint8_t kind, uint64_t numel
     f.nsections = 2;
     f.numel = numel;
     f.count = r;
-    f.section_len[0] = f.section_len[1] = 4u * (uint32_t)r;
+    f.params[0] = (uint32_t)layout;
+    f.section_len[0] = index_len;
+    f.section_len[1] = 4u * (uint64_t)r;
     CHECK_OK(dr_frame_seal(&f, buf, len, &total));
     CHECK(total == len);
+}
+
+static void reseal_sparse(uint8_t *buf, size_t len, uint8_t kind, uint64_t numel, size_t r)
+{
+    reseal_sparse_as(buf, len, kind, numel, r, DR_SPARSE_LISTS, 4u * (uint64_t)r);
 }
 
 static void test_frame_roundtrip_and_corruption(void)
@@ -30,30 +38,32 @@ static void test_frame_roundtrip_and_corruption(void)
     uint32_t idx[5] = {1, 4, 7, 9, 99};
     float val[5] = {0.5f, -1.0f, 2.0f, 3.5f, -0.25f};
     uint8_t buf[256];
-    float dense[100];
+    float dense[1000];
     size_t len = 0, pos;
 
+    /* 5 of 1,000 entries: the index lists are the smaller layout (select.h). */
     CHECK(dr_sparse_raw_size(5) == 44 + 8 + 40 + 4);
-    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, DR_DTYPE_FLOAT32, 100, idx, val, 5, buf, sizeof buf, &len));
+    CHECK(dr_sparse_raw_layout(1000, 5) == DR_SPARSE_LISTS && dr_sparse_raw_frame_size(1000, 5) == dr_sparse_raw_size(5));
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, DR_DTYPE_FLOAT32, 1000, idx, val, 5, buf, sizeof buf, &len));
     CHECK(len == dr_sparse_raw_size(5));
     memset(dense, 0, sizeof dense);
-    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL));
+    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 1000, NULL));
     /* A frame of another sparsifier is refused. */
-    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, 100, NULL), DR_E_FRAME_CODEC);
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, 1000, NULL), DR_E_FRAME_CODEC);
     CHECK(dense[4] == -1.0f && dense[99] == -0.25f && dense[0] == 0.0f);
 
     /* Every single-byte change is refused with a status, never a crash. */
     for (pos = 0; pos < len; pos++) {
         uint8_t saved = buf[pos];
         buf[pos] ^= 0x5a;
-        CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL) < 0);
+        CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 1000, NULL) < 0);
         buf[pos] = saved;
     }
     /* Truncations at every length are refused too. */
     for (pos = 0; pos < len; pos++)
-        CHECK(dr_sparse_raw_decode(buf, pos, DR_KIND_TOPK, dense, 100, NULL) < 0);
+        CHECK(dr_sparse_raw_decode(buf, pos, DR_KIND_TOPK, dense, 1000, NULL) < 0);
     /* A frame for another tensor size is refused. */
-    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 50, NULL), DR_E_FRAME_FIELD);
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 500, NULL), DR_E_FRAME_FIELD);
     /* A well-sealed frame whose count times 4 wraps around to its sections' lengths
      * (2^62 + 1 entries in sections of 4 bytes, libFuzzer's find): refused by its fields,
      * where its sections were read for 2^62 entries, far past the frame. */
@@ -62,7 +72,7 @@ static void test_frame_roundtrip_and_corruption(void)
         size_t total;
         uint32_t one_idx = 3;
         float one_val = 1.0f;
-        CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, &one_idx, &one_val, 1, buf, sizeof buf, &len));
+        CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 1000, &one_idx, &one_val, 1, buf, sizeof buf, &len));
         memset(&f, 0, sizeof f);
         f.kind = DR_KIND_TOPK;
         f.nsections = 2;
@@ -71,27 +81,27 @@ static void test_frame_roundtrip_and_corruption(void)
         f.section_len[0] = f.section_len[1] = 4;
         CHECK_OK(dr_frame_seal(&f, buf, len, &total));
         CHECK(total == len);
-        CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_FRAME_FIELD);
-        CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_FRAME_FIELD);
-        CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, sizeof buf, &len));
+        CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 1000, NULL), DR_E_FRAME_FIELD);
+        CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_TOPK, dense, 1000, NULL), DR_E_FRAME_FIELD);
+        CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 1000, idx, val, 5, buf, sizeof buf, &len));
     }
-    CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, 10, &len), DR_E_DST_TOO_SMALL);
+    CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 1000, idx, val, 5, buf, 10, &len), DR_E_DST_TOO_SMALL);
     /* Repeated or unsorted indices: refused by the encoder, and by the decoder when a
      * well-sealed frame carries them. */
     idx[2] = 4;
-    CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, sizeof buf, &len), DR_E_ARG);
+    CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 1000, idx, val, 5, buf, sizeof buf, &len), DR_E_ARG);
     idx[2] = 7;
-    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 100, idx, val, 5, buf, sizeof buf, &len));
+    CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, 1000, idx, val, 5, buf, sizeof buf, &len));
     memcpy(buf + 44 + 8 + 8, buf + 44 + 8 + 4, 4); /* index 2 := index 1 */
     {
         dr_frame f;
         CHECK(dr_frame_parse(buf, len, &f) == DR_E_FRAME_CHECKSUM);
     }
-    reseal_sparse(buf, len, DR_KIND_TOPK, 100, 5);
-    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_CORRUPT);
+    reseal_sparse(buf, len, DR_KIND_TOPK, 1000, 5);
+    CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, 1000, NULL), DR_E_CORRUPT);
     /* The adding decoder refuses the same frame before adding anything. */
     dense[4] = 1.0f;
-    CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_TOPK, dense, 100, NULL), DR_E_CORRUPT);
+    CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_TOPK, dense, 1000, NULL), DR_E_CORRUPT);
     CHECK(dense[4] == 1.0f && dense[1] == 0.5f);
 }
 
@@ -194,71 +204,254 @@ static void test_sparse_frame_decoded_dense(void)
 }
 
 /* Frames of many entries, which the codec checks, copies and folds into its CRC in
- * chunks of 4,096 (and streams past the caches from DR_STREAM_MIN_N / 2 entries on): the
- * same entries back at every length, at either alignment of the frame; a descent or an
- * Inf exactly at a chunk's edge is still seen. */
+ * chunks of 4,096 (and streams past the caches from DR_STREAM_MIN_N / 2 entries on), in
+ * both layouts (one entry in 33 sent: the index lists; one in 3: the bitmap): the same
+ * entries back at every length, at either alignment of the frame; a descent or an Inf
+ * exactly at a chunk's edge is still seen. A tensor over 16M entries is not decoded (the
+ * lists' largest would take 550 MB): its frame is read back by its sections. */
 static void test_sparse_frames_in_chunks(void)
 {
     const size_t lengths[] = {4095, 4096, 4097, 3 * 4096 + 5, DR_STREAM_MIN_N / 2 + 4099};
-    size_t t;
-    for (t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
-        size_t r = lengths[t], numel = 3 * r + 2, j, len = 0, size = dr_sparse_raw_size(r);
-        uint32_t *idx = malloc(r * sizeof *idx);
-        float *val = malloc(r * sizeof *val), *dense = calloc(numel, sizeof *dense);
-        uint8_t *frame = malloc(size + 1);
-        int finite = -1, shift;
-        CHECK(idx != NULL && val != NULL && dense != NULL && frame != NULL);
-        for (j = 0; j < r; j++) {
-            idx[j] = (uint32_t)(3 * j + 1);
-            val[j] = (float)j * 0.5f - 7.0f;
-        }
-        for (shift = 0; shift < 2; shift++) {
-            uint8_t *buf = frame + shift; /* the streamed copy's unaligned head */
-            dr_frame f;
-            CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, buf, size, &len));
-            CHECK(len == size);
-            CHECK_OK(dr_frame_parse(buf, len, &f)); /* the CRC, computed afresh over the frame */
-            CHECK(memcmp(buf + f.section_off[0], idx, 4 * r) == 0 && memcmp(buf + f.section_off[1], val, 4 * r) == 0);
-            memset(dense, 0, numel * sizeof *dense);
-            CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, numel, &finite));
-            CHECK(finite == 1 && dense[1] == -7.0f && dense[3 * (r - 1) + 1] == val[r - 1] && dense[2] == 0.0f);
-        }
-        /* A repeat at each edge of the first chunk, and at the end: refused. */
-        for (j = 4095; j <= 4096 && j < r; j++) {
-            idx[j] = idx[j - 1];
+    const uint32_t spacings[] = {33, 3};
+    size_t t, sp;
+    for (sp = 0; sp < 2; sp++)
+        for (t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
+            const uint32_t spacing = spacings[sp];
+            size_t r = lengths[t], numel = spacing * r + 2, j, len = 0, size = dr_sparse_raw_frame_size(numel, r);
+            int decodes = numel <= ((size_t)16 << 20), bitmap = spacing == 3;
+            uint32_t *idx = malloc(r * sizeof *idx);
+            float *val = malloc(r * sizeof *val), *dense = calloc(decodes ? numel : 1, sizeof *dense);
+            uint8_t *frame = malloc(size + 1);
+            int finite = -1, shift;
+            CHECK(idx != NULL && val != NULL && dense != NULL && frame != NULL);
+            CHECK(dr_sparse_raw_layout(numel, r) == (bitmap ? DR_SPARSE_BITMAP : DR_SPARSE_LISTS));
+            for (j = 0; j < r; j++) {
+                idx[j] = (uint32_t)(spacing * j + 1);
+                val[j] = (float)j * 0.5f - 7.0f;
+            }
+            for (shift = 0; shift < 2; shift++) {
+                uint8_t *buf = frame + shift; /* the streamed copy's unaligned head */
+                dr_frame f;
+                CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, buf, size, &len));
+                CHECK(len == size);
+                CHECK_OK(dr_frame_parse(buf, len, &f)); /* the CRC, computed afresh over the frame */
+                CHECK(memcmp(buf + f.section_off[1], val, 4 * r) == 0);
+                if (bitmap) {
+                    size_t ones = 0, right = 1, i;
+                    for (i = 0; i < numel; i++) {
+                        unsigned bit = (buf[f.section_off[0] + i / 8] >> (i % 8)) & 1u;
+                        ones += bit;
+                        right &= bit == (i % 3 == 1 && i < 3 * r);
+                    }
+                    CHECK(right && ones == r);
+                } else {
+                    CHECK(memcmp(buf + f.section_off[0], idx, 4 * r) == 0);
+                }
+                if (decodes) {
+                    memset(dense, 0, numel * sizeof *dense);
+                    CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_TOPK, dense, numel, &finite));
+                    CHECK(finite == 1 && dense[1] == -7.0f && dense[spacing * (r - 1) + 1] == val[r - 1] &&
+                          dense[2] == 0.0f);
+                }
+            }
+            /* A repeat at each edge of the first chunk, and at the end: refused. */
+            for (j = 4095; j <= 4096 && j < r; j++) {
+                idx[j] = idx[j - 1];
+                CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len), DR_E_ARG);
+                idx[j] = (uint32_t)(spacing * j + 1);
+            }
+            idx[r - 1] = idx[r - 2];
             CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len), DR_E_ARG);
-            idx[j] = (uint32_t)(3 * j + 1);
+            idx[r - 1] = (uint32_t)(numel);
+            CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len), DR_E_ARG);
+            idx[r - 1] = (uint32_t)(spacing * (r - 1) + 1);
+            if (!decodes) {
+                free(idx);
+                free(val);
+                free(dense);
+                free(frame);
+                continue;
+            }
+            /* Infinity in the last value of the first chunk, then in the frame's last. */
+            for (j = 4095; j < r; j = j == r - 1 ? r : r - 1) {
+                float kept = val[j];
+                val[j] = INFINITY;
+                CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len));
+                finite = -1;
+                CHECK_OK(dr_sparse_raw_decode(frame, len, DR_KIND_TOPK, dense, numel, &finite));
+                CHECK(finite == 0);
+                val[j] = kept;
+            }
+            /* A sealed frame with a descent across the first chunk's edge (the lists), or
+             * one more bit set in the bitmap's second chunk: refused, dense untouched. */
+            if (r > 4096) {
+                CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len));
+                if (bitmap) { /* an unsent position in the second chunk, or mid-bitmap */
+                    size_t at = (numel + 7) / 8 > 4101 ? 8 * 4101 : 4 * ((numel + 7) / 8);
+                    at += (3 - at % 3) % 3;
+                    frame[dr_frame_header_size(2) + at / 8] |= (uint8_t)(1u << (at % 8));
+                } else
+                    memcpy(frame + dr_frame_header_size(2) + 4 * 4096, frame + dr_frame_header_size(2) + 4 * 4095, 4);
+                reseal_sparse_as(frame, len, DR_KIND_TOPK, numel, r, bitmap ? DR_SPARSE_BITMAP : DR_SPARSE_LISTS,
+                                 bitmap ? (numel + 7) / 8 : 4 * r);
+                dense[1] = 42.0f;
+                CHECK_STATUS(dr_sparse_raw_decode(frame, len, DR_KIND_TOPK, dense, numel, NULL), DR_E_CORRUPT);
+                CHECK_STATUS(dr_sparse_raw_decode_add(frame, len, DR_KIND_TOPK, dense, numel, NULL), DR_E_CORRUPT);
+                CHECK(dense[1] == 42.0f);
+            }
+            free(idx);
+            free(val);
+            free(dense);
+            free(frame);
         }
-        idx[r - 1] = idx[r - 2];
-        CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len), DR_E_ARG);
-        idx[r - 1] = (uint32_t)(numel);
-        CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len), DR_E_ARG);
-        idx[r - 1] = (uint32_t)(3 * (r - 1) + 1);
-        /* Infinity in the last value of the first chunk, then in the frame's last. */
-        for (j = 4095; j < r; j = j == r - 1 ? r : r - 1) {
-            float kept = val[j];
-            val[j] = INFINITY;
-            CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len));
-            finite = -1;
-            CHECK_OK(dr_sparse_raw_decode(frame, len, DR_KIND_TOPK, dense, numel, &finite));
-            CHECK(finite == 0);
-            val[j] = kept;
+}
+
+/* The bitmap layout's frame of 0.3 of n entries against its definition on the active
+ * path: its bytes, the three decoders (+0.0 written where no bit is set, -0.0 and a NaN
+ * left alone where the adding and the plain decoders have nothing to write), and each
+ * forgery someone who knows the format could seal refused with dense untouched: one bit
+ * more or fewer than the count, a bit past n, the lists' layout number on a bitmap, the
+ * count of a frame with lists. The encoder refuses unordered indices, and an index past
+ * numel before a smaller last one, wherever in the indices they come (the AVX-512
+ * kernel takes 16 at a time). */
+static void test_sparse_bitmap_frames(void)
+{
+    const size_t sizes[] = {1, 7, 9, 16, 17, 100, 1000, 70001};
+    size_t t;
+    for (t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        size_t n = sizes[t], r = 0, i, j, len = 0, bits = (n + 7) / 8;
+        uint32_t *idx = malloc(n * sizeof *idx);
+        float *val = malloc(n * sizeof *val), *dense = malloc(n * sizeof *dense), *want = malloc(n * sizeof *want);
+        uint8_t *buf = malloc(dr_sparse_raw_size(n) + 8), *bitmap;
+        int finite = -1, ok = 1;
+        dr_frame f;
+        CHECK(idx != NULL && val != NULL && dense != NULL && want != NULL && buf != NULL);
+        for (i = 0; i < n; i++)
+            if (i == 0 || dr_rng_uniform(77, i) < 0.3f) { /* position 0 always: n = 1 sends it */
+                idx[r] = (uint32_t)i;
+                val[r++] = test_uniform(78, i);
+            }
+        CHECK(dr_sparse_raw_layout(n, r) == DR_SPARSE_BITMAP);
+        CHECK_OK(dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, n, idx, val, r, buf, dr_sparse_raw_size(n), &len));
+        CHECK(len == dr_sparse_raw_frame_size(n, r) && len == dr_frame_header_size(2) + bits + 4 * r + 4);
+        CHECK_OK(dr_frame_parse(buf, len, &f));
+        CHECK(f.params[0] == DR_SPARSE_BITMAP && f.count == r && f.section_len[0] == bits);
+        bitmap = buf + f.section_off[0];
+        for (i = 0, j = 0; i < 8 * bits; i++) {
+            unsigned bit = (bitmap[i / 8] >> (i % 8)) & 1u, sent = j < r && idx[j] == i;
+            ok &= bit == sent;
+            j += sent;
         }
-        /* A sealed frame with a descent across the first chunk's edge: refused, dense
-         * untouched. */
-        if (r > 4096) {
-            CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, 0, numel, idx, val, r, frame, size, &len));
-            memcpy(frame + dr_frame_header_size(2) + 4 * 4096, frame + dr_frame_header_size(2) + 4 * 4095, 4);
-            reseal_sparse(frame, len, DR_KIND_TOPK, numel, r);
-            dense[1] = 42.0f;
-            CHECK_STATUS(dr_sparse_raw_decode(frame, len, DR_KIND_TOPK, dense, numel, NULL), DR_E_CORRUPT);
-            CHECK_STATUS(dr_sparse_raw_decode_add(frame, len, DR_KIND_TOPK, dense, numel, NULL), DR_E_CORRUPT);
-            CHECK(dense[1] == 42.0f);
+        CHECK(ok && memcmp(buf + f.section_off[1], val, 4 * r) == 0);
+        /* The plain decoder over 2.0 everywhere, the dense one, the adding one over -0.0
+         * and a NaN. */
+        for (i = 0; i < n; i++)
+            dense[i] = 2.0f;
+        CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, n, &finite));
+        for (i = 0; i < n; i++)
+            want[i] = 2.0f;
+        for (j = 0; j < r; j++)
+            want[idx[j]] = val[j];
+        CHECK(finite == 1 && memcmp(dense, want, n * sizeof *dense) == 0);
+        CHECK_OK(dr_sparse_raw_decode_dense(buf, len, DR_KIND_THRESHOLD, dense, n, &finite));
+        for (i = 0; i < n; i++)
+            want[i] = 0.0f;
+        for (j = 0; j < r; j++)
+            want[idx[j]] = val[j];
+        CHECK(finite == 1 && memcmp(dense, want, n * sizeof *dense) == 0);
+        for (i = 0; i < n; i++)
+            dense[i] = want[i] = i % 5 == 3 ? NAN : -0.0f;
+        for (j = 0; j < r; j++)
+            want[idx[j]] = dense[idx[j]] + val[j];
+        CHECK_OK(dr_sparse_raw_decode_add(buf, len, DR_KIND_THRESHOLD, dense, n, &finite));
+        CHECK(memcmp(dense, want, n * sizeof *dense) == 0);
+        /* Every byte changed, and every truncation: refused. */
+        for (i = 0; i < len; i++) {
+            buf[i] ^= 0x21;
+            CHECK(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, n, NULL) < 0);
+            buf[i] ^= 0x21;
+        }
+        for (i = 0; i + 1 < len; i += n > 100 ? 97 : 1)
+            CHECK(dr_sparse_raw_decode(buf, i, DR_KIND_THRESHOLD, dense, n, NULL) < 0);
+        /* Forgeries, sealed: each refused, dense untouched. */
+        for (i = 0; i < n; i++)
+            dense[i] = 5.0f;
+        {
+            size_t unset = 0;
+            while (unset < n && ((bitmap[unset / 8] >> (unset % 8)) & 1u))
+                unset++;
+            if (unset < n) { /* one bit more than the count */
+                bitmap[unset / 8] ^= (uint8_t)(1u << (unset % 8));
+                reseal_sparse_as(buf, len, DR_KIND_THRESHOLD, n, r, DR_SPARSE_BITMAP, bits);
+                CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, n, NULL), DR_E_CORRUPT);
+                CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_THRESHOLD, dense, n, NULL), DR_E_CORRUPT);
+                bitmap[unset / 8] ^= (uint8_t)(1u << (unset % 8));
+            }
+            /* one fewer (position 0 is always sent) */
+            bitmap[0] ^= 1u;
+            reseal_sparse_as(buf, len, DR_KIND_THRESHOLD, n, r, DR_SPARSE_BITMAP, bits);
+            CHECK_STATUS(dr_sparse_raw_decode_dense(buf, len, DR_KIND_THRESHOLD, dense, n, &finite), DR_E_CORRUPT);
+            if (n % 8 != 0) { /* and a bit past n in its place: the count is right */
+                bitmap[bits - 1] |= (uint8_t)(0x80u);
+                reseal_sparse_as(buf, len, DR_KIND_THRESHOLD, n, r, DR_SPARSE_BITMAP, bits);
+                CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, n, NULL), DR_E_CORRUPT);
+                CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_THRESHOLD, dense, n, NULL), DR_E_CORRUPT);
+                bitmap[bits - 1] &= (uint8_t)0x7fu;
+            }
+            bitmap[0] ^= 1u;
+            reseal_sparse_as(buf, len, DR_KIND_THRESHOLD, n, r, DR_SPARSE_BITMAP, bits);
+            CHECK_OK(dr_frame_parse(buf, len, &f));
+            /* The lists' number on the bitmap's sections. */
+            reseal_sparse_as(buf, len, DR_KIND_THRESHOLD, n, r, DR_SPARSE_LISTS, bits);
+            CHECK_STATUS(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, n, NULL), DR_E_FRAME_FIELD);
+            CHECK_STATUS(dr_sparse_raw_decode_add(buf, len, DR_KIND_THRESHOLD, dense, n, NULL), DR_E_FRAME_FIELD);
+        }
+        {
+            /* The same entries as index lists, where the bitmap is the layout of the count. */
+            size_t lists_len = dr_frame_header_size(2) + 8 * r + 4;
+            uint8_t *lists = malloc(lists_len);
+            CHECK(lists != NULL);
+            memcpy(lists + dr_frame_header_size(2), idx, 4 * r);
+            memcpy(lists + dr_frame_header_size(2) + 4 * r, val, 4 * r);
+            reseal_sparse(lists, lists_len, DR_KIND_THRESHOLD, n, r);
+            CHECK_STATUS(dr_sparse_raw_decode(lists, lists_len, DR_KIND_THRESHOLD, dense, n, NULL), DR_E_FRAME_FIELD);
+            CHECK_STATUS(dr_sparse_raw_decode_add(lists, lists_len, DR_KIND_THRESHOLD, dense, n, NULL), DR_E_FRAME_FIELD);
+            free(lists);
+        }
+        for (i = 0, ok = 1; i < n; i++)
+            ok &= dense[i] == 5.0f;
+        CHECK(ok);
+        /* The encoder: a repeat, a descent, an index past numel before the last. */
+        if (r >= 3) {
+            for (j = 1; j < r; j += r > 40 ? 13 : 1) {
+                uint32_t kept = idx[j];
+                idx[j] = idx[j - 1];
+                CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, n, idx, val, r, buf, dr_sparse_raw_size(n), &len),
+                             DR_E_ARG);
+                idx[j] = kept;
+            }
+            for (j = 0; j + 1 < r; j += r > 40 ? 13 : 1) {
+                uint32_t kept = idx[j];
+                idx[j] = (uint32_t)n + 1000u;
+                CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, n, idx, val, r, buf, dr_sparse_raw_size(n), &len),
+                             DR_E_ARG);
+                idx[j] = kept;
+            }
+        }
+        if (r > 32) { /* a whole vector of ascending indices far past numel, then a descent */
+            uint32_t kept[16];
+            memcpy(kept, idx + 16, sizeof kept);
+            for (j = 0; j < 16; j++)
+                idx[16 + j] = 0x40000000u + (uint32_t)j;
+            CHECK_STATUS(dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, n, idx, val, r, buf, dr_sparse_raw_size(n), &len),
+                         DR_E_ARG);
+            memcpy(idx + 16, kept, sizeof kept);
         }
         free(idx);
         free(val);
         free(dense);
-        free(frame);
+        free(want);
+        free(buf);
     }
 }
 
@@ -1317,6 +1510,7 @@ int main(void)
     test_sparse_frames_finite();
     test_sparse_frame_decoded_dense();
     test_sparse_frames_in_chunks();
+    test_sparse_bitmap_frames();
     test_empty_frame();
     test_nonfinite_marker();
     test_bytes_same();

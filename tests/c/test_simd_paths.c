@@ -889,6 +889,97 @@ static void test_adaq_paths(void)
     free(x);
 }
 
+/* The raw sparse frame of the entries of x with |x| >= g_sparse_at, and its dense
+ * decode: check_paths' encoder and decoder. */
+static float g_sparse_at;
+
+static int enc_sparse(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written)
+{
+    uint32_t *idx = malloc((n + 1) * sizeof *idx);
+    float *val = malloc((n + 1) * sizeof *val);
+    size_t i, r = 0;
+    int st;
+    for (i = 0; i < n; i++)
+        if (fabsf(x[i]) >= g_sparse_at) {
+            idx[r] = (uint32_t)i;
+            val[r++] = x[i];
+        }
+    st = dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, n, idx, val, r, buf, cap, written);
+    free(idx);
+    free(val);
+    return st;
+}
+
+static int dec_sparse(const uint8_t *buf, size_t len, float *out, size_t n)
+{
+    int finite;
+    return dr_sparse_raw_decode_dense(buf, len, DR_KIND_THRESHOLD, out, n, &finite);
+}
+
+/* The raw sparse frame on every path, in both layouts (the bitmap from one entry in 32):
+ * the same frames (the AVX-512 kernel builds a bitmap 16 indices at a time) and dense
+ * decodes, and the same sums from the adding decoder over a tensor of NaNs (distinct
+ * payloads) where the frame's values are NaNs too, or -0.0: a vector add keeps the
+ * scalar one's operand order and leaves unsent entries' bits alone. */
+static void test_sparse_frame_paths(void)
+{
+    static const size_t sizes[] = {1, 15, 16, 17, 100, 1000, 4099, 70003};
+    static const float cuts[] = {0.0f, 0.5f, 2.5f, 5.0f, 100.0f}; /* every entry ... about 1 in 50 */
+    size_t a, c, i, p;
+    for (a = 0; a < sizeof sizes / sizeof *sizes; a++) {
+        size_t n = sizes[a], len = 0;
+        float *x = malloc(n * sizeof *x), *want = malloc(n * sizeof *want), *got = malloc(n * sizeof *got);
+        uint8_t *buf = malloc(dr_sparse_raw_size(n));
+        int same = 1;
+        fill(x, n, 91 + n, 3.0f);
+        for (c = 0; c < sizeof cuts / sizeof *cuts; c++) {
+            g_sparse_at = cuts[c];
+            check_paths("sparse frame", enc_sparse, dec_sparse, x, n, dr_sparse_raw_size(n));
+        }
+        /* NaN payloads on both sides of the adding decoder's sums: every other entry
+         * sent, a third of those as NaNs; the tensor summed into holds NaNs, -0.0 and
+         * 1.0. */
+        {
+            uint32_t *idx = malloc(n * sizeof *idx);
+            float *val = malloc(n * sizeof *val);
+            size_t r = 0;
+            for (i = 0; i < n; i += 2) {
+                uint32_t u = 0x7fc00000u | (uint32_t)(i * 2654435761u & 0x3fffffu);
+                idx[r] = (uint32_t)i;
+                val[r] = x[i];
+                if (i % 3 == 0)
+                    memcpy(&val[r], &u, sizeof u);
+                r++;
+            }
+            CHECK_OK(dr_sparse_raw_encode(DR_KIND_THRESHOLD, 0, n, idx, val, r, buf, dr_sparse_raw_size(n), &len));
+            for (p = 0; p < sizeof paths / sizeof *paths; p++) {
+                float *out = p == 0 ? want : got;
+                setenv("DEEPREDUCE_SIMD", paths[p], 1);
+                for (i = 0; i < n; i++) {
+                    uint32_t u = 0xffc00000u | (uint32_t)(i * 40503u & 0x3fffffu);
+                    if (i % 4 == 1 || i % 4 == 2)
+                        memcpy(&out[i], &u, sizeof u);
+                    else
+                        out[i] = i % 4 == 0 ? -0.0f : 1.0f;
+                }
+                CHECK_OK(dr_sparse_raw_decode_add(buf, len, DR_KIND_THRESHOLD, out, n, NULL));
+                if (p > 0)
+                    same &= memcmp(got, want, n * sizeof *got) == 0;
+            }
+            free(idx);
+            free(val);
+        }
+        unsetenv("DEEPREDUCE_SIMD");
+        if (!same)
+            fprintf(stderr, "sparse frame n=%zu: the adding decoder's NaNs differ between paths\n", n);
+        CHECK(same);
+        free(x);
+        free(want);
+        free(got);
+        free(buf);
+    }
+}
+
 /* A decoder past the streamed-store threshold on every path, into an output at a cache
  * line's start and 4, 16, 32 and 48 bytes past it (4 is off the 16-byte grid, so not
  * streamed; the others stream whole lines and write the floats around them each
@@ -1012,6 +1103,8 @@ static void test_lane_tables(void)
                 tables_ok &= ((dr_pack_lanes8[m] >> (8 * packed++)) & 0xffu) == lane;
         for (; packed < 8; packed++)
             tables_ok &= ((dr_pack_lanes8[m] >> (8 * packed)) & 0xffu) == 0x80u;
+        for (lane = 0, packed = 0; lane < 8; lane++)
+            tables_ok &= ((dr_expand_lanes8[m] >> (8 * lane)) & 0xffu) == ((m >> lane) & 1u ? packed++ : 0x80u);
         /* m as four 2-bit tags. */
         for (lane = 0; lane < 4; lane++) {
             tag = (m >> (2 * lane)) & 3u;
@@ -1284,6 +1377,7 @@ static void test_kernels(void)
     test_threads_same_bytes();
     test_randomk_paths();
     test_adaq_paths();
+    test_sparse_frame_paths();
     test_streamed_decoders();
     test_eightbit_paths();
     test_inceptionn_band_edges();

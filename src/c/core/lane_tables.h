@@ -2,11 +2,12 @@
  * are microcoded on AMD before Zen 3 (Zen 1 and 2, which report BMI2 and run the AVX2
  * path): tens to hundreds of cycles each, data-dependent, where Intel and Zen 3 on take
  * one. So the AVX2 kernels spread bits and take lane permutations and byte shuffles from
- * tables (of 2 KB, 1 KB, 768 and 512 bytes); the AVX-512 kernels, on CPUs where PDEP is
+ * tables (two of 2 KB, 1 KB, 768 and 512 bytes); the AVX-512 kernels, on CPUs where PDEP is
  * fast, keep it.
  *
  * The tables, in lane_tables.c, were written by:
  *   pack(m)   = bytes [lanes l with bit l of m set, ascending] + [0x80] * (8 - popcount(m))
+ *   expand(m) = bytes [popcount(m & (2^l - 1)) if bit l of m is set else 0x80, l = 0..7]
  * each entry a little-endian uint64 (byte j at bits 8j..8j+7),
  *   even(m)   = sum of (bit i of m) << 2i, a uint16,
  * and dr_crumb_kinds and dr_crumb_spread as their comments below say. */
@@ -20,6 +21,11 @@
  * the rest from lane 0, as _pext_u64(0x0706050403020100, bytes of m) did; as a pshufb
  * order it packs the set bytes and zeroes the rest, as PEXT on the bytes did. */
 extern const uint64_t dr_pack_lanes8[256];
+
+/* Byte l: the rank among the index's set bits of bit l where it is set, 0x80 where not.
+ * As a vpermd order (bytes widened to lanes) it spreads the first popcount(m) lanes to
+ * the set ones, in order, as VPEXPANDD does, and its top bit marks the lanes to clear. */
+extern const uint64_t dr_expand_lanes8[256];
 
 /* Bit i of the index at bit 2i: _pdep_u32(m, 0x5555). */
 extern const uint16_t dr_even_spread8[256];

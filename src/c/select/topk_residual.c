@@ -32,7 +32,7 @@ int dr_topk_residual_encode(const float *residual, float beta, const float *grad
     if ((n > 0 && (grad == NULL || kept == NULL)) || buf == NULL || written == NULL || work == NULL || k > n ||
         n > (size_t)UINT32_MAX || kind >= DR_KIND_COUNT_)
         return DR_E_ARG;
-    if (cap < dr_sparse_raw_size(k))
+    if (cap < dr_sparse_raw_frame_size(n, k))
         return DR_E_DST_TOO_SMALL;
     idx = (uint32_t *)((uint8_t *)work + part(dr_topk_workspace_size(n, k)));
     val = (float *)((uint8_t *)idx + part(k * sizeof *idx));

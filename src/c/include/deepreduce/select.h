@@ -54,7 +54,7 @@ size_t dr_topk_residual_workspace_size(size_t n, size_t k);
  * overlap grad. `work` holds dr_topk_residual_workspace_size(n, k) bytes, aligned as
  * malloc aligns. DR_E_NUMERIC if c holds an Inf or a NaN (a tensor that the memory must
  * not keep: kept and buf are undefined then), DR_E_DST_TOO_SMALL if cap is under
- * dr_sparse_raw_size(k), DR_E_ARG if k > n, n >= 2^32, kind is not a dr_kind, buf,
+ * dr_sparse_raw_frame_size(n, k), DR_E_ARG if k > n, n >= 2^32, kind is not a dr_kind, buf,
  * written or work is NULL, or grad or kept is NULL with n > 0; nothing is written on
  * either refusal. */
 int dr_topk_residual_encode(const float *residual, float beta, const float *grad, float gamma, size_t n,
@@ -111,25 +111,46 @@ int dr_randomk_sparsify(uint64_t key, const float *x, size_t n, size_t k, uint32
                         void *work);
 
 /* ------------------------------------------------------------------ raw sparse frames */
-/* A sparse frame with plain sections: section 0 = r strictly ascending uint32 indices,
- * section 1 = r float32 values (any bit pattern: NaN and Inf pass through). Kind tells
- * which sparsifier made it; the codec parameters are zero. */
+/* A sparse frame with plain sections, in the layout of the two (params[0]) that takes
+ * fewer bytes for r entries of numel (the lists on a tie; dr_sparse_raw_layout):
+ *   DR_SPARSE_LISTS (0), 8r bytes of sections: section 0 = the r indices, uint32,
+ *     strictly ascending; section 1 = their r float32 values.
+ *   DR_SPARSE_BITMAP (1), ceil(numel/8) + 4r bytes (where more than one entry in 32 is
+ *     sent: GRACE's default top-k ratio of 0.3 sends 1.33 numel bytes where the lists took
+ *     2.4 numel): section 0 = one bit per entry of the dense tensor, set where the entry
+ *     is sent (entry i at bit i % 8 of byte i / 8; the bits past numel clear); section 1 =
+ *     the r values in index order.
+ * Values may hold any bit pattern (NaN and Inf pass through). Kind tells which sparsifier
+ * made the frame; params[1..3] are zero. */
+#define DR_SPARSE_LISTS 0
+#define DR_SPARSE_BITMAP 1
 
-/* Bytes a raw sparse frame of r entries takes. */
+/* The layout dr_sparse_raw_encode writes for r entries of a tensor of numel. */
+int dr_sparse_raw_layout(uint64_t numel, size_t r);
+
+/* Bytes a raw sparse frame of r entries takes at most, whatever numel (the lists'): a
+ * buffer this large takes any frame of r entries. */
 size_t dr_sparse_raw_size(size_t r);
 
-/* Frame (idx[j], val[j]) for j < r of a dense tensor of `numel` entries. DR_E_ARG if the
- * indices are not strictly ascending or not below numel (the order is checked as the
- * indices are copied: buf's contents are undefined after that refusal). */
+/* Bytes the raw sparse frame of r entries of a tensor of numel takes (the smaller
+ * layout's; 0 for r > numel, which no frame holds). */
+size_t dr_sparse_raw_frame_size(uint64_t numel, size_t r);
+
+/* Frame (idx[j], val[j]) for j < r of a dense tensor of `numel` entries, in the layout
+ * dr_sparse_raw_layout gives; *written = dr_sparse_raw_frame_size(numel, r). DR_E_ARG if
+ * the indices are not strictly ascending or not below numel (the order is checked as the
+ * indices are read: buf's contents are undefined after that refusal), DR_E_DST_TOO_SMALL
+ * if cap is under the frame's size. */
 int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint32_t *idx,
                          const float *val, size_t r, uint8_t *buf, size_t cap, size_t *written);
 
 /* Parse a raw sparse frame made by sparsifier `kind` and write its entries into
  * dense[0..n) (dense[idx] = val; entries not named are left as they are). Refuses
  * (DR_E_FRAME_CODEC) a frame of another kind or with non-raw codecs, (DR_E_FRAME_FIELD)
- * one whose numel is not n, whose section lengths are not 4 count or whose codec
- * parameters are not zero, and (DR_E_CORRUPT) indices that are out of range, repeated
- * or not ascending; dense is untouched then. Where `finite` is not NULL, *finite is set
+ * one whose numel is not n, whose layout is not the one dr_sparse_raw_layout gives for
+ * its count, whose section lengths are not that layout's or whose params[1..3] are not
+ * zero, and (DR_E_CORRUPT) indices that are out of range, repeated or not ascending, or
+ * a bitmap with bits set past n or not `count` bits set; dense is untouched then. Where `finite` is not NULL, *finite is set
  * on DR_OK: 1 if every entry the frame wrote is finite, 0 if one is Inf or NaN (so a
  * caller learns whether its result is finite without a sweep of dense). Time O(len), no
  * memory. */
