@@ -297,6 +297,7 @@ GRACE_METHODS = [
     ("none", {}, t_none),
     ("fp16", {}, t_fp16),
     ("topk", {"compress_ratio": 0.01}, t_topk),
+    ("topk 0.3", {"compress_ratio": 0.3}, lambda x: t_topk(x, 0.3)),  # GRACE's default ratio: the bitmap
     ("randomk", {"compress_ratio": 0.01}, t_randomk),
     ("randomk 0.3", {"compress_ratio": 0.3}, lambda x: t_randomk(x, 0.3)),  # GRACE's default ratio
     ("threshold", {"threshold": 0.01}, t_threshold),

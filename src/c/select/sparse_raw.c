@@ -101,7 +101,7 @@ static void store_word(uint8_t *bits, size_t w, size_t len, uint64_t word)
 
 /* Section 0 of the bitmap layout: the bits of idx[0..r) (strictly ascending, each below
  * numel: DR_E_ARG otherwise) set in bits[0..ceil(numel / 8)), then its CRC continued from
- * *crc. The AVX-512 kernel sets the bits of a prefix of the indices; the rest are set a
+ * *crc. The vector kernels set the bits of a prefix of the indices; the rest are set a
  * word at a time, each index's word kept in a register and stored whole after every
  * index (no branch on a new word: at 30%, about 19 indices share each), so no word is
  * read back from memory but the one the kernel ended in. */
@@ -114,6 +114,8 @@ static int write_bitmap(const uint32_t *idx, size_t r, uint64_t numel, uint8_t *
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512)
         j = dr_bitmap_set_avx512(idx, r, len, bits);
+    else if (dr_simd_active() >= DR_SIMD_AVX2)
+        j = dr_bitmap_set_avx2(idx, r, len, bits);
 #endif
     if (j > 0) {
         last = idx[j - 1];

@@ -106,6 +106,53 @@ DR_TARGET_AVX512 size_t dr_bitmap_apply_avx512(const uint8_t *bits, size_t n, fl
     default: return apply_mode(bits, n, dense, DR_APPLY_WRITE, values, nonfinite);
     }
 }
+/* dr_bitmap_set_avx512 with AVX2, 8 indices a step: the same prefix sums and run ends,
+ * whose words are then taken one by one from the mask of ends (AVX2 has no compress).
+ * AVX2 compares signed only: the indices are compared with their top bits flipped. */
+DR_TARGET_AVX2 size_t dr_bitmap_set_avx2(const uint32_t *idx, size_t r, size_t len, uint8_t *bits)
+{
+    const __m256i one = _mm256_set1_epi32(1), low5 = _mm256_set1_epi32(31), top = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i limit = _mm256_set1_epi32(
+        (int)((len / 4u > UINT32_MAX / 32u ? UINT32_MAX : (uint32_t)(len / 4u * 32u)) ^ 0x80000000u));
+    const __m256i up1 = _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6), down1 = _mm256_setr_epi32(1, 2, 3, 4, 5, 6, 7, 7);
+    uint32_t word_at[8], sum_at[8], before = 0;
+    size_t j;
+    for (j = 0; j + 8 <= r; j += 8) {
+        __m256i i = _mm256_loadu_si256((const __m256i *)(const void *)(idx + j)), flipped = _mm256_xor_si256(i, top);
+        __m256i w = _mm256_srli_epi32(i, 5), s, prior, carry;
+        unsigned ends, ascending, inside, sum_before = 0;
+        /* Each lane above the one before (lane 0 above the last vector's lane 7, or
+         * nothing before the first), and inside the whole words. */
+        prior = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(flipped, up1),
+                                   _mm256_set1_epi32((int)(before ^ 0x80000000u)), 1);
+        ascending = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(flipped, prior)));
+        inside = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(limit, flipped)));
+        if (((ascending | (j == 0 ? 1u : 0u)) & inside) != 0xffu)
+            break;
+        /* The inclusive prefix sum of the lanes' bits: within each half, then the low
+         * half's total (its lane 3) added to the high half. */
+        s = _mm256_sllv_epi32(one, _mm256_and_si256(i, low5));
+        s = _mm256_add_epi32(s, _mm256_slli_si256(s, 4));
+        s = _mm256_add_epi32(s, _mm256_slli_si256(s, 8));
+        carry = _mm256_shuffle_epi32(s, 0xff);
+        s = _mm256_add_epi32(s, _mm256_permute2x128_si256(carry, carry, 0x08));
+        ends = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(w, _mm256_permutevar8x32_epi32(w, down1))));
+        ends = (~ends & 0x7fu) | 0x80u;
+        _mm256_storeu_si256((__m256i *)(void *)sum_at, s);
+        _mm256_storeu_si256((__m256i *)(void *)word_at, w);
+        for (; ends != 0; ends &= ends - 1u) {
+            unsigned l = (unsigned)__builtin_ctz(ends);
+            uint32_t word;
+            memcpy(&word, bits + 4u * word_at[l], 4);
+            word |= sum_at[l] - sum_before;
+            memcpy(bits + 4u * word_at[l], &word, 4);
+            sum_before = sum_at[l];
+        }
+        before = idx[j + 7];
+    }
+    return j;
+}
+
 /* dr_bitmap_apply_avx2 for one mode, as apply_mode above. */
 DR_TARGET_AVX2 static inline __attribute__((always_inline)) size_t
 apply_mode_avx2(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t **values, uint32_t *nonfinite)

@@ -22,6 +22,9 @@ enum {
  * the rest, and refuses what stopped the kernel. */
 size_t dr_bitmap_set_avx512(const uint32_t *idx, size_t r, size_t len, uint8_t *bits);
 
+/* dr_bitmap_set_avx512 with AVX2, for m a multiple of 8. */
+size_t dr_bitmap_set_avx2(const uint32_t *idx, size_t r, size_t len, uint8_t *bits);
+
 /* The entries of the bitmap `bits` (position i of the dense tensor's n at bit i % 8 of
  * byte i / 8) at positions [0, m), m = n less n % 16, written into dense as `mode` says,
  * their values read in order from *values (float32, little-endian), which is left past
