@@ -150,14 +150,15 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
  * one whose numel is not n, whose layout is not the one dr_sparse_raw_layout gives for
  * its count, whose section lengths are not that layout's or whose params[1..3] are not
  * zero, and (DR_E_CORRUPT) indices that are out of range, repeated or not ascending, or
- * a bitmap with bits set past n or not `count` bits set; dense is untouched then. Where `finite` is not NULL, *finite is set
- * on DR_OK: 1 if every entry the frame wrote is finite, 0 if one is Inf or NaN (so a
- * caller learns whether its result is finite without a sweep of dense). Time O(len), no
- * memory. */
+ * a bitmap with bits set past n or other than `count` bits set; dense is untouched then.
+ * Where `finite` is not NULL, *finite is set on DR_OK: 1 if every entry the frame wrote
+ * is finite, 0 if one is Inf or NaN (so a caller learns whether its result is finite
+ * without a sweep of dense). Time O(len), no memory. */
 int dr_sparse_raw_decode(const uint8_t *buf, size_t len, uint8_t kind, float *dense, size_t n,
                          int *finite);
 
-/* As dr_sparse_raw_decode, but adds: dense[idx] += val. A communicator sums every
+/* As dr_sparse_raw_decode, but adds: dense[idx] += val, and where dense[idx] is a NaN it
+ * stays that NaN (quieted), whatever val is, on every path. A communicator sums every
  * rank's frame into one zeroed tensor this way (rank by rank, so the sum's rounding is
  * that of adding the decoded tensors in rank order), instead of a dense tensor per rank.
  * The same refusals, checked before anything is added. *finite (if `finite` is not
