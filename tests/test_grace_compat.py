@@ -246,6 +246,21 @@ def test_the_fused_call_keeps_nothing_of_a_non_finite_tensor_by_itself():
     assert torch.equal(grc.memory.residuals["w"], residual)
 
 
+@pytest.mark.parametrize("ratio", [0.01, 0.3])  # the frame's index lists; its bitmap (select.h)
+def test_the_fused_calls_ctx_names_the_entries_it_sent(ratio):
+    """The fused call's ctx keeps no index array: its ``indices`` are read from the frame
+    when asked for (a memory's ``lost`` asks), in either layout, and are those of the
+    selection."""
+    grc = topk_residual(compress_ratio=ratio)
+    g = torch.randn(5000, generator=torch.Generator().manual_seed(1))
+    (frame,), ctx = grc.memory.fused_encode(g, "w", grc.compressor)
+    k = int(5000 * ratio)
+    _, chosen = torch.topk(g.abs(), k)
+    assert frame.numel() == 56 + min(8 * k, 625 + 4 * k)
+    assert ctx.indices.dtype == np.uint32
+    assert np.array_equal(ctx.indices, np.sort(chosen.numpy()).astype(np.uint32))
+
+
 def _overrides():
     """Ways GRACE users change one of the parts the fused call stands in for, each with
     the method that must then be called."""
