@@ -182,6 +182,19 @@ static inline void dr_ow_set(dr_onewriter *o, uint64_t p)
     o->word |= 1ull << (p & 63u);
 }
 
+/* Sets bit p (>= every bit set before, < 8 len) and stores its word at once, so no flush
+ * is pending after it: for ones far apart (a sparse frame's bitmap), where dr_ow_set's
+ * branch on a new word mispredicts. On the scalar path of a Zen 4 core, a bitmap of 1M
+ * ones in 25.6M bits took 3.3-3.5 ms this way and 5.2-5.4 by dr_ow_set, while the unary
+ * vectors (about one bit in two set) encode 3-14% slower with a store per one. */
+static inline void dr_ow_set_stored(dr_onewriter *o, uint64_t p)
+{
+    /* A select, not a branch, on whether p starts a new word. */
+    o->word = ((p >> 6) == o->at ? o->word : 0) | 1ull << (p & 63u);
+    o->at = p >> 6;
+    dr_ow_flush(o);
+}
+
 /* Whether every bit from bit position `bits` to the end of in[0..len) is zero, and
  * the stream ends in the byte holding bit bits - 1: len == ceil(bits / 8). */
 static inline int dr_stream_ends_at(const uint8_t *in, size_t len, uint64_t bits)

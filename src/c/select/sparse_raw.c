@@ -12,6 +12,7 @@
 #include "sparse_raw_simd.h"
 #include "../core/frame_fused.h"
 #include "../core/stream_simd.h"
+#include "../index/bitio.h"
 
 #include <math.h>
 #include <string.h>
@@ -73,43 +74,16 @@ static void copy_chunk(uint8_t *dst, const void *src, size_t len, int stream)
         memcpy(dst, src, len);
 }
 
-/* Word w of the bitmap bits[0..len) as a little-endian uint64 (the bytes past len as
- * zeros), and its store (the bytes past len not written). */
-static uint64_t load_word(const uint8_t *bits, size_t w, size_t len)
-{
-    uint64_t word = 0;
-    if (8u * w + 8u <= len)
-        memcpy(&word, bits + 8u * w, 8);
-    else {
-        size_t b;
-        for (b = 8u * w; b < len; b++)
-            word |= (uint64_t)bits[b] << (8u * (b - 8u * w));
-    }
-    return word;
-}
-
-static void store_word(uint8_t *bits, size_t w, size_t len, uint64_t word)
-{
-    if (8u * w + 8u <= len)
-        memcpy(bits + 8u * w, &word, 8);
-    else {
-        size_t b;
-        for (b = 8u * w; b < len; b++)
-            bits[b] = (uint8_t)(word >> (8u * (b - 8u * w)));
-    }
-}
-
 /* Section 0 of the bitmap layout: the bits of idx[0..r) (strictly ascending, each below
  * numel: DR_E_ARG otherwise) set in bits[0..ceil(numel / 8)), then its CRC continued from
- * *crc. The vector kernels set the bits of a prefix of the indices; the rest are set a
- * word at a time, each index's word kept in a register and stored whole after every
- * index (no branch on a new word: at 30%, about 19 indices share each), so no word is
- * read back from memory but the one the kernel ended in. */
+ * *crc. The vector kernels set the bits of a prefix of the indices; the rest go through
+ * the index codecs' writer of ascending ones (bitio.h), from the word the kernels ended
+ * in, each word stored as its ones come (dr_ow_set_stored). */
 static int write_bitmap(const uint32_t *idx, size_t r, uint64_t numel, uint8_t *bits, uint32_t *crc)
 {
-    size_t len = (size_t)((numel + 7u) / 8u), j = 0, at = 0;
-    uint64_t word = 0;
+    size_t len = (size_t)((numel + 7u) / 8u), j = 0;
     int64_t last = -1;
+    dr_onewriter ones;
     memset(bits, 0, len);
 #if DR_HAVE_X86_SIMD
     if (dr_simd_active() >= DR_SIMD_AVX512)
@@ -117,20 +91,17 @@ static int write_bitmap(const uint32_t *idx, size_t r, uint64_t numel, uint8_t *
     else if (dr_simd_active() >= DR_SIMD_AVX2)
         j = dr_bitmap_set_avx2(idx, r, len, bits);
 #endif
+    dr_ow_init(&ones, bits, len);
     if (j > 0) {
         last = idx[j - 1];
-        at = idx[j - 1] >> 6;
-        word = load_word(bits, at, len);
+        ones.at = idx[j - 1] >> 6;
+        ones.word = dr_peek64(bits, len, 64u * ones.at);
     }
     for (; j < r; j++) {
-        uint32_t i = idx[j];
-        size_t w = i >> 6;
-        if ((int64_t)i <= last || (uint64_t)i >= numel)
+        if ((int64_t)idx[j] <= last || (uint64_t)idx[j] >= numel)
             return DR_E_ARG;
-        last = i;
-        word = (w == at ? word : 0) | (uint64_t)1 << (i & 63u);
-        store_word(bits, w, len, word);
-        at = w;
+        last = idx[j];
+        dr_ow_set_stored(&ones, idx[j]);
     }
     *crc = dr_crc32(*crc, bits, len);
     return DR_OK;
@@ -322,10 +293,8 @@ static void apply_bitmap(const uint8_t *bits, size_t from, size_t n, const uint8
 {
     size_t at, j = 0;
     for (at = from; at < n; at += 64) {
-        size_t span = n - at < 64 ? n - at : 64, b;
-        uint64_t word = 0;
-        for (b = 0; b < (span + 7u) / 8u; b++)
-            word |= (uint64_t)bits[at / 8u + b] << (8u * b);
+        size_t span = n - at < 64 ? n - at : 64;
+        uint64_t word = dr_peek64(bits, (n + 7u) / 8u, at);
         if (mode == DR_APPLY_ZERO_THEN_WRITE)
             memset(dense + at, 0, span * sizeof *dense);
         for (; word != 0; word &= word - 1u, j++) {
