@@ -12,6 +12,7 @@
 #include "../../src/c/core/lane_tables.h"
 #include "../../src/c/quant/lookup_simd.h"
 #include "../../src/c/quant/sketch_simd.h"
+#include "../../src/c/quant/qsgd_simd.h"
 #include "../../src/c/index/unary_simd.h"
 
 typedef int (*encode_fn)(const float *x, size_t n, uint8_t *buf, size_t cap, size_t *written);
@@ -113,6 +114,9 @@ static void check_paths(const char *what, encode_fn encode, decode_fn decode, co
         memset(got, 0, cap);
         CHECK_OK(encode(x, n, got, cap, &got_len));
         same_frame &= got_len == want_len && memcmp(got, want, want_len) == 0;
+        /* Poisoned, so that an element a path leaves unwritten cannot keep the value the
+         * path before wrote there. */
+        memset(got_out, 0xa5, (n + 1) * sizeof(float));
         CHECK_OK(decode(want, want_len, got_out, n));
         same_out &= n == 0 || memcmp(got_out, want_out, n * sizeof(float)) == 0;
     }
@@ -552,6 +556,70 @@ static void test_natural_normal_vectors(void)
     unsetenv("DEEPREDUCE_SIMD");
     free(x);
     free(buf);
+}
+
+/* qsgd's buckets taken eight at a time (AVX-512, buckets of a multiple of 16 elements)
+ * where a group holds what the per-bucket code does instead: a zero bucket (ratio 0), a
+ * bucket of tiny values (a ratio past float), one of huge values (a norm past FLT_MAX),
+ * in each place of a group, and a NaN (refused on every path). */
+static void test_qsgd_bucket_groups(void)
+{
+    enum { BUCKETS = 40 };
+    static const uint32_t sizes[] = {16, 48, 128};
+    static float x[BUCKETS * 128 + 9];
+    size_t a, at, i;
+    for (a = 0; a < sizeof sizes / sizeof *sizes; a++) {
+        size_t m = sizes[a], n = BUCKETS * m + 9, cap = dr_qsgd_size(n, 127, m), len = 0;
+        uint8_t *buf = malloc(cap);
+        g_s = 127;
+        g_bucket = (uint32_t)m;
+        for (at = 0; at < 8; at++) {
+            fill(x, n, 17 + at, 2.0f);
+            for (i = 0; i < m; i++) {
+                x[at * m + i] = 0.0f;
+                x[(at + 9) * m + i] = (i % 3 ? 1e-38f : -3e-39f);
+                x[(at + 18) * m + i] = (i % 2 ? 3e37f : -2.5e37f);
+            }
+            check_paths("qsgd odd buckets", enc_qsgd, dr_qsgd_decode, x, n, cap);
+        }
+        x[20 * m + 5] = NAN;
+        for (i = 0; i < sizeof paths / sizeof *paths; i++) {
+            setenv("DEEPREDUCE_SIMD", paths[i], 1);
+            CHECK_STATUS(dr_qsgd_encode(x, n, 127, (uint32_t)m, 3, 0, buf, cap, &len), DR_E_NUMERIC);
+        }
+        unsetenv("DEEPREDUCE_SIMD");
+        free(buf);
+    }
+#if DR_HAVE_X86_SIMD
+    /* Counters up to a multiple of 2^32: each kernel stops at the bucket across it (its
+     * draws restart there), with the buckets before as the per-bucket kernels make them;
+     * from the bucket after, it takes every bucket. */
+    {
+        typedef size_t (*group_fn)(const float *, size_t, size_t, uint32_t, uint64_t, size_t, uint8_t *, uint8_t *,
+                                   size_t);
+        static const group_fn kernels[2] = {dr_qsgd_buckets_avx2, dr_qsgd_buckets_avx512};
+        const size_t m = 32, first = ((size_t)1 << 32) - 5 * m - 8;
+        uint8_t norms[4 * BUCKETS], levels[BUCKETS * 32], want[32];
+        size_t k, p;
+        fill(x, BUCKETS * m, 5, 1.5f);
+        for (p = 0; p < 2; p++) {
+            if (dr_simd_supported() < (p == 0 ? DR_SIMD_AVX2 : DR_SIMD_AVX512))
+                continue;
+            CHECK(kernels[p](x, BUCKETS, m, 127, 77, first, norms, levels, 1) == 5);
+            for (k = 0; k < 5; k++) {
+                float norm = (float)sqrt(dr_qsgd_sum_squares_avx2(x + k * m, m)), got;
+                memcpy(&got, norms + 4 * k, 4);
+                CHECK(got == norm);
+                CHECK(dr_qsgd_levels_avx2(x + k * m, m, (float)(127.0 / norm), 127, 77, first + k * m, want, 1) == m);
+                CHECK(memcmp(want, levels + k * m, m) == 0);
+            }
+            CHECK(kernels[p](x + 6 * m, BUCKETS - 6, m, 127, 77, first + 6 * m, norms, levels, 1) == BUCKETS - 6);
+            CHECK(dr_qsgd_levels_avx2(x + 6 * m, m, (float)(127.0 / sqrt(dr_qsgd_sum_squares_avx2(x + 6 * m, m))), 127,
+                                      77, first + 6 * m, want, 1) == m);
+            CHECK(memcmp(want, levels, m) == 0);
+        }
+    }
+#endif
 }
 
 /* dr_qsgd_encode/decode on a tensor long enough for 3 threads (one per
@@ -1331,7 +1399,7 @@ static void test_kernels(void)
 {
     static const size_t sizes[] = {0, 1, 7, 8, 9, 31, 127, 128, 129, 1000, 4099};
     static const uint32_t levels[] = {1, 7, 127, 128, 32767};
-    static const uint32_t buckets[] = {1, 5, 8, 128, 512, 100000};
+    static const uint32_t buckets[] = {1, 5, 8, 16, 48, 128, 512, 100000};
     enum { NMAX = 4099 };
     static float x[NMAX];
     size_t a, b, c;
@@ -1375,6 +1443,7 @@ static void test_kernels(void)
         check_paths("natural bits", enc_natural, dr_natural_decode, x, n, dr_natural_size(n));
     }
     test_threads_same_bytes();
+    test_qsgd_bucket_groups();
     test_randomk_paths();
     test_adaq_paths();
     test_sparse_frame_paths();

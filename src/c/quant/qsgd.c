@@ -118,11 +118,11 @@ typedef struct {
     int simd;
 } qsgd_job;
 
-/* Each bucket's norm is taken NORM_AHEAD buckets before its levels (fewer for buckets
- * so large that those would leave L1 first): a bucket's levels wait on its square root
- * and division, some 40 cycles, which then overlap with the buckets between instead of
- * stalling the sweep once per bucket; reads of x stay spread over the sweep, for the
- * prefetcher to keep ahead of. */
+/* The per-bucket code takes each bucket's norm NORM_AHEAD buckets before its levels
+ * (fewer for buckets so large that those would leave L1 first): a bucket's levels wait
+ * on its square root and division, some 40 cycles, which then overlap with the buckets
+ * between instead of stalling the sweep once per bucket; reads of x stay spread over
+ * the sweep, for the prefetcher to keep ahead of. */
 #define NORM_AHEAD 2u
 #define NORM_AHEAD_NUMEL 2048u
 
@@ -132,11 +132,69 @@ static size_t bucket_len(const qsgd_job *q, size_t j)
     return q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
 }
 
+/* Buckets of up to this many elements go to the group kernels (qsgd_simd.h) where their
+ * size is a multiple of the kernel's step. From 512 on, the per-bucket code below is as
+ * fast: its two calls and its square root per bucket weigh little against the bucket. */
+#define GROUP_BUCKET_MAX 256u
+
+/* Bucket j's norm, then its levels. */
+static int encode_bucket(const qsgd_job *q, size_t j)
+{
+    size_t first = j * q->bucket_size;
+    double ratio;
+    int st = bucket_norm(q->simd, q->x + first, bucket_len(q, j), q->s, q->norms + 4 * j, &ratio);
+    if (st == DR_OK)
+        bucket_levels(q->simd, q->x + first, bucket_len(q, j), ratio, q->s, q->key, first,
+                      q->levels + first * q->width, q->width);
+    return st;
+}
+
+#if DR_HAVE_X86_SIMD
+typedef size_t (*group_kernel)(const float *x, size_t count, size_t bucket_size, uint32_t s, uint64_t key,
+                               size_t first, uint8_t *norms, uint8_t *levels, size_t width);
+
+/* The group kernel for q's buckets, or NULL where the per-bucket code takes them. */
+static group_kernel choose_group(const qsgd_job *q)
+{
+    if (q->bucket_size > GROUP_BUCKET_MAX)
+        return NULL;
+    if (q->simd >= DR_SIMD_AVX512 && q->bucket_size % 16u == 0)
+        return dr_qsgd_buckets_avx512;
+    if (q->simd >= DR_SIMD_AVX2 && q->bucket_size % 32u == 0)
+        return dr_qsgd_buckets_avx2;
+    return NULL;
+}
+
+/* Buckets [begin, end) by the group kernel, which takes whole buckets and stops where
+ * the per-bucket code is needed: that code does the one bucket it stopped before (and a
+ * short last bucket), then the kernel goes on. */
+static int encode_grouped(const qsgd_job *q, group_kernel group, size_t begin, size_t end)
+{
+    size_t whole = q->n / q->bucket_size < end ? q->n / q->bucket_size : end, j = begin;
+    while (j < end) {
+        if (j < whole)
+            j += group(q->x + j * q->bucket_size, whole - j, q->bucket_size, q->s, q->key, j * q->bucket_size,
+                       q->norms + 4 * j, q->levels + j * q->bucket_size * q->width, q->width);
+        if (j < end) {
+            int st = encode_bucket(q, j++);
+            if (st != DR_OK)
+                return st;
+        }
+    }
+    return DR_OK;
+}
+#endif
+
 static int encode_buckets(void *ctx, size_t begin, size_t end)
 {
     const qsgd_job *q = (const qsgd_job *)ctx;
     size_t ahead = q->bucket_size >= NORM_AHEAD_NUMEL ? 0 : NORM_AHEAD_NUMEL / q->bucket_size, j;
     double ratio[NORM_AHEAD + 1];
+#if DR_HAVE_X86_SIMD
+    group_kernel group = choose_group(q);
+    if (group != NULL)
+        return encode_grouped(q, group, begin, end);
+#endif
     if (ahead > NORM_AHEAD)
         ahead = NORM_AHEAD;
     for (j = begin; j < end + ahead; j++) {
@@ -209,8 +267,19 @@ typedef struct {
 static int decode_buckets(void *ctx, size_t begin, size_t end)
 {
     const qsgd_decode_job *q = (const qsgd_decode_job *)ctx;
-    size_t j, i;
-    for (j = begin; j < end; j++) {
+    size_t j = begin, i;
+#if DR_HAVE_X86_SIMD
+    /* Sixteen buckets' steps by one division and one call (dr_qsgd_scale_buckets_avx512):
+     * buckets of 16 decoded in 6.3 ms where they took 9.0, of 64 in 5.3 where 5.6. */
+    if (q->simd >= DR_SIMD_AVX512 && q->bucket_size % 16u == 0 && q->bucket_size <= GROUP_BUCKET_MAX) {
+        size_t whole = q->n / q->bucket_size < end ? q->n / q->bucket_size : end;
+        if (j < whole)
+            j += dr_qsgd_scale_buckets_avx512(q->levels + j * q->bucket_size * q->width, whole - j, q->bucket_size,
+                                              q->width, q->norms + 4 * j, q->s, q->out + j * q->bucket_size,
+                                              q->stream);
+    }
+#endif
+    for (; j < end; j++) {
         size_t first = j * q->bucket_size, m = q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
         float step = dr_qf_get_f32(q->norms + 4 * j) / (float)q->s;
         i = 0;
