@@ -367,8 +367,8 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     unsigned bad = 0;
     float step8, step16;
     int simd = dr_simd_active();
-    /* The AVX-512 blocks stream a large output past the cache (stream_simd.h's rule). */
-    int stream = simd >= DR_SIMD_AVX512 && dr_stream_output(out, n);
+    /* The vector blocks stream a large output past the cache (stream_simd.h's rule). */
+    int stream = simd >= DR_SIMD_AVX2 && dr_stream_output(out, n);
     int st = open_frame(buf, len, n, out, &f);
     if (st != DR_OK)
         return st;
@@ -415,7 +415,7 @@ int dr_inceptionn_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         if (m == BLOCK && simd >= DR_SIMD_AVX512 && len - (at + bytes) >= 64)
             bad |= dr_inceptionn_block_decode_avx512(buf + at, count, step8, step16, out + i, stream);
         else if (m == BLOCK && simd >= DR_SIMD_AVX2 && len - (at + bytes) >= 64)
-            bad |= dr_inceptionn_block_decode_avx2(buf + at, count, step8, step16, out + i);
+            bad |= dr_inceptionn_block_decode_avx2(buf + at, count, step8, step16, out + i, stream);
         else if (simd >= DR_SIMD_AVX2)
             bad |= decode_block_avx2(buf + at, m, count, step8, step16, out + i);
         else

@@ -348,7 +348,7 @@ DR_TARGET_AVX2 static unsigned sections_bad(const uint8_t *p32, size_t n32, cons
  * float, and times step 2^-24 or 2^-16 (exact powers of two, normal for every bound) it
  * is the scalar code's q step, bit for bit. */
 DR_TARGET_AVX2 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, const size_t *count, float step8,
-                                                        float step16, float *out)
+                                                        float step16, float *out, int stream)
 {
     enum { B = DR_INCEPTIONN_BLOCK };
     const __m256 vs8 = _mm256_set1_ps(step8 * 0x1p-24f), vs16 = _mm256_set1_ps(step16 * 0x1p-16f);
@@ -370,8 +370,10 @@ DR_TARGET_AVX2 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, cons
         __m256i e = _mm256_or_si256(e8, e16);
         __m256 step = _mm256_blendv_ps(vs8, vs16, _mm256_castsi256_ps(_mm256_cmpeq_epi32(e8, zero)));
         __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e, magnitude)), step);
-        _mm256_storeu_si256((__m256i *)(void *)(out + i),
-                            _mm256_or_si256(_mm256_or_si256(_mm256_castps_si256(v), _mm256_andnot_si256(magnitude, e)), e32));
+        dr_store8_avx2(out + i,
+                       _mm256_castsi256_ps(_mm256_or_si256(
+                           _mm256_or_si256(_mm256_castps_si256(v), _mm256_andnot_si256(magnitude, e)), e32)),
+                       stream);
         at8 += lo8 + ((hi >> 12) & 0xfu);
         at16 += lo16 + ((hi >> 16) & 0xfu);
         at32 += lo32 + ((hi >> 20) & 0x1fu);

@@ -41,10 +41,11 @@ void dr_inceptionn_count_block_avx512(const uint8_t *tags, size_t *count);
  * block. */
 unsigned dr_inceptionn_block_decode_avx512(const uint8_t *src, const size_t *count, float step8,
                                            float step16, float *out, int stream);
-/* The same two for AVX2 CPUs (the same contracts, eight lanes per step). */
+/* The same two for AVX2 CPUs (the same contracts, eight lanes per step; streamed, out
+ * must be 16-byte aligned). */
 size_t dr_inceptionn_block_avx2(const float *x, const dr_inceptionn_bands *s, uint8_t *dst);
 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, const size_t *count, float step8,
-                                         float step16, float *out);
+                                         float step16, float *out, int stream);
 #endif
 
 #endif
