@@ -1179,8 +1179,10 @@ static void test_lane_tables(void)
             lanes[tag] |= 1u << lane;
             ones[tag]++;
         }
-        tables_ok &= dr_crumb_kinds[m] == (lanes[1] | lanes[2] << 4 | lanes[3] << 8 | ones[1] << 12 |
-                                           2u * ones[2] << 16 | 4u * ones[3] << 20);
+        tables_ok &= dr_crumb_fields[m][0] == 16u * lanes[1] && dr_crumb_fields[m][1] == 16u * lanes[2] &&
+                     dr_crumb_fields[m][2] == 16u * lanes[3] && dr_crumb_fields[m][3] == ones[1] &&
+                     dr_crumb_fields[m][4] == 2u * ones[2] && dr_crumb_fields[m][5] == 4u * ones[3] &&
+                     dr_crumb_fields[m][6] == 0 && dr_crumb_fields[m][7] == 0;
     }
     for (width = 0; width < 3; width++)
         for (m = 0; m < 16; m++) {

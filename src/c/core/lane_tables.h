@@ -2,7 +2,7 @@
  * are microcoded on AMD before Zen 3 (Zen 1 and 2, which report BMI2 and run the AVX2
  * path): tens to hundreds of cycles each, data-dependent, where Intel and Zen 3 on take
  * one. So the AVX2 kernels spread bits and take lane permutations and byte shuffles from
- * tables (two of 2 KB, 1 KB, 768 and 512 bytes); the AVX-512 kernels, on CPUs where PDEP is
+ * tables (three of 2 KB, 768 and 512 bytes); the AVX-512 kernels, on CPUs where PDEP is
  * fast, keep it.
  *
  * The tables, in lane_tables.c, were written by:
@@ -10,7 +10,7 @@
  *   expand(m) = bytes [popcount(m & (2^l - 1)) if bit l of m is set else 0x80, l = 0..7]
  * each entry a little-endian uint64 (byte j at bits 8j..8j+7),
  *   even(m)   = sum of (bit i of m) << 2i, a uint16,
- * and dr_crumb_kinds and dr_crumb_spread as their comments below say. */
+ * and dr_crumb_fields and dr_crumb_spread as their comments below say. */
 #ifndef DR_LANE_TABLES_H
 #define DR_LANE_TABLES_H
 
@@ -38,11 +38,13 @@ static inline uint32_t dr_interleave_bits8(uint32_t a, uint32_t b)
     return dr_even_spread8[a & 0xffu] | (uint32_t)dr_even_spread8[b & 0xffu] << 1;
 }
 
-/* Per byte of inceptionn tags (four 2-bit tags, lane l's at bits 2l..2l+1): bits 0-3
- * the lanes tagged 1, 4-7 those tagged 2, 8-11 those tagged 3; bits 12-15 the bytes their
- * tag-1 entries take (one each), 16-19 their tag-2 entries' (two each), 20-24 their
- * tag-3 entries' (four each). */
-extern const uint32_t dr_crumb_kinds[256];
+/* Per byte of inceptionn tags (four 2-bit tags, lane l's at bits 2l..2l+1), in bytes
+ * that a kernel reads straight into an address (no shifts or masks to take them apart:
+ * the AVX2 decoder's extraction of the nibbles of a packed word was half its
+ * instructions): bytes 0-2, for tags 1, 2, 3, 16 x the 4-bit mask of the lanes with that
+ * tag (the byte offset of its row in dr_crumb_spread[width]); bytes 3-5 the bytes those
+ * lanes' entries take (one, two and four each); bytes 6-7 zero. */
+extern const uint8_t dr_crumb_fields[256][8];
 
 /* Row w = 0, 1, 2 for entries of 1, 2, 4 bytes, column a 4-bit lane mask m: a pshufb
  * order that moves the j-th of a run of packed entries to the top bytes of the 32-bit

@@ -339,7 +339,7 @@ DR_TARGET_AVX2 static unsigned sections_bad(const uint8_t *p32, size_t n32, cons
     return bad | !_mm256_testz_si256(found, found);
 }
 
-/* Each half of a step is four lanes, one tag byte: dr_crumb_kinds says which lanes take
+/* Each half of a step is four lanes, one tag byte: dr_crumb_fields says which lanes take
  * which width and how many bytes each width's entries take, and a pshufb order from
  * dr_crumb_spread moves each width's packed entries to the top of their lanes (zeros
  * elsewhere). No lane-crossing permutes: VPERMD costs several adds on AMD before Zen 2,
@@ -355,16 +355,13 @@ DR_TARGET_AVX2 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, cons
     const __m256i magnitude = _mm256_set1_epi32(0x7fffffff), zero = _mm256_setzero_si256();
     const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
     const uint8_t *at8 = p8, *at16 = p16, *at32 = p32;
+    const uint8_t *spread8 = dr_crumb_spread[0][0], *spread16 = dr_crumb_spread[1][0], *spread32 = dr_crumb_spread[2][0];
     size_t i;
     for (i = 0; i < B; i += 8) {
-        uint32_t lo = dr_crumb_kinds[src[i / 4]], hi = dr_crumb_kinds[src[i / 4 + 1]];
-        size_t lo8 = (lo >> 12) & 0xfu, lo16 = (lo >> 16) & 0xfu, lo32 = (lo >> 20) & 0x1fu;
-        __m256i e8 = _mm256_shuffle_epi8(halves(at8, at8 + lo8),
-                                         halves(dr_crumb_spread[0][lo & 0xfu], dr_crumb_spread[0][hi & 0xfu]));
-        __m256i e16 = _mm256_shuffle_epi8(halves(at16, at16 + lo16), halves(dr_crumb_spread[1][(lo >> 4) & 0xfu],
-                                                                           dr_crumb_spread[1][(hi >> 4) & 0xfu]));
-        __m256i e32 = _mm256_shuffle_epi8(halves(at32, at32 + lo32), halves(dr_crumb_spread[2][(lo >> 8) & 0xfu],
-                                                                           dr_crumb_spread[2][(hi >> 8) & 0xfu]));
+        const uint8_t *lo = dr_crumb_fields[src[i / 4]], *hi = dr_crumb_fields[src[i / 4 + 1]];
+        __m256i e8 = _mm256_shuffle_epi8(halves(at8, at8 + lo[3]), halves(spread8 + lo[0], spread8 + hi[0]));
+        __m256i e16 = _mm256_shuffle_epi8(halves(at16, at16 + lo[4]), halves(spread16 + lo[1], spread16 + hi[1]));
+        __m256i e32 = _mm256_shuffle_epi8(halves(at32, at32 + lo[5]), halves(spread32 + lo[2], spread32 + hi[2]));
         /* The 8- and 16-bit entries share one vector; a lane with no 8-bit entry (e8 0
          * there) takes the 16-bit step, and with neither its magnitude is 0. */
         __m256i e = _mm256_or_si256(e8, e16);
@@ -374,9 +371,9 @@ DR_TARGET_AVX2 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, cons
                        _mm256_castsi256_ps(_mm256_or_si256(
                            _mm256_or_si256(_mm256_castps_si256(v), _mm256_andnot_si256(magnitude, e)), e32)),
                        stream);
-        at8 += lo8 + ((hi >> 12) & 0xfu);
-        at16 += lo16 + ((hi >> 16) & 0xfu);
-        at32 += lo32 + ((hi >> 20) & 0x1fu);
+        at8 += (size_t)lo[3] + hi[3];
+        at16 += (size_t)lo[4] + hi[4];
+        at32 += (size_t)lo[5] + hi[5];
     }
     return sections_bad(p32, count[3], p16, count[2], p8, count[1]);
 }
