@@ -355,7 +355,8 @@ DR_TARGET_AVX2 unsigned dr_inceptionn_block_decode_avx2(const uint8_t *src, cons
     const __m256i magnitude = _mm256_set1_epi32(0x7fffffff), zero = _mm256_setzero_si256();
     const uint8_t *p32 = src + B / 4, *p16 = p32 + 4 * count[3], *p8 = p16 + 2 * count[2];
     const uint8_t *at8 = p8, *at16 = p16, *at32 = p32;
-    const uint8_t *spread8 = dr_crumb_spread[0][0], *spread16 = dr_crumb_spread[1][0], *spread32 = dr_crumb_spread[2][0];
+    const uint8_t *spread8 = dr_crumb_spread[0][0], *spread16 = dr_crumb_spread[1][0];
+    const uint8_t *spread32 = dr_crumb_spread[2][0];
     size_t i;
     for (i = 0; i < B; i += 8) {
         const uint8_t *lo = dr_crumb_fields[src[i / 4]], *hi = dr_crumb_fields[src[i / 4 + 1]];

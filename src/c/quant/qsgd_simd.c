@@ -81,8 +81,8 @@ DR_TARGET_AVX2 size_t dr_qsgd_levels_avx2(const float *b, size_t m, float ratio,
  * reads from memory overlap the levels' arithmetic (a group's sums read all at once made
  * buckets of 512 1.15x as slow). Bucket by bucket, the sweep waited on each bucket's
  * square root and division and paid two calls and a generator start per bucket: 25.6M
- * in buckets of 128 encoded in 13.2-13.4 ms on AVX-512 and 14.8-15.0 on AVX2, now in
- * 11.9-12.1 and 12.9-13.0 (Zen 4, one thread). */
+ * in buckets of 128 encoded in 12.8-13.4 ms on AVX-512 and 14.6-15.0 on AVX2, now in
+ * 11.6-12.1 and 12.7-13.0 (Zen 4, one thread; docs/performance.md). */
 #define GROUP 8
 
 /* The norms (to norms[4k..), k < g) and ratios s / norm (float, 0 for a zero norm) of g
