@@ -128,6 +128,33 @@ DR_TARGET_AVX2 static inline __attribute__((always_inline)) int group_norms(cons
     return 1;
 }
 
+/* The walk over the buckets that dr_qsgd_buckets_avx512 and _avx2 share, written once:
+ * in a function with their parameters and a generator `r` started at `first`, it runs
+ * SUM_SQUARES(b, m) for a bucket's sum of squares and LEVELS(b, ratio, out) for its
+ * levels, and returns how many buckets it did (qsgd_simd.h). The next group's sums are
+ * taken bucket by bucket between this group's levels. */
+#define QSGD_GROUP_WALK(SUM_SQUARES, LEVELS)                                                            \
+    do {                                                                                                \
+        size_t within = dr_rng32_draws_within(first, count * bucket_size) / bucket_size, done = 0, k;  \
+        size_t g = within < GROUP ? within : GROUP;                                                     \
+        double sq[GROUP];                                                                               \
+        float ratio[GROUP];                                                                             \
+        for (k = 0; k < g; k++)                                                                         \
+            sq[k] = SUM_SQUARES(x + k * bucket_size, bucket_size);                                      \
+        while (g > 0 && group_norms(sq, g, s, norms + 4 * done, ratio)) {                               \
+            size_t later = within - done - g < GROUP ? within - done - g : GROUP;                        \
+            for (k = 0; k < g; k++) {                                                                   \
+                const float *b = x + (done + k) * bucket_size;                                          \
+                if (k < later)                                                                          \
+                    sq[k] = SUM_SQUARES(b + g * bucket_size, bucket_size);                              \
+                LEVELS(b, ratio[k], levels + (done + k) * bucket_size * width);                         \
+            }                                                                                           \
+            done += g;                                                                                  \
+            g = later;                                                                                  \
+        }                                                                                               \
+        return done;                                                                                    \
+    } while (0)
+
 /* The levels of the 16 elements x with their 16 draws, for a = |x| * ratio. */
 DR_TARGET_AVX512 static inline __attribute__((always_inline)) __m512i
 levels16_avx512(__m512 x, __m512i draws, __m512 ratio, __m512i s)
@@ -207,35 +234,26 @@ DR_TARGET_AVX512 double dr_qsgd_sum_squares_avx512(const float *b, size_t m)
     return sum_squares_avx512(b, m);
 }
 
+/* One bucket's levels for QSGD_GROUP_WALK, the generator continuing across buckets. */
+DR_TARGET_AVX512 static inline __attribute__((always_inline)) void
+bucket_levels_avx512(const float *b, size_t m, float ratio, __m512i s, dr_rng32_avx512 *r, uint8_t *out, size_t width)
+{
+    const __m512 vratio = _mm512_set1_ps(ratio);
+    size_t i;
+    for (i = 0; i < m; i += 16)
+        store_levels16(out + i * width,
+                       levels16_avx512(_mm512_loadu_ps(b + i), dr_rng32_avx512_next_within(r), vratio, s), width);
+}
+
 DR_TARGET_AVX512 size_t dr_qsgd_buckets_avx512(const float *x, size_t count, size_t bucket_size, uint32_t s,
                                                uint64_t key, size_t first, uint8_t *norms, uint8_t *levels,
                                                size_t width)
 {
     const __m512i vs = _mm512_set1_epi32((int)s);
     dr_rng32_avx512 r = dr_rng32_avx512_start(key, first);
-    size_t within = dr_rng32_draws_within(first, count * bucket_size) / bucket_size, done = 0, k, i;
-    size_t g = within < GROUP ? within : GROUP;
-    double sq[GROUP];
-    float ratio[GROUP];
-    for (k = 0; k < g; k++)
-        sq[k] = sum_squares_avx512(x + k * bucket_size, bucket_size);
-    while (g > 0 && group_norms(sq, g, s, norms + 4 * done, ratio)) {
-        size_t later = within - done - g < GROUP ? within - done - g : GROUP;
-        for (k = 0; k < g; k++) {
-            const float *b = x + (done + k) * bucket_size;
-            const __m512 vratio = _mm512_set1_ps(ratio[k]);
-            uint8_t *out = levels + (done + k) * bucket_size * width;
-            if (k < later)
-                sq[k] = sum_squares_avx512(b + g * bucket_size, bucket_size);
-            for (i = 0; i < bucket_size; i += 16)
-                store_levels16(out + i * width,
-                               levels16_avx512(_mm512_loadu_ps(b + i), dr_rng32_avx512_next_within(&r), vratio, vs),
-                               width);
-        }
-        done += g;
-        g = later;
-    }
-    return done;
+#define LEVELS_AVX512(b, ratio, out) bucket_levels_avx512(b, bucket_size, ratio, vs, &r, out, width)
+    QSGD_GROUP_WALK(sum_squares_avx512, LEVELS_AVX512);
+#undef LEVELS_AVX512
 }
 
 DR_TARGET_AVX2 static inline __attribute__((always_inline)) double sum_squares_avx2(const float *b, size_t m)
@@ -275,25 +293,9 @@ DR_TARGET_AVX2 size_t dr_qsgd_buckets_avx2(const float *x, size_t count, size_t 
 {
     const __m256i vs = _mm256_set1_epi32((int)s);
     dr_rng32_avx2 r = dr_rng32_avx2_start(key, first);
-    size_t within = dr_rng32_draws_within(first, count * bucket_size) / bucket_size, done = 0, k;
-    size_t g = within < GROUP ? within : GROUP;
-    double sq[GROUP];
-    float ratio[GROUP];
-    for (k = 0; k < g; k++)
-        sq[k] = sum_squares_avx2(x + k * bucket_size, bucket_size);
-    while (g > 0 && group_norms(sq, g, s, norms + 4 * done, ratio)) {
-        size_t later = within - done - g < GROUP ? within - done - g : GROUP;
-        for (k = 0; k < g; k++) {
-            const float *b = x + (done + k) * bucket_size;
-            if (k < later)
-                sq[k] = sum_squares_avx2(b + g * bucket_size, bucket_size);
-            levels_run_avx2(b, bucket_size, _mm256_set1_ps(ratio[k]), vs, &r,
-                            levels + (done + k) * bucket_size * width, width);
-        }
-        done += g;
-        g = later;
-    }
-    return done;
+#define LEVELS_AVX2(b, ratio, out) levels_run_avx2(b, bucket_size, _mm256_set1_ps(ratio), vs, &r, out, width)
+    QSGD_GROUP_WALK(sum_squares_avx2, LEVELS_AVX2);
+#undef LEVELS_AVX2
 }
 
 DR_TARGET_AVX2 size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t width,
@@ -310,20 +312,25 @@ DR_TARGET_AVX2 size_t dr_qsgd_scale_avx2(const uint8_t *levels, size_t m, size_t
     return i;
 }
 
-DR_TARGET_AVX512 size_t dr_qsgd_scale_avx512(const uint8_t *levels, size_t m, size_t width,
-                                             float step, float *out, int stream)
+/* out[i] = step * level i for the whole vectors of levels[0..m); returns their length. */
+DR_TARGET_AVX512 static inline __attribute__((always_inline)) size_t
+scale_run_avx512(const uint8_t *levels, size_t m, size_t width, __m512 step, float *out, int stream)
 {
-    const __m512 vstep = _mm512_set1_ps(step);
     size_t i = 0;
-    stream &= ((uintptr_t)out & 15u) == 0;
     for (; i + 16 <= m; i += 16) {
         __m512i l = width == 1 ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(levels + i)))
                                : _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(levels + 2 * i)));
-        __m512 v = _mm512_mul_ps(vstep, _mm512_cvtepi32_ps(l));
+        __m512 v = _mm512_mul_ps(step, _mm512_cvtepi32_ps(l));
         dr_store8_avx2(out + i, _mm512_castps512_ps256(v), stream);
         dr_store8_avx2(out + i + 8, _mm512_extractf32x8_ps(v, 1), stream);
     }
     return i;
+}
+
+DR_TARGET_AVX512 size_t dr_qsgd_scale_avx512(const uint8_t *levels, size_t m, size_t width,
+                                             float step, float *out, int stream)
+{
+    return scale_run_avx512(levels, m, width, _mm512_set1_ps(step), out, stream & (((uintptr_t)out & 15u) == 0));
 }
 
 DR_TARGET_AVX512 size_t dr_qsgd_scale_buckets_avx512(const uint8_t *levels, size_t count, size_t bucket_size,
@@ -331,26 +338,17 @@ DR_TARGET_AVX512 size_t dr_qsgd_scale_buckets_avx512(const uint8_t *levels, size
                                                      int stream)
 {
     const __m512 vs = _mm512_set1_ps((float)s);
-    size_t done = 0, k, i;
+    size_t done, k;
     stream &= ((uintptr_t)out & 15u) == 0;
     /* Sixteen buckets' steps norm / s by one division, as decode_buckets in qsgd.c
      * divides each bucket's. */
-    for (; done < count; done += 16) {
+    for (done = 0; done < count; done += 16) {
         size_t g = count - done < 16 ? count - done : 16;
         float step[16];
         _mm512_storeu_ps(step, _mm512_div_ps(_mm512_maskz_loadu_ps((__mmask16)((1u << g) - 1u), norms + 4 * done), vs));
-        for (k = 0; k < g; k++) {
-            const __m512 vstep = _mm512_set1_ps(step[k]);
-            const uint8_t *l = levels + (done + k) * bucket_size * width;
-            float *o = out + (done + k) * bucket_size;
-            for (i = 0; i < bucket_size; i += 16) {
-                __m512i lev = width == 1 ? _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(l + i)))
-                                         : _mm512_cvtepi16_epi32(_mm256_loadu_si256((const __m256i *)(l + 2 * i)));
-                __m512 v = _mm512_mul_ps(vstep, _mm512_cvtepi32_ps(lev));
-                dr_store8_avx2(o + i, _mm512_castps512_ps256(v), stream);
-                dr_store8_avx2(o + i + 8, _mm512_extractf32x8_ps(v, 1), stream);
-            }
-        }
+        for (k = 0; k < g; k++)
+            scale_run_avx512(levels + (done + k) * bucket_size * width, bucket_size, width, _mm512_set1_ps(step[k]),
+                             out + (done + k) * bucket_size, stream);
     }
     return count;
 }
