@@ -137,7 +137,8 @@ static size_t bucket_len(const qsgd_job *q, size_t j)
  * fast: its two calls and its square root per bucket weigh little against the bucket. */
 #define GROUP_BUCKET_MAX 256u
 
-/* Bucket j's norm, then its levels. */
+#if DR_HAVE_X86_SIMD
+/* Bucket j's norm, then its levels (where a group kernel stops). */
 static int encode_bucket(const qsgd_job *q, size_t j)
 {
     size_t first = j * q->bucket_size;
@@ -149,7 +150,6 @@ static int encode_bucket(const qsgd_job *q, size_t j)
     return st;
 }
 
-#if DR_HAVE_X86_SIMD
 typedef size_t (*group_kernel)(const float *x, size_t count, size_t bucket_size, uint32_t s, uint64_t key,
                                size_t first, uint8_t *norms, uint8_t *levels, size_t width);
 
