@@ -306,6 +306,17 @@ static void test_sparse_frames_in_chunks(void)
         }
 }
 
+/* want[0..n) = fill, then val[j] at idx[j]: what a sparse frame's decoders write over
+ * a tensor of `fill`. */
+static void scattered(float *want, size_t n, float fill, const uint32_t *idx, const float *val, size_t r)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        want[i] = fill;
+    for (i = 0; i < r; i++)
+        want[idx[i]] = val[i];
+}
+
 /* The bitmap layout's frame of 0.3 of n entries against its definition on the active
  * path: its bytes, the three decoders (+0.0 written where no bit is set, -0.0 and a NaN
  * left alone where the adding and the plain decoders have nothing to write), and each
@@ -348,16 +359,10 @@ static void test_sparse_bitmap_frames(void)
         for (i = 0; i < n; i++)
             dense[i] = 2.0f;
         CHECK_OK(dr_sparse_raw_decode(buf, len, DR_KIND_THRESHOLD, dense, n, &finite));
-        for (i = 0; i < n; i++)
-            want[i] = 2.0f;
-        for (j = 0; j < r; j++)
-            want[idx[j]] = val[j];
+        scattered(want, n, 2.0f, idx, val, r);
         CHECK(finite == 1 && memcmp(dense, want, n * sizeof *dense) == 0);
         CHECK_OK(dr_sparse_raw_decode_dense(buf, len, DR_KIND_THRESHOLD, dense, n, &finite));
-        for (i = 0; i < n; i++)
-            want[i] = 0.0f;
-        for (j = 0; j < r; j++)
-            want[idx[j]] = val[j];
+        scattered(want, n, 0.0f, idx, val, r);
         CHECK(finite == 1 && memcmp(dense, want, n * sizeof *dense) == 0);
         for (i = 0; i < n; i++)
             dense[i] = want[i] = i % 5 == 3 ? NAN : -0.0f;
