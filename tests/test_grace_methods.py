@@ -13,6 +13,7 @@ import pytest
 import deepreduce
 from deepreduce import grace_from_params
 from deepreduce.compressors._framed import FramedCompressor
+from deepreduce.compressors.threshold import ThresholdCompressor
 from deepreduce.pairings import PAIRINGS, natural_params
 from deepreduce.registry import COMMUNICATORS, COMPRESSORS, MEMORIES
 from own_frame import check_own_decode_served_once
@@ -166,6 +167,54 @@ def test_threshold_sends_exactly_the_entries_at_or_above_it(threshold):
     chosen = np.abs(g) >= t
     assert np.array_equal(out, np.where(chosen, g, 0))
     assert comp.wire_bytes(tensors, ctx) == sparse_bytes(g.size, int(chosen.sum()))  # zeros at t=0 count too
+
+
+class SelectingThreshold(ThresholdCompressor):
+    """GRACE's style of subclass: its own select, which the one-call frame must not skip."""
+
+    def select(self, flat, name):
+        return super().select(flat, name)
+
+
+def test_threshold_frames_in_one_call_are_the_bytes_of_the_calls_they_replace():
+    """After a dense selection a name's frames come from one C call; step by step, as the
+    selection turns sparse and dense again, the frames, the decode, what a residual
+    memory keeps and the indices asked of the ctx are those of the calls path (a
+    subclass with its own select, which keeps to it), and a non-finite tensor still
+    sends the marker."""
+    fused = grace_from_params({"compressor": "threshold", "threshold": 0.5}).compressor
+    calls = SelectingThreshold(0.5)
+    one_call = []
+    for step, scale in enumerate([4.0, 4.0, 0.05, 0.05, 4.0, 1.0]):  # dense, dense, sparse, ..., dense
+        g = laplace(10_001, 40 + step, scale=scale)
+        (frame,), ctx = fused.compress(g, "w")
+        (want,), want_ctx = calls.compress(g, "w")
+        if ctx._indices is None:  # asked for below, they are read from the frame
+            one_call.append(step)
+        assert np.array_equal(np.asarray(frame), np.asarray(want))
+        assert np.array_equal(fused.decompress([frame], ctx), calls.decompress([want], want_ctx))
+        kept, want_kept = np.empty_like(g), np.empty_like(g)
+        fused.lost(g, [frame], ctx, kept)
+        calls.lost(g, [want], want_ctx, want_kept)
+        assert np.array_equal(kept.view(np.uint32), want_kept.view(np.uint32))
+        assert np.array_equal(ctx.indices, want_ctx.indices)
+    # After each dense selection but the first (no history yet), the sparse one included.
+    assert one_call == [1, 2, 5]
+    g[7] = np.nan
+    (frame,), ctx = fused.compress(g, "w")
+    assert not ctx.finite and np.isnan(fused.decompress([frame], ctx)).all()
+
+
+def test_threshold_with_residual_memory_keeps_what_the_calls_path_keeps():
+    """grc.step with residual memory over steps whose selections are dense: the one-call
+    frames and dr_threshold_zero's residual give the steps' results of the calls path."""
+    params = {"compressor": "threshold", "threshold": 0.3, "memory": "residual", "communicator": "allgather"}
+    fused, calls = grace_from_params(params), grace_from_params(params)
+    calls.compressor = SelectingThreshold(0.3)
+    for step in range(4):
+        g = laplace(5_003, 60 + step)
+        assert np.array_equal(fused.step(g.copy(), "w"), calls.step(g.copy(), "w"))
+    assert fused.compressor.dense["w"]
 
 
 # ---------------------------------------------------------------------------- the own frame

@@ -1060,6 +1060,92 @@ static void test_threshold_long_matches_scalar_rule(void)
     free(idx);
 }
 
+/* dr_threshold_encode against the two calls it stands for (dr_threshold_sparsify, then
+ * dr_sparse_raw_encode): the same bytes on every SIMD path, for tensors whose ends fall
+ * inside and between bitmap bytes, vectors and the sweep's blocks, selections that take
+ * the bitmap, the lists, or both ends of the line between them (one entry in 32), all
+ * or none; then the room it asks for, and its refusals. */
+static void test_threshold_encode(void)
+{
+    static const size_t sizes[] = {0, 1, 7, 8, 9, 17, 100, 2047, 2048, 2049, 4097, 70001};
+    /* |x| is uniform on [0, 1): t = 1 - d selects a share d of x. */
+    static const float shares[] = {0.0f, 0.01f, 0.031f, 0.033f, 0.2f, 0.97f, 1.0f};
+    static const char *paths[] = {"scalar", "avx2", "avx512"};
+    const size_t most = 70001, room = dr_sparse_raw_size(70001) + 70001 / 8 + 64;
+    float *x = malloc(most * sizeof *x), *val = malloc(most * sizeof *val), *kept = malloc(most * sizeof *kept);
+    float *zeroed = malloc(most * sizeof *zeroed);
+    uint32_t *idx = malloc(most * sizeof *idx);
+    uint8_t *want = malloc(room), *got = malloc(room);
+    size_t s, d, p, i, c, count, want_len, got_len;
+    int same = 1;
+    for (i = 0; i < most; i++)
+        x[i] = (test_uniform(41, i) - 0.5f) * 2.0f;
+    for (p = 0; p < 3; p++) {
+        setenv("DEEPREDUCE_SIMD", paths[p], 1);
+        for (s = 0; s < sizeof sizes / sizeof *sizes; s++)
+            for (d = 0; d < sizeof shares / sizeof *shares; d++) {
+                size_t n = sizes[s];
+                float t = 1.0f - shares[d];
+                CHECK_OK(dr_threshold_sparsify(x, n, t, idx, val, n, &c));
+                CHECK_OK(dr_sparse_raw_encode(DR_KIND_THRESHOLD, DR_DTYPE_FLOAT32, n, idx, val, c, want, room,
+                                              &want_len));
+                memset(got, 0xa5, room);
+                CHECK_OK(dr_threshold_encode(DR_KIND_THRESHOLD, x, n, t, got, room, &got_len, &count));
+                same &= got_len == want_len && count == c && memcmp(got, want, want_len) == 0;
+                /* Exactly the frame's size is room enough, a byte less is not. */
+                CHECK_OK(dr_threshold_encode(DR_KIND_THRESHOLD, x, n, t, got, want_len, &got_len, &count));
+                same &= got_len == want_len && memcmp(got, want, want_len) == 0;
+                got_len = 0;
+                CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, x, n, t, got, want_len - 1, &got_len, &count),
+                             DR_E_DST_TOO_SMALL);
+                same &= got_len == want_len;
+                /* What a residual memory keeps: x with the sent entries zeroed. */
+                memcpy(kept, x, n * sizeof *x);
+                CHECK_OK(dr_zero_at(idx, c, kept, n));
+                CHECK_OK(dr_threshold_zero(x, n, t, zeroed));
+                same &= n == 0 || memcmp(zeroed, kept, n * sizeof *x) == 0;
+            }
+    }
+    unsetenv("DEEPREDUCE_SIMD");
+    CHECK(same);
+    /* In place; -0.0 kept where it does not pass, |x| = t zeroed. */
+    memcpy(zeroed, x, 100 * sizeof *x);
+    zeroed[3] = -0.0f;
+    zeroed[5] = -0.5f;
+    CHECK_OK(dr_threshold_zero(zeroed, 100, 0.5f, zeroed));
+    for (i = 0; i < 100; i++) {
+        float v = i == 3 ? -0.0f : i == 5 ? -0.5f : x[i];
+        v = fabsf(v) >= 0.5f ? 0.0f : v;
+        same &= memcmp(&zeroed[i], &v, sizeof v) == 0;
+    }
+    CHECK(same);
+    /* An Inf or a NaN anywhere is refused, in the dense and the sparse sweep. */
+    for (i = 0; i < 2; i++) {
+        float keep = x[4096];
+        x[4096] = i == 0 ? NAN : -INFINITY;
+        CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, x, 4097, 0.1f, got, room, &got_len, &count), DR_E_NUMERIC);
+        CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, x, 4097, 0.999f, got, room, &got_len, &count),
+                     DR_E_NUMERIC);
+        x[4096] = keep;
+    }
+    CHECK_STATUS(dr_threshold_encode(DR_KIND_COUNT_, x, 100, 0.5f, got, room, &got_len, &count), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, x, 100, -1.0f, got, room, &got_len, &count), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, x, 100, NAN, got, room, &got_len, &count), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, NULL, 100, 0.5f, got, room, &got_len, &count), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, x, 100, 0.5f, NULL, room, &got_len, &count), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, x, 100, 0.5f, got, room, NULL, &count), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_encode(DR_KIND_THRESHOLD, x, 100, 0.5f, got, room, &got_len, NULL), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_zero(x, 100, -1.0f, zeroed), DR_E_ARG);
+    CHECK_STATUS(dr_threshold_zero(x, 100, 0.5f, NULL), DR_E_ARG);
+    free(x);
+    free(val);
+    free(kept);
+    free(zeroed);
+    free(idx);
+    free(want);
+    free(got);
+}
+
 /* dr_threshold_sparsify: dr_threshold_select's indices with their values, Inf/NaN
  * refused wherever they are (in the vector body and the scalar tail, before and after
  * the room runs out), and a short room answered with the count that fits. */
@@ -1531,6 +1617,7 @@ int main(void)
     test_threshold();
     test_threshold_long_matches_scalar_rule();
     test_threshold_sparsify();
+    test_threshold_encode();
     test_randomk();
     test_randomk_sparsify();
     test_vec();

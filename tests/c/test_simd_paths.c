@@ -1046,6 +1046,31 @@ static void test_sparse_frame_paths(void)
         free(got);
         free(buf);
     }
+    /* Past the streaming threshold, a bitmap: the dense decode (streamed by AVX-512 and
+     * AVX2), and dr_threshold_encode (its sections streamed) giving the two calls' bytes
+     * on every path. */
+    {
+        const size_t n = TEST_STREAMED_N, cap = dr_sparse_raw_size(TEST_STREAMED_N);
+        float *x = malloc(n * sizeof *x);
+        uint8_t *want = malloc(cap), *got = malloc(cap);
+        size_t want_len = 0, len = 0, count = 0;
+        int same = 1;
+        fill(x, n, 93, 3.0f);
+        g_sparse_at = 0.5f;
+        check_paths("sparse frame streamed", enc_sparse, dec_sparse, x, n, cap);
+        CHECK_OK(enc_sparse(x, n, want, cap, &want_len));
+        for (p = 0; p < sizeof paths / sizeof *paths; p++) {
+            setenv("DEEPREDUCE_SIMD", paths[p], 1);
+            memset(got, 0xa5, cap);
+            CHECK_OK(dr_threshold_encode(DR_KIND_THRESHOLD, x, n, 0.5f, got, cap, &len, &count));
+            same &= len == want_len && memcmp(got, want, len) == 0;
+        }
+        unsetenv("DEEPREDUCE_SIMD");
+        CHECK(same);
+        free(x);
+        free(want);
+        free(got);
+    }
 }
 
 /* A decoder past the streamed-store threshold on every path, into an output at a cache

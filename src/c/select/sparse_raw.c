@@ -10,6 +10,7 @@
 #include "deepreduce.h"
 #include "finite_bytes.h"
 #include "sparse_raw_simd.h"
+#include "sparse_raw_frame.h"
 #include "../core/frame_fused.h"
 #include "../core/stream_simd.h"
 #include "../index/bitio.h"
@@ -65,8 +66,7 @@ static uint32_t descents(const uint8_t *idx, size_t from, size_t to)
     return bad;
 }
 
-/* len bytes from src to dst, streamed past the caches or not. */
-static void copy_chunk(uint8_t *dst, const void *src, size_t len, int stream)
+void dr_sparse_raw_copy(uint8_t *dst, const void *src, size_t len, int stream)
 {
     if (stream)
         dr_stream_copy(dst, (const uint8_t *)src, len);
@@ -117,9 +117,34 @@ static int write_lists(const uint32_t *idx, size_t r, uint8_t *out, uint32_t *cr
         if (descents((const uint8_t *)idx, j > 0 ? j : 1, j + m) != 0)
             return DR_E_ARG;
         *crc = dr_crc32(*crc, (const uint8_t *)(idx + j), 4u * m);
-        copy_chunk(out + 4u * j, idx + j, 4u * m, stream);
+        dr_sparse_raw_copy(out + 4u * j, idx + j, 4u * m, stream);
     }
     return DR_OK;
+}
+
+int dr_sparse_raw_streams(const dr_frame *f)
+{
+    return f->section_len[0] + f->section_len[1] >= 4u * (uint64_t)DR_STREAM_MIN_N;
+}
+
+int dr_sparse_raw_prepare(uint8_t kind, uint8_t dtype, uint64_t numel, size_t r, dr_frame *f, size_t *total)
+{
+    int layout;
+    if (r > numel || kind >= DR_KIND_COUNT_ || dtype > DR_DTYPE_FLOAT64)
+        return DR_E_ARG;
+    layout = dr_sparse_raw_layout(numel, r);
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    f->index_codec = DR_INDEX_RAW;
+    f->value_codec = DR_VALUE_RAW;
+    f->dtype = dtype;
+    f->nsections = 2;
+    f->numel = numel;
+    f->count = r;
+    f->params[0] = (uint32_t)layout;
+    f->section_len[0] = index_section_len(layout, numel, r);
+    f->section_len[1] = 4u * (uint64_t)r;
+    return dr_frame_layout(f, total);
 }
 
 int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint32_t *idx,
@@ -129,33 +154,21 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
     size_t total, j;
     uint32_t crc = 0;
     int st, stream, layout;
-    if (buf == NULL || written == NULL || (r > 0 && (idx == NULL || val == NULL)) || r > numel ||
-        kind >= DR_KIND_COUNT_ || dtype > DR_DTYPE_FLOAT64)
+    if (buf == NULL || written == NULL || (r > 0 && (idx == NULL || val == NULL)))
         return DR_E_ARG;
     /* Ascending, the last index bounds them all. */
-    if (r > 0 && (uint64_t)idx[r - 1] >= numel)
+    if (r > 0 && r <= numel && (uint64_t)idx[r - 1] >= numel)
         return DR_E_ARG;
-    layout = dr_sparse_raw_layout(numel, r);
-    memset(&f, 0, sizeof f);
-    f.kind = kind;
-    f.index_codec = DR_INDEX_RAW;
-    f.value_codec = DR_VALUE_RAW;
-    f.dtype = dtype;
-    f.nsections = 2;
-    f.numel = numel;
-    f.count = r;
-    f.params[0] = (uint32_t)layout;
-    f.section_len[0] = index_section_len(layout, numel, r);
-    f.section_len[1] = 4u * (uint64_t)r;
-    st = dr_frame_layout(&f, &total);
+    st = dr_sparse_raw_prepare(kind, dtype, numel, r, &f, &total);
     if (st != DR_OK)
         return st;
     if (cap < total)
         return DR_E_DST_TOO_SMALL;
+    layout = (int)f.params[0];
     /* The chunks are checked and folded into the CRC from the caller's arrays (or the
      * bitmap's stage), so the copy of a frame too large for the caches can go past them
      * (no read of the frame's old lines). */
-    stream = f.section_len[0] + f.section_len[1] >= 4u * (uint64_t)DR_STREAM_MIN_N;
+    stream = dr_sparse_raw_streams(&f);
     st = layout == DR_SPARSE_BITMAP ? write_bitmap(idx, r, numel, buf + f.section_off[0], &crc)
                                     : write_lists(idx, r, buf + f.section_off[0], &crc, stream);
     if (st != DR_OK)
@@ -163,7 +176,7 @@ int dr_sparse_raw_encode(uint8_t kind, uint8_t dtype, uint64_t numel, const uint
     for (j = 0; j < r; j += CHUNK) {
         size_t m = r - j < CHUNK ? r - j : CHUNK;
         crc = dr_crc32(crc, (const uint8_t *)(val + j), 4u * m);
-        copy_chunk(buf + f.section_off[1] + 4u * j, val + j, 4u * m, stream);
+        dr_sparse_raw_copy(buf + f.section_off[1] + 4u * j, val + j, 4u * m, stream);
     }
 #if DR_HAVE_X86_SIMD
     if (stream)
@@ -347,10 +360,16 @@ static int sparse_raw_apply(const uint8_t *buf, size_t len, uint8_t kind, float 
         if (bad)
             return DR_E_CORRUPT;
 #if DR_HAVE_X86_SIMD
-        if (dr_simd_active() >= DR_SIMD_AVX512)
-            from = dr_bitmap_apply_avx512(ip, n, dense, mode, &vp, &nonfinite);
-        else if (dr_simd_active() >= DR_SIMD_AVX2)
-            from = dr_bitmap_apply_avx2(ip, n, dense, mode, &vp, &nonfinite);
+        {
+            /* The whole tensor written, as the quantisers' decoders write theirs. */
+            int stream = mode == DR_APPLY_ZERO_THEN_WRITE && dr_stream_output(dense, n);
+            if (dr_simd_active() >= DR_SIMD_AVX512)
+                from = dr_bitmap_apply_avx512(ip, n, dense, mode, &vp, &nonfinite, stream);
+            else if (dr_simd_active() >= DR_SIMD_AVX2)
+                from = dr_bitmap_apply_avx2(ip, n, dense, mode, &vp, &nonfinite, stream);
+            if (stream)
+                dr_stream_fence();
+        }
 #endif
         apply_bitmap(ip, from, n, vp, dense, mode, &nonfinite);
     } else {

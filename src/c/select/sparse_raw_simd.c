@@ -4,6 +4,7 @@
  * a permutation from a table, lane_tables.h). */
 #include "sparse_raw_simd.h"
 #include "lane_tables.h"
+#include "stream_simd.h"
 
 #include <string.h>
 
@@ -56,9 +57,12 @@ DR_TARGET_AVX512 size_t dr_bitmap_set_avx512(const uint32_t *idx, size_t r, size
     return j;
 }
 
-/* dr_bitmap_apply_avx512 for one mode: a constant where inlined, so its branches fold. */
+/* dr_bitmap_apply_avx512 for one mode: a constant where inlined, so its branches fold.
+ * `stream`: the whole dense tensor is written (DR_APPLY_ZERO_THEN_WRITE) past the caches
+ * (stream_simd.h's rule), as the quantisers' decoders write theirs. */
 DR_TARGET_AVX512 static inline __attribute__((always_inline)) size_t
-apply_mode(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t **values, uint32_t *nonfinite)
+apply_mode(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t **values, uint32_t *nonfinite,
+           int stream)
 {
     const __m512i exponent = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000);
     const uint8_t *vp = *values;
@@ -73,7 +77,7 @@ apply_mode(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t 
         /* A masked load: the values' section may end within the vector. */
         e = _mm512_maskz_expand_ps(m, _mm512_maskz_loadu_ps((__mmask16)((1u << k) - 1u), vp));
         if (mode == DR_APPLY_ZERO_THEN_WRITE) {
-            _mm512_storeu_ps(dense + i, e);
+            dr_store16_avx512(dense + i, e, stream);
         } else {
             /* Every lane stored, the unset ones as they were: a masked store across two
              * lines is slow on Zen 4 (stream_simd.h). */
@@ -98,12 +102,12 @@ apply_mode(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t 
 }
 
 DR_TARGET_AVX512 size_t dr_bitmap_apply_avx512(const uint8_t *bits, size_t n, float *dense, int mode,
-                                               const uint8_t **values, uint32_t *nonfinite)
+                                               const uint8_t **values, uint32_t *nonfinite, int stream)
 {
     switch (mode) {
-    case DR_APPLY_ADD: return apply_mode(bits, n, dense, DR_APPLY_ADD, values, nonfinite);
-    case DR_APPLY_ZERO_THEN_WRITE: return apply_mode(bits, n, dense, DR_APPLY_ZERO_THEN_WRITE, values, nonfinite);
-    default: return apply_mode(bits, n, dense, DR_APPLY_WRITE, values, nonfinite);
+    case DR_APPLY_ADD: return apply_mode(bits, n, dense, DR_APPLY_ADD, values, nonfinite, 0);
+    case DR_APPLY_ZERO_THEN_WRITE: return apply_mode(bits, n, dense, DR_APPLY_ZERO_THEN_WRITE, values, nonfinite, stream);
+    default: return apply_mode(bits, n, dense, DR_APPLY_WRITE, values, nonfinite, 0);
     }
 }
 /* dr_bitmap_set_avx512 with AVX2, 8 indices a step: the same prefix sums and run ends,
@@ -155,7 +159,8 @@ DR_TARGET_AVX2 size_t dr_bitmap_set_avx2(const uint32_t *idx, size_t r, size_t l
 
 /* dr_bitmap_apply_avx2 for one mode, as apply_mode above. */
 DR_TARGET_AVX2 static inline __attribute__((always_inline)) size_t
-apply_mode_avx2(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t **values, uint32_t *nonfinite)
+apply_mode_avx2(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t **values, uint32_t *nonfinite,
+                int stream)
 {
     const __m256i exponent = _mm256_set1_epi32(0x7f800000), seven = _mm256_set1_epi32(7);
     const __m256i quiet = _mm256_set1_epi32(0x00400000);
@@ -171,7 +176,7 @@ apply_mode_avx2(const uint8_t *bits, size_t n, float *dense, int mode, const uin
         __m256 v = _mm256_maskload_ps((const float *)(const void *)vp, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), lane));
         __m256 e = _mm256_permutevar8x32_ps(v, order);
         if (mode == DR_APPLY_ZERO_THEN_WRITE) {
-            _mm256_storeu_ps(dense + i, _mm256_andnot_ps(_mm256_castsi256_ps(unset), e));
+            dr_store8_avx2(dense + i, _mm256_andnot_ps(_mm256_castsi256_ps(unset), e), stream);
         } else {
             __m256 d = _mm256_loadu_ps(dense + i);
             if (mode == DR_APPLY_ADD) {
@@ -194,13 +199,12 @@ apply_mode_avx2(const uint8_t *bits, size_t n, float *dense, int mode, const uin
 }
 
 DR_TARGET_AVX2 size_t dr_bitmap_apply_avx2(const uint8_t *bits, size_t n, float *dense, int mode,
-                                           const uint8_t **values, uint32_t *nonfinite)
+                                           const uint8_t **values, uint32_t *nonfinite, int stream)
 {
     switch (mode) {
-    case DR_APPLY_ADD: return apply_mode_avx2(bits, n, dense, DR_APPLY_ADD, values, nonfinite);
-    case DR_APPLY_ZERO_THEN_WRITE:
-        return apply_mode_avx2(bits, n, dense, DR_APPLY_ZERO_THEN_WRITE, values, nonfinite);
-    default: return apply_mode_avx2(bits, n, dense, DR_APPLY_WRITE, values, nonfinite);
+    case DR_APPLY_ADD: return apply_mode_avx2(bits, n, dense, DR_APPLY_ADD, values, nonfinite, 0);
+    case DR_APPLY_ZERO_THEN_WRITE: return apply_mode_avx2(bits, n, dense, DR_APPLY_ZERO_THEN_WRITE, values, nonfinite, stream);
+    default: return apply_mode_avx2(bits, n, dense, DR_APPLY_WRITE, values, nonfinite, 0);
     }
 }
 #endif

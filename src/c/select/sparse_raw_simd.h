@@ -30,13 +30,15 @@ size_t dr_bitmap_set_avx2(const uint32_t *idx, size_t r, size_t len, uint8_t *bi
  * their values read in order from *values (float32, little-endian), which is left past
  * the last one taken. Sets *nonfinite where an added sum is an Inf or a NaN
  * (DR_APPLY_ADD). The same bits as sparse_raw.c's apply_bitmap; the caller has checked
- * the bitmap (no more bits set than there are values). Returns m. */
+ * the bitmap (no more bits set than there are values). `stream`: DR_APPLY_ZERO_THEN_WRITE
+ * writes dense past the caches (dense 16-byte aligned; the caller fences after). Returns
+ * m. */
 size_t dr_bitmap_apply_avx512(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t **values,
-                              uint32_t *nonfinite);
+                              uint32_t *nonfinite, int stream);
 
 /* dr_bitmap_apply_avx512 with AVX2, for m = n less n % 8. */
 size_t dr_bitmap_apply_avx2(const uint8_t *bits, size_t n, float *dense, int mode, const uint8_t **values,
-                            uint32_t *nonfinite);
+                            uint32_t *nonfinite, int stream);
 #endif
 
 #endif

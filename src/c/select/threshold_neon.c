@@ -1,4 +1,4 @@
-/* The NEON (64-bit ARM) threshold select: as threshold_avx2.c, sixteen magnitude keys
+/* The NEON (64-bit ARM) threshold select: as threshold_simd.c, sixteen magnitude keys
  * compared at once (core/mask_neon.h) and the passing entries' indices written in
  * ascending order by walking the word's set bits, where the scalar loop branches on
  * every entry (a coin toss at the densities threshold is used at). */

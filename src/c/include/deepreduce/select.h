@@ -94,6 +94,28 @@ int dr_threshold_select(const float *x, size_t n, float t, uint32_t *idx_out, si
 int dr_threshold_sparsify(const float *x, size_t n, float t, uint32_t *idx_out, float *val_out,
                           size_t cap, size_t *count);
 
+/* The raw sparse frame (sparsifier `kind`, float32 values) of dr_threshold_sparsify's
+ * selection of x, the same bytes as dr_sparse_raw_encode makes of it, in one call and
+ * without the index and value arrays: one sweep of x writes the bitmap layout's
+ * sections (the bitmap straight from the comparisons, the values a block at a time,
+ * folded into the CRC while in cache), where the two calls wrote and read back eight
+ * bytes per entry. For a dense selection, which the bitmap layout is for. Where the
+ * count takes the lists layout (one entry in 32 or fewer), or cap has no room for the
+ * bitmap, a second sweep (a count, then) writes the lists: for a sparse selection
+ * dr_threshold_sparsify and dr_sparse_raw_encode read x once. *count = the entries it
+ * sends, *written = the frame's size, dr_sparse_raw_frame_size(n, *count). Refusals
+ * (buf's contents then undefined):
+ * DR_E_DST_TOO_SMALL if cap is under the frame's size (*written then holds that size),
+ * DR_E_NUMERIC if x holds an Inf or a NaN, DR_E_ARG as dr_threshold_sparsify's, for kind
+ * not a dr_kind, for buf, written or count NULL, or where x changed between the sweeps. */
+int dr_threshold_encode(uint8_t kind, const float *x, size_t n, float t, uint8_t *buf, size_t cap,
+                        size_t *written, size_t *count);
+
+/* out[i] = +0.0 where |x[i]| >= t (NaN never), x[i] elsewhere: x less the entries a
+ * threshold frame of x sends, which a residual memory keeps. out may be x. DR_E_ARG if t
+ * is negative or NaN, or x or out is NULL with n > 0. */
+int dr_threshold_zero(const float *x, size_t n, float t, float *out);
+
 /* Scratch bytes dr_randomk needs for a tensor of n entries. */
 size_t dr_randomk_workspace_size(size_t n);
 
