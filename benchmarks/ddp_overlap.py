@@ -77,6 +77,7 @@ def train_steps(model_args, params, overlap, rank):
 
 
 def worker(rank, world_size, port, args, queue):
+    from deepreduce.train.launch import leave
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
@@ -88,8 +89,11 @@ def worker(rank, world_size, port, args, queue):
             for overlap in ((False, True) if repeat % 2 == 0 else (True, False)):
                 rows.append((label, overlap, *train_steps(args, params, overlap, rank)))
     if rank == 0:
-        queue.put(rows)
+        queue.put(rows)  # a SimpleQueue: in the pipe once put returns
     dist.destroy_process_group()
+    # Without the interpreter's teardown, where a gloo rank was seen to abort now and then
+    # under load ("terminate called without an active exception"), failing a finished run.
+    leave()
 
 
 def summarize(rows):

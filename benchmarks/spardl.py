@@ -88,6 +88,7 @@ def worker(rank, world, port, numels, density, repeat, out):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
     import torch.distributed as dist
+    from deepreduce.train.launch import leave
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=timedelta(seconds=600))
@@ -109,6 +110,9 @@ def worker(rank, world, port, numels, density, repeat, out):
         with open(out, "w") as f:
             json.dump(rows, f)
     dist.destroy_process_group()
+    # Without the interpreter's teardown, where a gloo rank was seen to abort now and then
+    # under load ("terminate called without an active exception"), failing a finished run.
+    leave()
 
 
 def run_world(world, numels, density, repeat):
