@@ -21,15 +21,16 @@ hosts, and that wait is what overlap hides.
 """
 import argparse
 import hashlib
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 METHODS = {
     "topk 1%": {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.01},
@@ -76,11 +77,10 @@ def train_steps(model_args, params, overlap, rank):
     return times[model_args.warmup:], digest, len(seen)
 
 
-def worker(rank, world_size, port, args, queue):
-    from deepreduce.train.launch import leave
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+def worker(rank, world_size, args, out):
+    """One rank, in the gloo group deepreduce.train.launch.spawn starts it in: every method
+    under both hooks; rank 0 writes the rows to ``out``."""
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
     rows = []
     for repeat in range(args.repeats):
         # Each repeat swaps which hook goes first, so a drift in the machine's load over the
@@ -89,11 +89,8 @@ def worker(rank, world_size, port, args, queue):
             for overlap in ((False, True) if repeat % 2 == 0 else (True, False)):
                 rows.append((label, overlap, *train_steps(args, params, overlap, rank)))
     if rank == 0:
-        queue.put(rows)  # a SimpleQueue: in the pipe once put returns
-    dist.destroy_process_group()
-    # Without the interpreter's teardown, where a gloo rank was seen to abort now and then
-    # under load ("terminate called without an active exception"), failing a finished run.
-    leave()
+        with open(out, "w") as f:
+            json.dump(rows, f)
 
 
 def summarize(rows):
@@ -145,16 +142,14 @@ def main(argv=None):
         p.error("--steps must exceed --warmup, and --repeats be at least 1")
     if args.link and not args.in_namespace:
         return run_in_namespace(args, argv)
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    queue = ctx.SimpleQueue()
-    context = mp.start_processes(worker, args=(2, port, args, queue), nprocs=2, start_method="spawn", join=False)
-    rows = queue.get()  # before joining: rank 0 cannot exit until its rows are read
-    while not context.join():
-        pass
+    # The train command's launcher: its ranks also leave without the interpreter's
+    # teardown, where a gloo rank was seen to abort now and then under load.
+    from deepreduce.train.launch import spawn
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "rows.json")
+        spawn(worker, 2, (args, out))
+        with open(out) as f:
+            rows = json.load(f)
     params = sum(p.numel() for p in make_model(args.width, args.layers).parameters())
     link = f"a {args.link} link" if args.link else "loopback"
     print(f"MLP {args.layers}x{args.width} ({params:,} parameters, {4 * params / 1e6:.1f} MB of gradients), "

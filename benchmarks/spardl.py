@@ -20,20 +20,12 @@ are what one worker sends per exchange:
 import argparse
 import json
 import os
-import socket
 import sys
 import time
-from datetime import timedelta
 
 import numpy as np
 
 CONFIGS = ("spardl d=1", "spardl d=2", "top-k allgather", "dense allreduce")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make(config, density):
@@ -84,14 +76,12 @@ def one_config(config, grad, density, repeat):
     return seconds, volume, messages
 
 
-def worker(rank, world, port, numels, density, repeat, out):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+def worker(rank, world, numels, density, repeat, out):
+    """One rank, in the gloo group deepreduce.train.launch.spawn starts it in: every
+    configuration on its own draws; rank 0 writes the rows to ``out``."""
     import torch
     import torch.distributed as dist
-    from deepreduce.train.launch import leave
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=timedelta(seconds=600))
     rows = []
     for n in numels:
         grad = np.random.default_rng([rank, n]).standard_normal(n).astype(np.float32)
@@ -109,20 +99,17 @@ def worker(rank, world, port, numels, density, repeat, out):
     if rank == 0:
         with open(out, "w") as f:
             json.dump(rows, f)
-    dist.destroy_process_group()
-    # Without the interpreter's teardown, where a gloo rank was seen to abort now and then
-    # under load ("terminate called without an active exception"), failing a finished run.
-    leave()
 
 
 def run_world(world, numels, density, repeat):
     import tempfile
 
-    import torch.multiprocessing as mp
+    # The train command's launcher: its ranks also leave without the interpreter's
+    # teardown, where a gloo rank was seen to abort now and then under load.
+    from deepreduce.train.launch import spawn
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "rows.json")
-        mp.start_processes(worker, args=(world, free_port(), numels, density, repeat, out), nprocs=world,
-                           start_method="spawn")
+        spawn(worker, world, (numels, density, repeat, out))
         with open(out) as f:
             return json.load(f)
 

@@ -270,13 +270,8 @@ int dr_threshold_encode(uint8_t kind, const float *x, size_t n, float t, uint8_t
 DR_ALWAYS_INLINE void zero_passing(const float *x, size_t n, uint32_t tkey, float *out)
 {
     size_t i;
-    for (i = 0; i < n; i++) {
-        uint32_t u;
-        float v = x[i];
-        memcpy(&u, &v, sizeof u);
-        u &= 0x7fffffffu;
-        out[i] = u >= tkey && u < NAN_KEY_FLOOR ? 0.0f : v;
-    }
+    for (i = 0; i < n; i++)
+        out[i] = passes(x[i], tkey) ? 0.0f : x[i];
 }
 
 static void zero_passing_plain(const float *x, size_t n, uint32_t tkey, float *out)
