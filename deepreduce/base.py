@@ -46,6 +46,12 @@ class Compressor(ABC):
     # allreduce may then sum into them in place, where it otherwise sums in a copy.
     payload_is_scratch = False
 
+    # Whether the compressor works on a tensor's shape, not only its values (PowerSGD
+    # factors each matrix by its rows and columns, and sends a vector as it is): a flat
+    # buffer that packs several tensors, such as a DDP bucket, is then exchanged one
+    # tensor at a time, each with its own shape.
+    needs_shapes = False
+
     def __init__(self, average=True, tensors_size_are_same=True):
         self.average = average
         self.tensors_size_are_same = tensors_size_are_same
@@ -456,17 +462,23 @@ def _refuse_differing_sizes(per_rank, what, error):
     one name (another model, another order), and every rank refuses the others' frames
     alike. Raise CommunicationError saying so, as the allreduce does, rather than blame
     the frames; return where they agree (the frames are to blame)."""
-    counts = [_frame_numel(payloads[0]) if payloads else None for payloads in per_rank]
+    counts = [_payload_numel(payloads) for payloads in per_rank]
     if len({count for count in counts if count is not None}) > 1:
         raise CommunicationError(f"{what}: element counts differ across ranks {counts}; every rank must step "
                                  "the same tensors under each name") from error
 
 
-def _frame_numel(payload):
-    """The element count in the header of ``payload``'s frame, None where it is no sound
-    frame (a damaged one, or a payload that is no frame at all)."""
+def _payload_numel(payloads):
+    """The element count a rank's payloads stand for: the count in the header of the
+    first one's frame, or the size of a lone floating-point payload (the values as they
+    are: none, fp16); None where neither can be told (a damaged frame, a payload of
+    another form)."""
+    if not payloads:
+        return None
     try:
-        array = edge.as_numpy(payload)
+        array = edge.as_numpy(payloads[0])
+        if array.dtype.kind == "f":
+            return int(array.size) if len(payloads) == 1 else None
         return int(parse_frame(array, "payload").numel) if array.dtype == np.uint8 and array.ndim == 1 else None
     except (DeepReduceError, TypeError, ValueError):
         return None

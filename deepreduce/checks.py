@@ -82,6 +82,18 @@ def integer(value, what, low, high):
     return exact
 
 
+def name(value, what, valid):
+    """``value`` as the key of a table of names (a compressor, a codec, a mode): a list or
+    a set there would otherwise fail in the lookup as a bare "unhashable type" that names
+    no parameter. ``valid``: the names the table takes, for the message."""
+    try:
+        hash(value)
+    except TypeError:
+        raise ParameterTypeError(f"{what} must be a name (a string), got {value!r} ({type(value).__name__}); "
+                                 f"valid names: {', '.join(valid)}") from None
+    return value
+
+
 def flag(value, what):
     """A yes/no parameter: True or False (NumPy's bool, and the integers 0 and 1, as a
     config file may write them), never a string, whose truth would be its length: 'no'

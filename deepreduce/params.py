@@ -1,7 +1,8 @@
 """``grace_from_params``: GRACE's one-call factory, with its keys and defaults."""
 from .autooff import AutoOff
 from .errors import ParameterTypeError
-from .registry import COMMUNICATORS, COMPRESSOR_ALIASES, COMPRESSORS, MEMORIES, lookup
+from .checks import name
+from .registry import COMMUNICATORS, COMPRESSOR_ALIASES, COMPRESSORS, MEMORIES, lookup, valid_names
 
 # Keys and defaults exactly as GRACE's torch.distributed helper reads them.
 DEFAULTS = {
@@ -33,7 +34,8 @@ def resolve_params(params):
     if not isinstance(params, dict):
         raise ParameterTypeError(f"params must be a dict, got {type(params).__name__}")
     merged = dict(DEFAULTS)
-    merged.update(COMPRESSOR_DEFAULTS.get(params.get("compressor"), {}))
+    compressor = name(params.get("compressor"), "params['compressor']", valid_names(COMPRESSORS, COMPRESSOR_ALIASES))
+    merged.update(COMPRESSOR_DEFAULTS.get(compressor, {}))
     merged.update(params)
     return merged
 

@@ -7,6 +7,7 @@ NotImplementedError (what GRACE's helper raised) and a ValueError, with the vali
 """
 import importlib
 
+from .checks import name as checked_name
 from .errors import UnknownNameError
 
 COMPRESSORS = {
@@ -52,12 +53,17 @@ COMMUNICATORS = {
 }
 
 
+def valid_names(table, aliases=None):
+    """The names ``table`` takes, its aliases included, sorted (for error messages)."""
+    return sorted(set(table) | set(aliases or {}))
+
+
 def lookup(table, role, name, aliases=None):
     """The class registered as ``name`` in ``table`` (role: 'compressor', ...)."""
-    key = (aliases or {}).get(name, name)
+    valid = valid_names(table, aliases)
+    key = (aliases or {}).get(checked_name(name, f"params[{role!r}]", valid), name)
     if key not in table:
-        valid = ", ".join(sorted(set(table) | set(aliases or {})))
-        raise UnknownNameError(f"unknown {role} {name!r}; valid names: {valid}")
+        raise UnknownNameError(f"unknown {role} {name!r}; valid names: {', '.join(valid)}")
     target = table[key]
     if target is None:
         raise NotImplementedError(f"{role} {name!r} is part of deepreduce's contract but not built yet")

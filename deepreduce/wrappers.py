@@ -62,7 +62,7 @@ from .compressors._sparse import SparseCtx, selected_values, sum_frames
 from .errors import FrameError, ParameterTypeError, UnknownNameError
 from .params import grace_from_params
 from .state import Outputs
-from .checks import flag, integer
+from .checks import flag, integer, name
 
 __all__ = ["ValueCompressor", "IndexCompressor", "DeepReduce", "deepreduce_from_params", "WRAPPERS", "section_bytes"]
 
@@ -338,7 +338,7 @@ def deepreduce_from_params(params):
     grc = grace_from_params(params)
     mode = params.get("deepreduce")
     if mode is not None:
-        if mode not in WRAPPERS:
+        if name(mode, "params['deepreduce']", WRAPPERS) not in WRAPPERS:
             raise UnknownNameError(f"unknown deepreduce mode {mode!r}; valid modes: None, {', '.join(WRAPPERS)}")
         grc.compressor = WRAPPERS[mode](grc.compressor, params)
     return grc

@@ -91,6 +91,36 @@ def train_ddp_hook(rank, world_size, params, steps=30, batch=32, overlap=True, f
     return flat.numpy(), accuracy(model.module), state and type(state.grc.compressor).__name__
 
 
+def train_ddp_hook_watching_shapes(rank, world_size, params, steps=20, batch=32):
+    """``train_ddp_hook`` under a hook around deepreduce's that looks at every bucket.
+    Returns the final parameters, the accuracy, whether each bucket's gradients
+    (``bucket.gradients()``) tiled its buffer in order, and the largest matrix rank of a
+    2-D parameter's averaged gradient in the compressed iterations."""
+    from deepreduce.torch import DeepReduceHookState, ddp_hook
+    state = DeepReduceHookState(params)
+    seen = {"tiled": True, "rank": 0}
+
+    def watching(state, bucket):
+        compressed = state.iteration >= state.start_iter
+        gradients = bucket.gradients()
+        shapes = [gradient.shape for gradient in gradients]
+        seen["tiled"] &= torch.equal(torch.cat([g.reshape(-1) for g in gradients]), bucket.buffer())
+
+        def look(future):
+            averaged = future.value()
+            for part, shape in zip(averaged.split([s.numel() for s in shapes]), shapes):
+                if compressed and len(shape) == 2:
+                    seen["rank"] = max(seen["rank"], int(torch.linalg.matrix_rank(part.reshape(shape))))
+            return averaged
+        return ddp_hook(state, bucket).then(look)
+
+    model, optimizer = ddp_model(None)
+    model.register_comm_hook(state, watching)
+    ddp_steps(rank, world_size, model, optimizer, 0, steps, batch)
+    flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
+    return flat.numpy(), accuracy(model.module), seen["tiled"], seen["rank"]
+
+
 def ddp_model(state, process_group=None, find_unused=False):
     """DDP over ``make_model()`` in several buckets (across ``process_group``, None: the
     default group; ``find_unused``: ``WithSpareHead`` under find_unused_parameters=True),

@@ -33,6 +33,20 @@ def test_ddp_hook_runs_deepreduce_codecs_named_in_params():
 
 
 @pytest.mark.slow
+def test_ddp_hook_gives_powersgd_each_gradient_with_its_shape():
+    """DDP's buckets are flat: PowerSGD, which sends a vector as it is, sent every bucket
+    dense (the parameters were plain DDP's to the bit). The hook now exchanges such a
+    compressor's bucket a gradient at a time, shaped: each averaged weight is rank 1."""
+    runs = distributed.run(grace_loop.train_ddp_hook_watching_shapes, 2,
+                           {"compressor": "powersgd", "memory": "powersgd", "compress_rank": 1})
+    plain = distributed.run(grace_loop.train_ddp_hook, 2, None, 20)
+    assert runs[0][0].tobytes() == runs[1][0].tobytes()  # ranks identical
+    for flat, accuracy, tiled, largest_rank in runs:
+        assert tiled and largest_rank == 1 and accuracy > 0.8, (tiled, largest_rank, accuracy)
+    assert np.abs(runs[0][0] - plain[0][0]).max() > 1e-3
+
+
+@pytest.mark.slow
 def test_ddp_hook_without_compression_equals_plain_ddp():
     hooked = distributed.run(grace_loop.train_ddp_hook, 2, {"compressor": "none"})
     plain = distributed.run(grace_loop.train_ddp_hook, 2, None)

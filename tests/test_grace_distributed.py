@@ -250,12 +250,15 @@ def _step_this_ranks_size(rank, world_size, params):
      "deepreduce": "index", "index": "bloom"},
     {"compressor": "topk", "memory": "residual", "communicator": "broadcast", "compress_ratio": 0.1},
     {"compressor": "terngrad", "communicator": "alltoall"},
-], ids=["topk", "qsgd", "topk+bloom", "broadcast", "alltoall"])
+    {"compressor": "none", "communicator": "allgather"},
+    {"compressor": "fp16", "communicator": "broadcast"},
+], ids=["topk", "qsgd", "topk+bloom", "broadcast", "alltoall", "none", "fp16"])
 def test_ranks_stepping_tensors_of_different_sizes_under_one_name_are_told_so(params):
     """Each rank's frame is sound but for another tensor: the communicator says that the
     element counts differ, as the allreduce does, where every rank said only 'inconsistent
     frame header field or section length', as for a damaged frame. (The alltoall's are its
-    chunks': tensors of 1,000 and 2,000 elements in two chunks each.)"""
+    chunks': tensors of 1,000 and 2,000 elements in two chunks each.) none's and fp16's
+    payloads are no frames but the values themselves: their sizes are the counts."""
     expected = {"alltoall": ("alltoall of tensor 'w' (its chunk {rank}): element counts differ across ranks "
                               "[500, 1000]")}.get(params["communicator"],
                                                   f"{params['communicator']} of tensor 'w': element counts differ "

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from deepreduce import FrameError, IndexCompressor, grace_from_params
+from deepreduce import FrameError, IndexCompressor, ParameterTypeError, grace_from_params
 from deepreduce._native import ffi, lib, u8
 from deepreduce.codecs import Workspace, index_codec, value_codec
 from deepreduce.codecs.index import encode_section
@@ -312,6 +312,10 @@ def test_qsgd_near_float_max_stays_unbiased():
     ("efsignsgd", "lr", 0, ValueError, "lr must be a finite number > 0.0, got 0"),
     ("efsignsgd", "lr", float("inf"), ValueError, "lr must be a finite number > 0.0, got inf"),
     ("powersgd", "compress_rank", 0.5, ValueError, "compress_rank must be an integer"),
+    # P and Q are all-reduced inside compress: allgather had an empty payload to gather
+    # (a reshape error), alltoall's flat chunks went dense, both unsaid.
+    ("powersgd", "communicator", "allgather", ValueError, "leave communicator='allreduce' .*, not 'allgather'"),
+    ("powersgd", "communicator", "alltoall", ValueError, "leave communicator='allreduce' .*, not 'alltoall'"),
 ])
 def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad, error, match):
     with pytest.raises(error, match=match):
@@ -378,6 +382,27 @@ def test_bad_wrapper_parameters_are_refused(value, key, bad, match):
     with pytest.raises((TypeError, ValueError), match=match):
         deepreduce_from_params({"compressor": "topk", "deepreduce": "both", "index": "bloom", "value": value,
                                 key: bad})
+
+
+def test_a_bloom_fpr_past_the_filters_64_hashes_is_refused_when_built():
+    """fpr = 1e-20 needs 67 hashes, past DR_BLOOM_MAX_HASHES: it passed the build's check
+    and failed at the first step with the C core's 'invalid argument'."""
+    params = {"compressor": "topk", "deepreduce": "index", "index": "bloom"}
+    with pytest.raises(ValueError, match=r"fpr must be at least 2\^-64 .*, got 1e-20"):
+        deepreduce_from_params({**params, "fpr": 1e-20})
+    grc = deepreduce_from_params({**params, "fpr": 2.0 ** -64, "communicator": "allgather", "transport": "local"})
+    x = np.random.default_rng(0).standard_normal(5000).astype(np.float32)
+    assert np.count_nonzero(grc.step(x, "w")) == 1500
+
+
+@pytest.mark.parametrize("key, bad", [("compressor", ["topk"]), ("memory", ["residual"]),
+                                      ("communicator", {"allgather"}), ("deepreduce", ["index"]),
+                                      ("index", ["bloom"]), ("value", {"codec": "qsgd"}), ("policy", ["p0"])])
+def test_a_list_or_set_for_a_name_is_refused_by_name(key, bad):
+    """A list where a name belongs failed as a bare 'unhashable type' naming no key."""
+    params = {"compressor": "topk", "communicator": "allgather", "deepreduce": "both", key: bad}
+    with pytest.raises(ParameterTypeError, match=r"must be a name \(a string\), got .*; valid names: "):
+        deepreduce_from_params(params)
 
 
 def test_fp16_payload_of_the_wrong_length_or_dtype_is_a_frame_error():

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._native import check, check_frame, ffi, lib, u8, u32
 from ..errors import DeepReduceError, FrameError, UnknownNameError
-from ..checks import array_of, number, section
+from ..checks import array_of, name as checked_name, number, section
 from .workspace import Workspace
 
 
@@ -183,9 +183,12 @@ class BloomIndex(IndexCodec):
     carries_order = False
 
     def __init__(self, fpr=None, policy="leftmost"):
-        if policy not in POLICIES:
+        if checked_name(policy, "policy", POLICIES) not in POLICIES:
             raise UnknownNameError(f"unknown bloom policy {policy!r}; valid policies: {', '.join(POLICIES)}")
         self.fpr = None if fpr is None else number(fpr, "fpr", 0, 1, low_open=True, high_open=True)
+        if self.fpr is not None and self.fpr < 2.0 ** -lib.DR_BLOOM_MAX_HASHES:
+            raise ValueError(f"fpr must be at least 2^-{lib.DR_BLOOM_MAX_HASHES} (a filter takes ceil(log2(1/fpr)) "
+                             f"hashes, {lib.DR_BLOOM_MAX_HASHES} at most), got {fpr!r}")
         self.policy_name = policy
         self.policy = POLICIES[policy]
         # P0's count (and so the value section) follows |P|; the other policies keep r.
@@ -312,7 +315,7 @@ _ALIASES = {"none": "raw", "bloom_cpu": "bloom"}  # bloom_cpu: DeepReduce's refe
 
 def index_codec(name, fpr=None, policy="leftmost"):
     """The index codec called ``name`` (``fpr`` and ``policy`` configure bloom)."""
-    key = _ALIASES.get(name, name)
+    key = _ALIASES.get(checked_name(name, "index codec", NAMES + tuple(_ALIASES)), name)
     if key == "bloom":
         return BloomIndex(fpr, policy)
     if key == "raw":

@@ -11,7 +11,7 @@ import numpy as np
 from .._native import check, check_frame, f32, ffi, lib, u8, u32
 from ..compressors._framed import StepKeys
 from ..errors import FrameError, UnknownNameError
-from ..checks import array_of, integer, section
+from ..checks import array_of, integer, name as checked_name, section
 
 
 def _written():
@@ -293,7 +293,7 @@ def value_codec(name, poly_degree=lib.DR_POLYFIT_DEFAULT_DEGREE, quantum_num=lib
                 bucket_size=lib.DR_QSGD_DEFAULT_BUCKET, deflate_level=lib.DR_DEFLATE_DEFAULT_LEVEL,
                 num_quantiles=lib.DR_SKCOMPRESS_DEFAULT_BINS):
     """The value codec called ``name``, configured by the keyword arguments it reads."""
-    key = _ALIASES.get(name, name)
+    key = _ALIASES.get(checked_name(name, "value codec", NAMES + tuple(_ALIASES)), name)
     if key in ("polyfit", "polyfit_cpu"):  # polyfit_cpu: the reference's CPU codec
         return PolyfitValues(poly_degree, reference=key == "polyfit_cpu")
     if key == "dexp":

@@ -166,8 +166,8 @@ class SparDL(Communicator):
         nonfinite = bool(n) and not (np.isfinite(accumulated.min()) and np.isfinite(accumulated.max()))
         if self._agree(key, n, nonfinite):
             return np.full(n, np.nan, dtype=np.float32)
-        if n == 0:
-            raise ValueError("spardl was given an empty model (no gradient entries) to reduce")
+        if n == 0:  # a zero-size parameter, exchanged alone in the first step: nothing to reduce
+            return accumulated
         result, residual = self._engine(accumulated, key)
         if isinstance(self.memory, ResidualMemory):
             offset = 0

@@ -82,6 +82,8 @@ class PowerSGDCompressor(TransportAtFirstUse, Compressor):
     to average).
     ``q_memory[name]`` holds Q in the caller's kind."""
 
+    needs_shapes = True
+
     def __init__(self, rank=1, use_memory=False, world_size=None, transport=None):
         super().__init__()
         self.rank = integer(rank, "compress_rank", 1, 2 ** 31 - 1)
@@ -101,6 +103,11 @@ class PowerSGDCompressor(TransportAtFirstUse, Compressor):
 
     @classmethod
     def from_params(cls, params):
+        # allgather and alltoall would exchange the payload, which is empty (P and Q are
+        # all-reduced here) or, for alltoall's flat chunks, the values sent dense.
+        if params["communicator"] not in ("allreduce", "broadcast"):
+            raise ValueError("compressor='powersgd' all-reduces its factors P and Q itself; leave "
+                             f"communicator='allreduce' (the default), not {params['communicator']!r}")
         return cls(params["compress_rank"], use_memory=params["memory"] == "powersgd",
                    transport=params["transport"], world_size=params["world_size"])
 

@@ -8,7 +8,10 @@ dict, in the style of torch's ``powerSGD_hook``:
 State and hook:
 - DDP hands the hook one *bucket* at a time: a flat buffer holding the gradients of
   several parameters. The bucket's index is its stable name for the memory (residuals
-  are kept per bucket).
+  are kept per bucket). A compressor that works on shapes (PowerSGD factors each
+  matrix; ``needs_shapes``) would see one long vector, which it sends dense: its
+  buckets are exchanged a parameter's gradient at a time, each with its own shape and
+  name (``ddp.bucket3.1``: the bucket's second), as torch's ``powerSGD_hook`` takes them.
 - DDP builds provisional buckets for the first iteration and rebuilds them, in gradient
   ready order, at the start of the second. Per-bucket state (residuals, momenta) made in
   iteration 0 would then belong to buckets of another size. So iteration 0 is a plain
@@ -108,12 +111,19 @@ def ddp_hook(state, bucket):
     # spardl gathers a step's tensors in step(); a bucket is already a whole flat
     # buffer, so it is exchanged at once.
     send = getattr(state.grc, "exchange", state.grc.step)
+    # The parameters' gradients, shaped, in the buffer's order (views of it).
+    shaped = bucket.gradients() if getattr(state.grc.compressor, "needs_shapes", False) else None
     state.advance(bucket)
     future = torch.futures.Future()
 
+    def average():
+        if shaped is None:
+            return send(buffer, name)
+        return torch.cat([send(gradient, f"{name}.{i}").reshape(-1) for i, gradient in enumerate(shaped)])
+
     def exchange():
         try:
-            future.set_result(send(buffer, name).to(buffer.dtype))
+            future.set_result(average().to(buffer.dtype))
         except BaseException as error:  # DDP re-raises it where it waits for the bucket
             future.set_exception(error)
 
