@@ -6,7 +6,7 @@ parameter check), and an honest top-1% frame. CPU seconds of one decompress (bes
 
     python benchmarks/hostile_bloom.py [d=1048576]
 """
-import sys
+import argparse
 import time
 
 import numpy as np
@@ -74,4 +74,6 @@ def main(d):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 20)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("d", nargs="?", type=int, default=1 << 20, help="the tensor's size (default: 1048576)")
+    main(parser.parse_args().d)

@@ -5,6 +5,7 @@ fpr 0.1 r/d, and its false positives are listed.
 
     python benchmarks/index_floor.py
 """
+import argparse
 import math
 
 import numpy as np
@@ -40,4 +41,5 @@ def main():
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

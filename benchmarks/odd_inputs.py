@@ -5,6 +5,8 @@ NaN/Inf), or the exception's class. Prints a markdown table (docs/reliability.md
 
     python benchmarks/odd_inputs.py
 """
+import argparse
+
 import numpy as np
 import torch
 
@@ -55,4 +57,5 @@ def main():
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -101,3 +101,15 @@ def test_lgc_table_times_only_stages_that_span_whole_epochs():
     assert lgc_table.step_seconds(run, 3, 20) is None       # a stage after the run
     assert lgc_table.stage3_per_worker(run, (0, 1)) == 4.0  # steps 2 and 3, over 2 workers
     assert lgc_table.stage3_per_worker(run, (0, 5)) is None
+
+
+@pytest.mark.slow
+def test_every_benchmark_answers_help_with_its_usage():
+    """hostile_bloom.py took --help for its tensor size (a ValueError from int()), and
+    index_floor.py ran the whole benchmark: each now parses its command line first."""
+    scripts = sorted(BENCHMARKS.glob("*.py"))
+    runs = [(script, subprocess.Popen([sys.executable, str(script), "--help"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)) for script in scripts]
+    for script, process in runs:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0 and out.startswith("usage: "), (script.name, err[-2000:])

@@ -336,6 +336,11 @@ def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad,
      "lgc_dense_ends must be True or False, got 'no'"),
     ({"deepreduce": "index", "index": "bloom", "micro-benchmark": "no"}, TypeError,
      "micro-benchmark must be True or False"),
+    # Both were read at the first step only (inside a training run's workers).
+    ({"transport": "bogus"}, ValueError, "transport must be a Transport or one of 'torch', 'mpi', 'local'; got 'bogus'"),
+    ({"world_size": 0}, ValueError, r"world_size must be an integer in \[1, 2147483647\], got 0"),
+    ({"compressor": "powersgd", "memory": "powersgd", "communicator": "allreduce", "world_size": "2"}, TypeError,
+     "world_size must be a number, got '2'"),
 ])
 def test_memories_auto_off_lgc_and_wrappers_refuse_bad_parameters_by_name(params, error, match):
     """A yes/no key given as a string ('no', 'false': true, by its length), a momentum

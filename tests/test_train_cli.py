@@ -30,6 +30,23 @@ def test_defaults():
     assert (cifar.model, cifar.epochs, cifar.lr_decay) == ("resnet20", 3, "step")
 
 
+@pytest.mark.parametrize("epochs, rates", [(1, [1]), (2, [1, 0.1]), (3, [1, 1, 0.1]), (4, [1, 1, 0.1, 0.01]),
+                                           (10, [1] * 5 + [0.1] * 3 + [0.01] * 2)])
+def test_step_decay_starts_every_run_at_the_full_lr(epochs, rates):
+    """x0.1 after 50% and after 75% of the epochs: a 1-epoch run trained at 0.01 lr
+    throughout (its milestones were epochs // 2 = 0), and a 2-epoch run skipped x0.1."""
+    torch = pytest.importorskip("torch")
+    from deepreduce.train.loop import make_schedule
+    cfg = config_from_args(parse("--epochs", str(epochs), "--lr-decay", "step"), "spawn")
+    optimizer = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=1.0)
+    schedule, seen = make_schedule(cfg, optimizer), []
+    for _ in range(epochs):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert seen == pytest.approx(rates)
+
+
 def test_params_are_layered():
     args = parse("--params", '{"compressor": "qsgd", "quantum_num": 64}', "--memory", "none",
                  "--deepreduce", "index", "--param", "fpr=0.001", "--param", "policy=p0",
@@ -103,6 +120,11 @@ def test_bad_values_exit_with_one_line(capsys):
     (["--model", "lstm"], "model 'lstm' trains on imdb, not 'digits'; leave out --model for digits's default, 'cnn'"),
     # The results are written after all the training: a folder that cannot be made failed then.
     (["--out", "{tmp}/a-file"], "--out='{tmp}/a-file': cannot make that folder (a file is in the way)"),
+    # The transport and the world size were checked at the first step, in the workers.
+    (["--param", "transport=bogus"], "transport must be a Transport or one of 'torch', 'mpi', 'local'; got 'bogus'"),
+    (["--param", "world_size=7"], "params' world_size=7, but the run has 2 workers"),
+    (["--compressor", "spardl", "--communicator", "allgather"],
+     "--compressor spardl is SparDL's sparse all-reduce, communicator spardl: leave out communicator 'allgather'"),
 ])
 def test_bad_training_settings_and_missing_data_exit_with_one_line_before_any_worker(argv, message, capsys,
                                                                                     tmp_path):

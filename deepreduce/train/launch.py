@@ -27,6 +27,17 @@ def detect():
     return "spawn"
 
 
+def launched_size(workers):
+    """The run's worker count: the launcher's (torchrun's WORLD_SIZE, mpirun's), else
+    ``workers``, the count this process spawns."""
+    mode = detect()
+    if mode == "torchrun":
+        return int(os.environ["WORLD_SIZE"])
+    if mode == "mpirun":
+        return _mpi_rank_size()[1]
+    return workers
+
+
 def _free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -5,6 +5,7 @@ the aggregate ``grc.step`` returns before the optimizer step, exactly as GRACE's
 scripts do. All ranks start from the same parameters (same seed, then a broadcast from rank 0)
 and apply the same aggregates, so they stay in step; evaluation is sharded and summed.
 """
+import math
 import os
 import time
 
@@ -37,8 +38,13 @@ def make_optimizer(cfg, model):
 
 
 def make_schedule(cfg, optimizer):
-    """Per-epoch lr schedule; 'step' is He et al.'s x0.1 at 50% and 75% of training."""
-    milestones = [cfg.epochs // 2, cfg.epochs * 3 // 4] if cfg.lr_decay == "step" else []
+    """Per-epoch lr schedule; 'step' is He et al.'s x0.1 after 50% and 75% of training.
+    A milestone is a count of epochs done, so each is rounded up (after 75% of 10 epochs:
+    after the 8th), and one at the end of training or at 0 is left out: with epochs // 2,
+    a 1-epoch run had its milestones at 0 and trained at 0.01 lr throughout, and a
+    2-epoch run skipped the x0.1 stage."""
+    marks = (math.ceil(cfg.epochs / 2), math.ceil(cfg.epochs * 3 / 4)) if cfg.lr_decay == "step" else ()
+    milestones = [m for m in marks if 0 < m < cfg.epochs]
     return torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=milestones, gamma=0.1)
 
 

@@ -15,7 +15,7 @@ params dict:
   Built from --params (a JSON object or a .json file), or without it from the default
     %(default)s
   then the individual flags (--compressor ...), then every --param key=value, later ones
-  winning; keys not given take GRACE's defaults (SPEC section 2). Unless --no-baseline, a
+  winning; keys not given take GRACE's defaults (docs/params.md). Unless --no-baseline, a
   dense run %(dense)s
   is trained too, with the same seed, and the two are compared.
   The default (top-1%% with error feedback on digits, 20 epochs, 2 workers) takes about a
@@ -174,6 +174,11 @@ def build_params(args):
             params[key] = value
     params.update(dict(args.param))
     if params.get("compressor") == "spardl":  # SparDL's own spelling of its method
+        given = [source.get("communicator") for source in (args.params or {}, dict(args.param))] + [args.communicator]
+        other = next((name for name in given if name not in (None, "spardl")), None)
+        if other is not None:  # it was dropped unsaid
+            raise ValueError(f"--compressor spardl is SparDL's sparse all-reduce, communicator spardl: "
+                             f"leave out communicator {other!r}")
         params.update(compressor="topk", communicator="spardl",
                       memory=args.memory if args.memory is not None else "residual")
     return params

@@ -57,8 +57,18 @@ def detect_rank():
     return _detect("get_rank", "Get_rank", _RANK_ENV, 0)
 
 
+def checked_choice(choice):
+    """``choice`` where it names a transport (a Transport, 'torch', 'mpi', 'local' or None:
+    detect), else ValueError: a part checks it when built, so that a misspelt name fails
+    there and not at the first step, inside a training run's workers."""
+    if choice is None or isinstance(choice, Transport) or (isinstance(choice, str) and choice in ("torch", "mpi", "local")):
+        return choice
+    raise ValueError(f"transport must be a Transport or one of 'torch', 'mpi', 'local'; got {choice!r}")
+
+
 def resolve(choice=None, world_size=None):
     """Return the Transport to use. ``choice``: a Transport, 'torch', 'mpi', 'local' or None."""
+    choice = checked_choice(choice)
     if isinstance(choice, Transport):
         transport = choice
     elif choice == "torch":
@@ -69,10 +79,8 @@ def resolve(choice=None, world_size=None):
         transport = MPITransport()
     elif choice == "local":
         transport = LocalTransport()
-    elif choice is None:
-        transport = _auto(world_size)
     else:
-        raise ValueError(f"transport must be a Transport or one of 'torch', 'mpi', 'local'; got {choice!r}")
+        transport = _auto(world_size)
     if world_size is not None and world_size != transport.size:
         raise CommunicationError(
             f"params say world_size={world_size} but the {transport.kind} transport has "

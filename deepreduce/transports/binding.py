@@ -1,7 +1,8 @@
 """The transport of a part that runs collectives of its own (powersgd's and lgc's
 compressors), bound as a communicator binds its own: at first use, not when the part is
 built, so a GRACE script may build it before ``init_process_group``."""
-from . import resolve
+from ..checks import integer
+from . import checked_choice, resolve
 
 
 def unbound_state(part):
@@ -18,8 +19,8 @@ class TransportAtFirstUse:
     disagrees with is refused there, with CommunicationError)."""
 
     def _bind_later(self, choice, world_size):
-        self._transport_choice = choice  # a Transport, 'torch', 'mpi', 'local' or None (detect)
-        self._world_size = world_size  # None: the engine's
+        self._transport_choice = checked_choice(choice)  # a Transport, 'torch', 'mpi', 'local' or None (detect)
+        self._world_size = None if world_size is None else integer(world_size, "world_size", 1, 2 ** 31 - 1)
         self._transport = None
 
     __getstate__ = unbound_state
