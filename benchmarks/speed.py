@@ -322,6 +322,7 @@ MATRIX_METHODS = {"powersgd"}
 
 
 def grace_table(repeat, n, methods=None):
+    from deepreduce.pairings import natural_params
     from deepreduce.params import resolve_params
     from deepreduce.registry import COMPRESSORS, COMPRESSOR_ALIASES, lookup
 
@@ -333,7 +334,8 @@ def grace_table(repeat, n, methods=None):
         name = label.split()[0]
         if methods and name not in methods:
             continue
-        params = resolve_params(dict({"compressor": name, "memory": "none", "communicator": "allgather"}, **extra))
+        # The method's own communicator (powersgd refuses another), no memory: the codec alone.
+        params = resolve_params(dict(natural_params(name, **extra), memory="none"))
         compressor = lookup(COMPRESSORS, "compressor", name, COMPRESSOR_ALIASES).from_params(params)
 
         data = x[: n - n % 1024].view(-1, 1024) if name in MATRIX_METHODS else x

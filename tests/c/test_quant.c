@@ -307,6 +307,7 @@ static void test_non_finite_input_refused(void)
     }
     CHECK_STATUS(dr_sketch_encode(x, 40, 0, 1, 0, work, buf, sizeof buf, &len), DR_E_ARG);
     CHECK_STATUS(dr_sketch_encode(x, 40, 65537, 1, 0, work, buf, sizeof buf, &len), DR_E_ARG);
+    CHECK_STATUS(dr_sketch_encode(x, 40, 16, 1, 0, (char *)work + 4, buf, sizeof buf, &len), DR_E_ARG);
     CHECK_STATUS(dr_signsgd_encode(NULL, 40, 0, buf, sizeof buf, &len), DR_E_ARG);
     CHECK_STATUS(dr_signsgd_encode(x, 40, 0, buf, sizeof buf, NULL), DR_E_ARG);
     CHECK_STATUS(dr_signum_momentum(x, x, 40, 1.5f, 0), DR_E_ARG);
@@ -867,6 +868,21 @@ static void test_content_checks(void)
     }
 }
 
+/* dr_threelc_decode refuses buf (n elements) as DR_E_CORRUPT and leaves out as it was
+ * (quant.h: refuses before writing anything; it wrote the groups before a bad one). */
+static void check_threelc_refused_untouched(const uint8_t *buf, size_t len, size_t n)
+{
+    float out[32];
+    size_t i;
+    int untouched = 1;
+    for (i = 0; i < n; i++)
+        out[i] = 12345.0f;
+    CHECK_STATUS(dr_threelc_decode(buf, len, out, n), DR_E_CORRUPT);
+    for (i = 0; i < n; i++)
+        untouched &= out[i] == 12345.0f;
+    CHECK(untouched);
+}
+
 static void test_threelc(void)
 {
     /* n = 23: four full groups and a partial one of three. */
@@ -909,18 +925,37 @@ static void test_threelc(void)
     CHECK_OK(dr_threelc_encode(x, 23, 1.0f, 0, buf, sizeof buf, &len));
     buf[body + 5] = 255; /* a run of 14 where 4 groups remain */
     reseal(buf, len);
-    CHECK_STATUS(dr_threelc_decode(buf, len, out, 23), DR_E_CORRUPT);
+    check_threelc_refused_untouched(buf, len, 23);
     {
         float y[3] = {1.0f, 1.0f, 1.0f};
         CHECK_OK(dr_threelc_encode(y, 3, 1.0f, 0, buf, sizeof buf, &len));
         buf[body + 4] = 2 + 2 * 3 + 2 * 9 + 2 * 27; /* trit 3 (past n = 3) is +1 */
         reseal(buf, len);
-        CHECK_STATUS(dr_threelc_decode(buf, len, out, 3), DR_E_CORRUPT);
+        check_threelc_refused_untouched(buf, len, 3);
         float negative = -1.0f;
         CHECK_OK(dr_threelc_encode(y, 3, 1.0f, 0, buf, sizeof buf, &len));
         memcpy(buf + body, &negative, 4);
         reseal(buf, len);
         CHECK_STATUS(dr_threelc_decode(buf, len, out, 3), DR_E_CORRUPT);
+    }
+    {
+        /* A sealed frame of n = 10 (two groups) whose stream holds one group byte. */
+        dr_frame f;
+        float one = 1.0f;
+        uint32_t bits;
+        memcpy(&bits, &one, 4);
+        memset(&f, 0, sizeof f);
+        f.kind = DR_KIND_THREELC;
+        f.nsections = 2;
+        f.numel = f.count = 10;
+        f.params[0] = bits;
+        f.section_len[0] = 4;
+        f.section_len[1] = 1;
+        CHECK_OK(dr_frame_layout(&f, &len));
+        memset(buf, 0, sizeof buf);
+        memcpy(buf + f.section_off[0], &one, 4);
+        CHECK_OK(dr_frame_seal(&f, buf, sizeof buf, &len));
+        check_threelc_refused_untouched(buf, len, 10);
     }
     CHECK_OK(dr_threelc_encode(x, 23, 1.0f, 0, buf, sizeof buf, &len));
     check_refuses_damage(buf, len, dr_threelc_decode, 23);

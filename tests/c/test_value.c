@@ -606,6 +606,7 @@ static void test_sketch_values(void)
         CHECK(cap == 4u * bins + r * (bins <= 256 ? 1u : 2u));
         CHECK_STATUS(dr_value_sketch_encode(val, r, bins, 7, sec, cap - 1, &written, work),
                      DR_E_DST_TOO_SMALL);
+        CHECK_STATUS(dr_value_sketch_encode(val, r, bins, 7, sec, cap, &written, (char *)work + 4), DR_E_ARG);
         CHECK_OK(dr_value_sketch_encode(val, r, bins, 7, sec, cap, &written, work));
         CHECK(written == cap);
         CHECK_OK(dr_sketch_encode(val, r, bins, 7, DR_DTYPE_FLOAT32, work, frame, fcap, &fw));

@@ -55,6 +55,13 @@ static uint32_t padded(uint32_t bins)
     return p;
 }
 
+/* Whether work is a workspace the fill may take: not NULL, and aligned for its doubles
+ * (the tallies come first). */
+static int workspace_ok(const void *work)
+{
+    return work != NULL && ((uintptr_t)work & 7u) == 0;
+}
+
 size_t dr_sketch_workspace_size(size_t n, uint32_t bins)
 {
     return TALLIES * (size_t)bins * 2u * sizeof(double) +
@@ -445,7 +452,7 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
     dr_frame f;
     uint64_t len[2];
     int st;
-    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || work == NULL)
+    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || !workspace_ok(work))
         return DR_E_ARG;
     len[0] = 4u * (uint64_t)bins;
     len[1] = (uint64_t)n * index_width(bins);
@@ -489,7 +496,7 @@ int dr_value_sketch_encode(const float *val, size_t r, uint32_t bins, uint64_t k
 {
     size_t need = dr_value_sketch_bound(r, bins);
     int st;
-    if (need == 0 || written == NULL || out == NULL || work == NULL || (r > 0 && val == NULL))
+    if (need == 0 || written == NULL || out == NULL || !workspace_ok(work) || (r > 0 && val == NULL))
         return DR_E_ARG;
     if (cap < need)
         return DR_E_DST_TOO_SMALL;

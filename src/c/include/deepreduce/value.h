@@ -227,7 +227,8 @@ int dr_value_bf16_decode(const uint8_t *in, size_t len, size_t r, float *val_out
 /* Section size (exact); 0 if bins is outside 1..DR_SKETCH_MAX_BINS or r >= 2^32. */
 size_t dr_value_sketch_bound(size_t r, uint32_t bins);
 
-/* DR_E_ARG for bad bins or a NULL buffer, DR_E_NUMERIC for a non-finite value. */
+/* DR_E_ARG for bad bins, a NULL buffer or a misaligned workspace, DR_E_NUMERIC for a
+ * non-finite value. */
 int dr_value_sketch_encode(const float *val, size_t r, uint32_t bins, uint64_t key,
                            uint8_t *out, size_t cap, size_t *written, void *work);
 
