@@ -70,6 +70,29 @@ static frame_decoder decoder_of(int kind)
     }
 }
 
+/* quant.h: a decoder refuses before writing anything, but inceptionn's and adaq's, whose
+ * entries say where they write while they check. */
+static int writes_before_refusing(int kind)
+{
+    return kind == DR_KIND_INCEPTIONN || kind == DR_KIND_ADAQ;
+}
+
+/* decoder on out[0..n), which holds a canary first: a refusal that wrote any of it breaks
+ * the contract above, and is reported as a crash (abort). */
+static void decode_checking_refusals(frame_decoder decoder, int kind, const uint8_t *buf, size_t len,
+                                     float *out, size_t n)
+{
+    const float canary = -1234.5f;
+    size_t i;
+    for (i = 0; i < n; i++)
+        out[i] = canary;
+    if (decoder(buf, len, out, n) >= 0 || writes_before_refusing(kind))
+        return;
+    for (i = 0; i < n; i++)
+        if (out[i] != canary)
+            abort();
+}
+
 /* A SparDL message: block frames back to back, each decoded for a block of n entries
  * with the tag its receiver expects (the frame's own, so the checks behind it run). */
 static void decode_spardl(const uint8_t *buf, size_t len, size_t n, uint32_t *idx, float *val)
@@ -107,7 +130,7 @@ static void decode_frame(const uint8_t *buf, size_t len)
     if (f.kind == DR_KIND_SPARDL) {
         decode_spardl(buf, len, n, idx, dense);
     } else if (decoder != NULL) {
-        (void)decoder(buf, len, dense, n);
+        decode_checking_refusals(decoder, f.kind, buf, len, dense, n);
     } else if (f.index_codec == DR_INDEX_RAW && f.value_codec == DR_VALUE_RAW) {
         /* The adding decoder reads only the entries the plain one just wrote. */
         if (dr_sparse_raw_decode(buf, len, f.kind, dense, n, NULL) == DR_OK)
