@@ -12,6 +12,27 @@ from .errors import CommunicationError
 
 Average = "average"
 Sum = "sum"
+Adasum = "adasum"  # named, as Horovod's scripts spell it, and refused by reduce_op: it needs Horovod's core
+
+
+class _Tag:
+    """A named constant that prints as a script spells it."""
+
+    def __init__(self, spelling):
+        self.spelling = spelling
+
+    def __repr__(self):
+        return self.spelling
+
+
+class Compression:
+    """Horovod's ``hvd.Compression``: ``none``, what a script passes for no cast (the
+    gradients then go as the grace params say), and ``fp16``, Horovod's own cast, which
+    ``refuse_unoffered`` turns away to the fp16 compressor."""
+
+    none = _Tag("hvd.Compression.none")
+    fp16 = _Tag("hvd.Compression.fp16")
+
 # One counter for the process, as Horovod keeps one state whatever the framework: every
 # rank makes its unnamed collectives in the same order, so the order tags them alike.
 _UNNAMED = itertools.count()
@@ -65,9 +86,9 @@ def reduce_op(op=None, average=None):
 def refuse_unoffered(compression=None, backward_passes_per_step=1):
     """Refuse Horovod's DistributedOptimizer options that have no meaning here, saying
     what to do instead."""
-    if compression is not None:
-        raise ValueError("compression=hvd.Compression... is Horovod's own fp16 cast; with deepreduce pass "
-                         "grace=grace_from_params({'compressor': 'fp16', ...}) instead")
+    if compression is not None and compression is not Compression.none:
+        raise ValueError(f"compression={compression!r}: only hvd.Compression.none (no cast) is taken; for "
+                         "Horovod's fp16 cast pass grace=grace_from_params({'compressor': 'fp16', ...})")
     if backward_passes_per_step != 1:
         raise ValueError(f"backward_passes_per_step={backward_passes_per_step!r} is not offered: accumulate "
                          "gradients yourself and call step() once per exchange")

@@ -115,6 +115,13 @@ def test_unusable_params_fail_before_any_round():
         Settings(s2c_update="sometimes")
     with pytest.raises(ValueError, match="per_round"):
         Settings(clients=4, per_round=5)
+    # Accepted, then NumPy's TypeError in the first round's sampling (or a True client).
+    for key, bad in (("per_round", 2.5), ("per_round", True), ("clients", True), ("rounds", 2.0)):
+        with pytest.raises(ValueError, match=f"{key}={bad!r} must be a"):
+            Settings(**{key: bad})
+    for bad in ("2", 2.5, 1, -1):
+        with pytest.raises(ValueError, match=f"processes={bad!r} must be an integer"):
+            fl.run(TOPR, processes=bad, progress=lambda record: pytest.fail("a round ran"))
     with pytest.raises(ValueError, match="server_lr must be a finite number > 0, got 0"):
         Settings(server_lr=0)
     with pytest.raises(ValueError, match=r"alpha \(or None for an IID split\) must be a finite number > 0"):

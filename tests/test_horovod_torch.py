@@ -92,12 +92,15 @@ def test_distributed_optimizer_checks_its_arguments(one_process_world):
         hvd.DistributedOptimizer(sgd, named_parameters=named[:1])
     with pytest.raises(ValueError, match="backward_passes_per_step"):
         hvd.DistributedOptimizer(sgd, backward_passes_per_step=2)
+    # Horovod's own names, as its scripts write them (they had no attribute here).
     with pytest.raises(ValueError, match="Adasum"):
-        hvd.DistributedOptimizer(sgd, op="adasum")
-    with pytest.raises(ValueError, match="compressor': 'fp16'"):
-        hvd.DistributedOptimizer(sgd, compression="fp16")
+        hvd.DistributedOptimizer(sgd, op=hvd.Adasum)
+    with pytest.raises(ValueError, match="compression=hvd.Compression.fp16: .*compressor': 'fp16'"):
+        hvd.DistributedOptimizer(sgd, compression=hvd.Compression.fp16)
     with pytest.raises(ValueError, match="Adasum"):
-        hvd.allreduce(torch.ones(2), op="adasum")
+        hvd.allreduce(torch.ones(2), op=hvd.Adasum)
+    hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), named_parameters=named,
+                             compression=hvd.Compression.none)  # no cast: the params decide
     with pytest.raises(ValueError, match="only op="):  # Horovod's rule: op supersedes the deprecated flag
         hvd.allreduce(torch.ones(2), average=True, op=hvd.Sum)
     with pytest.raises(TypeError, match="torch.optim.Optimizer"):

@@ -85,6 +85,15 @@ def test_graces_tensorflow_keys_names_and_defaults():
     grc = Allgather(TopKCompressor(0.3), ResidualMemory(), 1)
     assert grc.world_size == 1 and grc.step(tf.ones([4, 4]), "w").shape == (4, 4)
     assert U8bitCompressor().compress(np.ones(8, np.float32), "x")[0][0].size > 0
+    # The constructors as GRACE's TensorFlow helper calls them (a TypeError before).
+    from grace_dl.tensorflow.compressor.powersgd import PowerSGDCompressor
+    from grace_dl.tensorflow.compressor.sketch import SketchCompressor
+    assert SketchCompressor(quantiles=64).bins == 64
+    assert PowerSGDCompressor(momentum_factor=0.9, world_size=1).world_size == 1
+    with pytest.raises(ValueError, match="both given"):
+        SketchCompressor(16, quantiles=64)
+    with pytest.raises(ValueError, match="momentum_factor must be in"):
+        PowerSGDCompressor(momentum_factor=1.5)
 
 
 def test_distributed_gradient_tape_averages_through_grace(one_process_world):
@@ -104,6 +113,9 @@ def test_distributed_gradient_tape_averages_through_grace(one_process_world):
         np.testing.assert_array_equal(g.numpy(), e)
     with pytest.raises(ValueError, match="Compression"):
         hvd.DistributedGradientTape(tape, compression=object())
+    with pytest.raises(ValueError, match="compression=hvd.Compression.fp16: only hvd.Compression.none"):
+        hvd.DistributedGradientTape(tape, compression=hvd.Compression.fp16)
+    hvd.DistributedGradientTape(tape, compression=hvd.Compression.none)
     with pytest.raises(ValueError, match="name="):  # a fresh name per call would lose the residuals
         hvd.allreduce(tf.ones([4]), grace=grace_from_params(TOPK))
 
@@ -129,11 +141,14 @@ def test_keras_distributed_optimizer_trains_and_refuses_xla(one_process_world):
 def test_tensorflow_and_torch_share_horovods_op_rules(one_process_world):
     import deepreduce.torch.horovod as torch_hvd
     assert (hvd.Average, hvd.Sum) == (hvd_keras.Average, hvd_keras.Sum) == (torch_hvd.Average, torch_hvd.Sum)
-    for refused in (lambda: hvd.allreduce(tf.ones([2]), op="adasum"),
-                    lambda: hvd.DistributedGradientTape(tf.GradientTape(), op="adasum"),
-                    lambda: hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1), op="adasum")):
+    assert hvd.Compression is hvd_keras.Compression is torch_hvd.Compression
+    for refused in (lambda: hvd.allreduce(tf.ones([2]), op=hvd.Adasum),
+                    lambda: hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Adasum),
+                    lambda: hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1), op=hvd_keras.Adasum)):
         with pytest.raises(ValueError, match="Adasum"):
             refused()
+    with pytest.raises(ValueError, match="compressor': 'fp16'"):
+        hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1), compression=hvd_keras.Compression.fp16)
     with pytest.raises(ValueError, match="only op="):  # Horovod's rule: op supersedes the deprecated flag
         hvd.allreduce(tf.ones([2]), average=True, op=hvd.Sum)
     with pytest.raises(ValueError, match="backward_passes_per_step"):

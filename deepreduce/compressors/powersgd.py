@@ -17,7 +17,7 @@ import numpy as np
 from .. import edge
 from .._native import all_finite, check, f32, ffi, lib, name_key
 from ..base import Compressor
-from ..checks import dense_payload, integer
+from ..checks import dense_payload, integer, number
 from ..state import Outputs
 from ..transports.binding import TransportAtFirstUse
 
@@ -84,8 +84,13 @@ class PowerSGDCompressor(TransportAtFirstUse, Compressor):
 
     needs_shapes = True
 
-    def __init__(self, rank=1, use_memory=False, world_size=None, transport=None):
+    def __init__(self, rank=1, use_memory=False, world_size=None, transport=None, momentum_factor=None):
+        """``momentum_factor``: GRACE TensorFlow's PowerSGD adds a momentum of its own to
+        the decompressed tensor; ours leaves momentum to the optimizer, so the value is
+        checked and not used (docs/tensorflow.md)."""
         super().__init__()
+        if momentum_factor is not None:
+            number(momentum_factor, "momentum_factor", 0.0, 1.0)
         self.rank = integer(rank, "compress_rank", 1, 2 ** 31 - 1)
         self.use_memory = use_memory
         self.q_memory = {}

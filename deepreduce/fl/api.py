@@ -101,6 +101,9 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     configs = [(label, Settings(c2s=c2s, s2c=s2c, **settings)) for label, (c2s, s2c) in pairs]  # all checked here
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 0):
         raise ValueError(f"threads={threads!r} must be an integer >= 1, or 0 to leave torch's own setting")
+    if isinstance(processes, bool) or not isinstance(processes, numbers.Integral) or processes < 0 or processes == 1:
+        raise ValueError(f"processes={processes!r} must be an integer: 0 to run every client in this process, "
+                         "or 2 or more processes")
     if out is not None:  # made now: the log and the plot are written after every round of every run
         out = output_folder(out, "out")
     if threads:

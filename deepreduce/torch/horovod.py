@@ -12,11 +12,11 @@ import json
 
 import torch
 
-from ..horovod_common import Average, Sum, check_allgather_layout, collective_name, reduce_op, refuse_unoffered
+from ..horovod_common import Adasum, Average, Compression, Sum, check_allgather_layout, collective_name, reduce_op, refuse_unoffered
 from ..world import init, is_initialized, local_rank, local_size, rank, shutdown, size, current
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
-           "Average", "Sum", "allreduce", "allgather", "broadcast", "broadcast_",
+           "Average", "Sum", "Adasum", "Compression", "allreduce", "allgather", "broadcast", "broadcast_",
            "broadcast_parameters", "broadcast_optimizer_state", "DistributedOptimizer"]
 
 def allreduce(tensor, average=None, name=None, op=None):

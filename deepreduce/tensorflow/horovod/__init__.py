@@ -11,12 +11,12 @@ Horovod, and why: docs/tensorflow.md.
 import numpy as np
 import tensorflow as tf
 
-from ...horovod_common import Average, Sum, check_allgather_layout, collective_name, reduce_op, refuse_unoffered
+from ...horovod_common import Adasum, Average, Compression, Sum, check_allgather_layout, collective_name, reduce_op, refuse_unoffered
 from ...world import current, init, is_initialized, local_rank, local_size, rank, shutdown, size
 from ..crossing import numpy_call, step_tensorflow
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
-           "Average", "Sum", "allreduce", "allgather", "broadcast", "broadcast_variables",
+           "Average", "Sum", "Adasum", "Compression", "allreduce", "allgather", "broadcast", "broadcast_variables",
            "DistributedGradientTape", "DistributedOptimizer", "reduce_gradients", "variable_names"]
 
 def allreduce(tensor, average=None, name=None, op=None, grace=None):

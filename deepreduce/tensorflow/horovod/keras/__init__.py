@@ -11,13 +11,14 @@ for the same reason (the distributed optimizer must run in the step).
 """
 import tensorflow as tf
 
-from .. import (Average, Sum, allgather, allreduce, broadcast, broadcast_variables, init, is_initialized,
+from .. import (Adasum, Average, Compression, Sum, allgather, allreduce, broadcast, broadcast_variables, init, is_initialized,
                 local_rank, local_size, rank, reduce_gradients, shutdown, size)
 from ....horovod_common import reduce_op, refuse_unoffered
 from ....world import current
 from . import callbacks
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size", "Average", "Sum",
+           "Adasum", "Compression",
            "allreduce", "allgather", "broadcast", "broadcast_variables", "broadcast_global_variables",
            "DistributedOptimizer", "callbacks"]
 
