@@ -434,6 +434,17 @@ def test_bytes_on_the_wire_follow_the_formula(method):
     assert stats.totals()["dense_bytes"] == 4 * g.size
 
 
+def test_alltoall_counts_both_of_its_phases():
+    """Each rank sends its chunks (the reduce-scatter), then its reduced chunk compressed
+    again (the allgather); the second phase went uncounted. At world size 1 the one chunk
+    is the whole tensor, so the step sends two qsgd frames of it."""
+    stats = deepreduce.stats.Stats()
+    grc = grace_from_params({"compressor": "qsgd", "communicator": "alltoall"})
+    grc.stats = stats
+    grc.step(laplace(N, 8), "w")
+    assert stats.totals()["bytes_sent"] == 2 * (frame(2) + 4 * math.ceil(N / 128) + N)
+
+
 def test_allreduce_refuses_framed_payloads_with_a_hint():
     grc = grace_from_params({"compressor": "8bit", "communicator": "allreduce"})
     with pytest.raises(ValueError, match="cannot be summed.*'w'.*allgather"):

@@ -185,10 +185,12 @@ def test_defaults_top_k_ratio_is_the_papers():
     assert (c.compress_ratio, c.innovation_ratio, c.variant) == (1e-3, 1e-5, "ps")
 
 
-@pytest.mark.parametrize("key, value", [("lgc_dense_steps", -1), ("lgc_dense_steps", 1.5),
-                                        ("lgc_train_steps", "10"), ("lgc_train_steps", True)])
-def test_stage_lengths_must_be_non_negative_integers(key, value):
-    with pytest.raises(ValueError, match=key):
+@pytest.mark.parametrize("key, value, error", [("lgc_dense_steps", -1, ValueError), ("lgc_dense_steps", 1.5, ValueError),
+                                               ("lgc_train_steps", "10", TypeError), ("lgc_train_steps", True, TypeError)])
+def test_stage_lengths_must_be_non_negative_integers(key, value, error):
+    """A string or a bool is a wrong type (ParameterTypeError, a TypeError), as for every
+    other key; a fraction or a negative count a wrong value."""
+    with pytest.raises(error, match=key):
         _local(**{key: value})
 
 

@@ -336,6 +336,13 @@ def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad,
      "lgc_dense_ends must be True or False, got 'no'"),
     ({"deepreduce": "index", "index": "bloom", "micro-benchmark": "no"}, TypeError,
      "micro-benchmark must be True or False"),
+    # A string or a bool for a count: a plain ValueError (True ran as one team).
+    ({"communicator": "spardl", "spardl_teams": "2"}, TypeError, "spardl_teams must be a number, got '2'"),
+    ({"communicator": "spardl", "spardl_teams": True}, TypeError, "spardl_teams must be a number, got True"),
+    ({"compressor": "lgc", "memory": "none", "communicator": "allreduce", "lgc_train_steps": "200"}, TypeError,
+     "lgc_train_steps must be a number, got '200'"),
+    ({"compressor": "lgc", "memory": "none", "communicator": "allreduce", "lgc_dense_steps": True}, TypeError,
+     "lgc_dense_steps must be a number, got True"),
     # Both were read at the first step only (inside a training run's workers).
     ({"transport": "bogus"}, ValueError, "transport must be a Transport or one of 'torch', 'mpi', 'local'; got 'bogus'"),
     ({"world_size": 0}, ValueError, r"world_size must be an integer in \[1, 2147483647\], got 0"),

@@ -15,6 +15,17 @@ from .. import edge
 from ..base import Communicator, Compressor, is_compressor
 
 
+class ChunkedCtx:
+    """A chunked compress's state: each chunk's ctx, the way back to the caller's kind,
+    and the bytes of the reduced chunk this rank then sends in the exchange's second
+    phase (set there; ``wire_bytes`` counts both phases)."""
+
+    __slots__ = ("contexts", "restore", "reduced_bytes")
+
+    def __init__(self, contexts, restore):
+        self.contexts, self.restore, self.reduced_bytes = contexts, restore, 0
+
+
 class ChunkedCodec(Compressor):
     """Applies a compressor chunk by chunk: payload = one payload list per chunk."""
 
@@ -35,19 +46,17 @@ class ChunkedCodec(Compressor):
             tensors, ctx = self.inner.compress(restore.wrap(flat[lo:hi]), f"{name}/chunk{j}")
             payloads.append(tensors)
             contexts.append(ctx)
-        return payloads, (contexts, restore)
+        return payloads, ChunkedCtx(contexts, restore)
 
     def decompress(self, tensors, ctx):
-        contexts, restore = ctx
-        parts = [edge.to_core(self.inner.decompress(t, c))[0] for t, c in zip(tensors, contexts)]
-        return restore(np.concatenate(parts) if parts else edge.zeros(0))
+        parts = [edge.to_core(self.inner.decompress(t, c))[0] for t, c in zip(tensors, ctx.contexts)]
+        return ctx.restore(np.concatenate(parts) if parts else edge.zeros(0))
 
     def lost(self, flat, tensors, ctx, out):
         """Each chunk's loss by the inner compressor's own ``lost`` (a sparsifier's zeroes
         what it sent, where the default decompressed the whole tensor), into its slice."""
-        contexts, _ = ctx
         inner_lost = self.inner.lost if is_compressor(self.inner) else partial(Compressor.lost, self.inner)
-        for (lo, hi), chunk_tensors, chunk_ctx in zip(self.bounds(flat.size), tensors, contexts):
+        for (lo, hi), chunk_tensors, chunk_ctx in zip(self.bounds(flat.size), tensors, ctx.contexts):
             inner_lost(flat[lo:hi], chunk_tensors, chunk_ctx, out[lo:hi])
 
     def rollback(self, name):
@@ -56,8 +65,7 @@ class ChunkedCodec(Compressor):
             self.inner.rollback(f"{name}/chunk{j}/reduced")
 
     def wire_bytes(self, tensors, ctx):
-        contexts, _ = ctx
-        return sum(self.inner.wire_bytes(t, c) for t, c in zip(tensors, contexts))
+        return sum(self.inner.wire_bytes(t, c) for t, c in zip(tensors, ctx.contexts)) + ctx.reduced_bytes
 
 
 class AllToAll(Communicator):
@@ -65,7 +73,7 @@ class AllToAll(Communicator):
         return ChunkedCodec(self.compressor, self.transport.size)
 
     def send_receive(self, tensors, name, ctx):
-        contexts, restore = ctx
+        contexts, restore = ctx.contexts, ctx.restore
         me = self.transport.rank
         # 1. reduce-scatter: chunk j of every rank's payload goes to rank j.
         received = []
@@ -77,6 +85,7 @@ class AllToAll(Communicator):
                                             f"alltoall of tensor {name!r} (its chunk {me})")
         # 2. the reduced chunk is compressed again and gathered by everyone.
         again, again_ctx = self.compressor.compress(reduced, f"{name}/chunk{me}/reduced")
+        ctx.reduced_bytes = self.compressor.wire_bytes(again, again_ctx)
         gathered = [self.transport.allgather(t, f"{name}/reduced#{i}") for i, t in enumerate(again)]
         chunks = [edge.to_core(self.compressor.decompress(list(parts), again_ctx_for(contexts, again_ctx, j, me)))[0]
                   for j, parts in enumerate(zip(*gathered))]

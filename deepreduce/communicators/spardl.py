@@ -35,7 +35,7 @@ import numpy as np
 from .. import edge
 from ..autooff import AutoOff
 from ..base import Communicator
-from ..checks import fraction
+from ..checks import fraction, integer
 from ..compressors.topk import TopKCompressor
 from ..errors import CommunicationError
 from ..memories.none import NoneMemory
@@ -79,8 +79,7 @@ class SparDL(Communicator):
         if density is not None:
             compressor.compress_ratio = density
         fraction(compressor.compress_ratio, "spardl density")
-        if not isinstance(teams, int) or teams < 1:
-            raise ValueError(f"spardl_teams must be a positive integer, got {teams!r}")
+        teams = integer(teams, "spardl_teams", 1, 2 ** 31 - 1)
         if index_codec not in INDEX_CODECS:
             raise ValueError(f"spardl_index_codec must be one of {sorted(INDEX_CODECS)}, got {index_codec!r}")
         self.teams = teams

@@ -78,7 +78,7 @@ def bruck_rounds(size, position):
 class HControl:
     """SparDL's online choice of h, the entries each team's owner contributes to the
     cross-team all-gather (reference: ZJU-DAILY/SparDL allreducer.py). It starts at
-    floor(B·ρ/d) with step floor((B·ρ − h)/100); after each exchange, with c the size
+    floor(B·ρ/d) with step (B·ρ − h)/100 truncated toward 0; after each exchange, with c the size
     of the merged list: while c keeps moving toward k_b the step doubles every second
     time, a move the wrong way reverses and halves it, and h never drops below
     floor(k_b/d) (nor 1). Beyond the reference, h never exceeds the block size B: on a

@@ -71,10 +71,9 @@ def _torch_autoencoder():
 
 
 def _step_count(params, key):
-    value = params[key]
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{key} must be a non-negative integer (a number of steps), got {value!r}")
-    return int(value)
+    """params[key] as a count >= 0 (of steps, elements): ParameterTypeError for a string
+    or a bool, ValueError for a fraction or a negative number."""
+    return integer(params[key], key, 0, 2 ** 63 - 1)
 
 
 class Selector:

@@ -868,19 +868,62 @@ static void test_content_checks(void)
     }
 }
 
-/* dr_threelc_decode refuses buf (n elements) as DR_E_CORRUPT and leaves out as it was
- * (quant.h: refuses before writing anything; it wrote the groups before a bad one). */
-static void check_threelc_refused_untouched(const uint8_t *buf, size_t len, size_t n)
+/* decode refuses buf (n elements) as DR_E_CORRUPT and leaves out as it was (quant.h:
+ * refuses before writing anything; 3LC's decoder wrote the groups before a bad one). */
+static void check_refused_untouched(decode_fn decode, const uint8_t *buf, size_t len, size_t n)
 {
-    float out[32];
+    float *out = malloc(n * sizeof *out);
     size_t i;
     int untouched = 1;
     for (i = 0; i < n; i++)
         out[i] = 12345.0f;
-    CHECK_STATUS(dr_threelc_decode(buf, len, out, n), DR_E_CORRUPT);
+    CHECK_STATUS(decode(buf, len, out, n), DR_E_CORRUPT);
     for (i = 0; i < n; i++)
         untouched &= out[i] == 12345.0f;
     CHECK(untouched);
+    free(out);
+}
+
+/* Zeroes the 4-byte scale at the start of section `which` of the frame in buf and reseals
+ * it: the codes then send something under a scale of 0, which no encoder writes (a zero
+ * scale or norm comes from zeros only). */
+static void zero_scale(uint8_t *buf, size_t len, unsigned which, size_t at)
+{
+    dr_frame f;
+    CHECK_OK(dr_frame_parse(buf, len, &f));
+    memset(buf + f.section_off[which] + at, 0, 4);
+    reseal(buf, len);
+}
+
+static void test_zero_scale_with_codes_is_refused(void)
+{
+    enum { N = 300 };
+    float x[N];
+    uint8_t buf[4096];
+    size_t len;
+    fill_gauss(x, N, 3, 1.0f);
+    CHECK_OK(dr_qsgd_encode(x, N, 127, 128, 1, 0, buf, sizeof buf, &len));
+    zero_scale(buf, len, 0, 4); /* bucket 1's norm */
+    check_refused_untouched(dr_qsgd_decode, buf, len, N);
+    CHECK_OK(dr_terngrad_encode(x, N, 1, 0, buf, sizeof buf, &len));
+    zero_scale(buf, len, 0, 0);
+    check_refused_untouched(dr_terngrad_decode, buf, len, N);
+    CHECK_OK(dr_eightbit_encode(x, N, 0, buf, sizeof buf, &len));
+    zero_scale(buf, len, 0, 0);
+    check_refused_untouched(dr_eightbit_decode, buf, len, N);
+    CHECK_OK(dr_threelc_encode(x, N, 1.0f, 0, buf, sizeof buf, &len));
+    zero_scale(buf, len, 0, 0);
+    check_refused_untouched(dr_threelc_decode, buf, len, N);
+    /* Zeros themselves still round-trip: the scale is 0 and so is every code. */
+    memset(x, 0, sizeof x);
+    CHECK_OK(dr_qsgd_encode(x, N, 127, 128, 1, 0, buf, sizeof buf, &len));
+    CHECK_OK(dr_qsgd_decode(buf, len, x, N));
+    CHECK_OK(dr_terngrad_encode(x, N, 1, 0, buf, sizeof buf, &len));
+    CHECK_OK(dr_terngrad_decode(buf, len, x, N));
+    CHECK_OK(dr_eightbit_encode(x, N, 0, buf, sizeof buf, &len));
+    CHECK_OK(dr_eightbit_decode(buf, len, x, N));
+    CHECK_OK(dr_threelc_encode(x, N, 1.0f, 0, buf, sizeof buf, &len));
+    CHECK_OK(dr_threelc_decode(buf, len, x, N));
 }
 
 static void test_threelc(void)
@@ -925,13 +968,13 @@ static void test_threelc(void)
     CHECK_OK(dr_threelc_encode(x, 23, 1.0f, 0, buf, sizeof buf, &len));
     buf[body + 5] = 255; /* a run of 14 where 4 groups remain */
     reseal(buf, len);
-    check_threelc_refused_untouched(buf, len, 23);
+    check_refused_untouched(dr_threelc_decode, buf, len, 23);
     {
         float y[3] = {1.0f, 1.0f, 1.0f};
         CHECK_OK(dr_threelc_encode(y, 3, 1.0f, 0, buf, sizeof buf, &len));
         buf[body + 4] = 2 + 2 * 3 + 2 * 9 + 2 * 27; /* trit 3 (past n = 3) is +1 */
         reseal(buf, len);
-        check_threelc_refused_untouched(buf, len, 3);
+        check_refused_untouched(dr_threelc_decode, buf, len, 3);
         float negative = -1.0f;
         CHECK_OK(dr_threelc_encode(y, 3, 1.0f, 0, buf, sizeof buf, &len));
         memcpy(buf + body, &negative, 4);
@@ -955,7 +998,7 @@ static void test_threelc(void)
         memset(buf, 0, sizeof buf);
         memcpy(buf + f.section_off[0], &one, 4);
         CHECK_OK(dr_frame_seal(&f, buf, sizeof buf, &len));
-        check_threelc_refused_untouched(buf, len, 10);
+        check_refused_untouched(dr_threelc_decode, buf, len, 10);
     }
     CHECK_OK(dr_threelc_encode(x, 23, 1.0f, 0, buf, sizeof buf, &len));
     check_refuses_damage(buf, len, dr_threelc_decode, 23);
@@ -982,5 +1025,6 @@ int main(void)
     test_sketch_matches_its_definition();
     test_content_checks();
     test_threelc();
+    test_zero_scale_with_codes_is_refused();
     return check_summary("test_quant");
 }

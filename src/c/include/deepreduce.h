@@ -57,7 +57,9 @@ const char *dr_version_string(void);
 /* Identifiers carried on the wire. Values are frozen once released: append only.     */
 /* ---------------------------------------------------------------------------------- */
 
-/* The original dtype of a tensor (the core always works in float32). */
+/* The dtype an encoder is given, recorded in the frame's header for the reader's
+ * information: no decoder reads it, and the core always works in float32 (deepreduce's
+ * Python compressors code a float32 working copy and give DR_DTYPE_FLOAT32). */
 enum dr_dtype {
     DR_DTYPE_FLOAT32 = 0,
     DR_DTYPE_FLOAT16 = 1,

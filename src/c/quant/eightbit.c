@@ -324,6 +324,8 @@ int dr_eightbit_decode(const uint8_t *buf, size_t len, float *out, size_t n)
         return st;
     if (dr_qf_has_byte(codes, n, 0x80u)) /* a signed zero the encoder never writes */
         return DR_E_CORRUPT;
+    if (scale == 0.0f && !dr_qf_all_zero(codes, n)) /* a scale of 0: x was all zeros */
+        return DR_E_CORRUPT;
     build_table(table);
     /* The magnitudes times the scale once, not per element: the same products; and a
      * table of both signs for the paths that read one entry per element (faster on this

@@ -158,6 +158,15 @@ int dr_qf_padding_clear(const uint8_t *bytes, size_t n, unsigned bits_per)
     return (bytes[n / per_byte] >> (used * bits_per)) == 0;
 }
 
+int dr_qf_all_zero(const uint8_t *bytes, size_t n)
+{
+    uint8_t any = 0;
+    size_t i;
+    for (i = 0; i < n; i++) /* no early exit: the loop vectorises */
+        any |= bytes[i];
+    return any == 0;
+}
+
 int dr_qf_has_byte(const uint8_t *bytes, size_t n, uint8_t value)
 {
     /* memchr is vectorised by the C library. */

@@ -67,6 +67,10 @@ int dr_qf_padding_clear(const uint8_t *bytes, size_t n, unsigned bits_per);
  * never writes). */
 int dr_qf_has_byte(const uint8_t *bytes, size_t n, uint8_t value);
 
+/* Whether bytes[0..n) are all 0 (the codes of a scale or a norm of 0: the decoders'
+ * check that a zero scale comes with nothing sent). */
+int dr_qf_all_zero(const uint8_t *bytes, size_t n);
+
 /* dr_pack_signs of x[0..n) into out; returns 1 if x is all finite, 0 if it holds an Inf
  * or a NaN (the bitmap is written either way). One sweep. */
 int dr_qf_pack_signs_finite(const float *x, size_t n, uint8_t *out);

@@ -300,8 +300,17 @@ static int decode_buckets(void *ctx, size_t begin, size_t end)
     return DR_OK;
 }
 
+/* Whether bucket j's levels are all 0, as the encoder writes them where the norm is 0
+ * (the norm is a double sum of squares: any non-zero float makes it positive). */
+static int levels_zero(const qsgd_decode_job *q, size_t j)
+{
+    size_t first = j * q->bucket_size;
+    size_t m = q->n - first < q->bucket_size ? q->n - first : q->bucket_size;
+    return dr_qf_all_zero(q->levels + first * q->width, m * q->width);
+}
+
 /* DR_E_CORRUPT unless buckets [begin, end) all have a finite norm >= 0 and every level
- * in [-s, s]. */
+ * in [-s, s], and a bucket of norm 0 only levels 0. */
 static int check_buckets(void *ctx, size_t begin, size_t end)
 {
     const qsgd_decode_job *q = (const qsgd_decode_job *)ctx;
@@ -310,7 +319,7 @@ static int check_buckets(void *ctx, size_t begin, size_t end)
     size_t i = 0, m = stop - first, j;
     for (j = begin; j < end; j++) {
         float norm = dr_qf_get_f32(q->norms + 4 * j);
-        if (!(norm >= 0.0f && isfinite(norm)))
+        if (!(norm >= 0.0f && isfinite(norm)) || (norm == 0.0f && !levels_zero(q, j)))
             return DR_E_CORRUPT;
     }
 #if DR_HAVE_X86_SIMD

@@ -92,12 +92,16 @@ int dr_terngrad_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 {
     const uint8_t *codes;
     float s, value[3];
+    size_t sent = 0;
     int st = dr_qf_open_scaled(buf, len, DR_KIND_TERNGRAD, n, dr_qf_crumb_bytes(n), 2, out, &s, &codes);
     if (st != DR_OK)
         return st;
-    st = dr_qf_crumbs_check(codes, n, NULL);
+    /* A scale of 0 (x all zeros) comes with every code 0: the codes are counted then. */
+    st = dr_qf_crumbs_check(codes, n, s == 0.0f ? &sent : NULL);
     if (st != DR_OK)
         return st;
+    if (sent > 0)
+        return DR_E_CORRUPT;
     value[TERN_ZERO] = 0.0f;
     value[TERN_PLUS] = s;
     value[TERN_MINUS] = -s;

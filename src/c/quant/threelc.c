@@ -88,9 +88,10 @@ int dr_threelc_encode(const float *x, size_t n, float sparsity, uint8_t dtype, u
 }
 
 /* Whether the group stream [p, end) is one the encoder writes for n elements (in
- * `groups` groups): its bytes and runs cover every group exactly once, and a trit past n
- * is 0. Checked before any write, so that a refused frame leaves out as it was. */
-static int stream_sound(const uint8_t *p, const uint8_t *end, size_t n, size_t groups)
+ * `groups` groups): its bytes and runs cover every group exactly once, a trit past n is
+ * 0, and where M is 0 (`all_zero`: x was all zeros) every trit is. Checked before any
+ * write, so that a refused frame leaves out as it was. */
+static int stream_sound(const uint8_t *p, const uint8_t *end, size_t n, size_t groups, int all_zero)
 {
     size_t g = 0;
     for (; p < end; p++) {
@@ -101,7 +102,7 @@ static int stream_sound(const uint8_t *p, const uint8_t *end, size_t n, size_t g
             g += run;
         } else {
             unsigned byte = *p, j;
-            if (g == groups)
+            if (g == groups || (all_zero && byte != ALL_ZERO_BYTE))
                 return 0;
             for (j = 0; j < TRITS_PER_BYTE; j++, byte /= 3)
                 if (g * TRITS_PER_BYTE + j >= n && byte % 3 != 1)
@@ -131,7 +132,7 @@ int dr_threelc_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     value[2] = m;
     p = buf + f.section_off[1];
     end = p + f.section_len[1];
-    if (!stream_sound(p, end, n, groups))
+    if (!stream_sound(p, end, n, groups, m == 0.0f))
         return DR_E_CORRUPT;
     /* Every byte is a group or a run of groups (stream_sound: they fit, and end at n). */
     for (; p < end; p++) {
