@@ -146,6 +146,38 @@ def test_cifar10_batch_cut_short_or_of_partial_images_is_named(tmp_path):
         load_dataset("cifar10", tmp_path)
 
 
+def test_cifar_files_that_are_not_what_they_should_be_are_named(tmp_path):
+    """A cut meta file was a raw UnpicklingError, a CIFAR-10 label of 10 an IndexError in
+    the loss, and float pixels were cast to bytes without a word."""
+    write_cifar(tmp_path)
+    (tmp_path / "batches.meta").write_bytes((tmp_path / "batches.meta").read_bytes()[:40])
+    with pytest.raises(ValueError, match=r"batches.meta is not a whole CIFAR-10 file of class names"):
+        load_dataset("cifar10", tmp_path)
+    write_cifar(tmp_path)
+    with open(tmp_path / "data_batch_2", "wb") as f:
+        pickle.dump({b"data": np.zeros((2, 3072), dtype=np.uint8), b"labels": [3, 10]}, f)
+    with pytest.raises(ValueError, match=r"data_batch_2: labels must lie in 0..9, found 3..10"):
+        load_dataset("cifar10", tmp_path)
+    write_cifar(tmp_path)
+    with open(tmp_path / "data_batch_1", "wb") as f:
+        pickle.dump({b"data": np.full((2, 3072), 0.5, dtype=np.float32), b"labels": [3, 4]}, f)
+    with pytest.raises(ValueError, match=r"data_batch_1: b'data' must be the batch's uint8 pixels, got float32"):
+        load_dataset("cifar10", tmp_path)
+
+
+def test_cifar10_missing_from_the_archive_folder_names_only_what_is_missing(tmp_path):
+    write_cifar(tmp_path / cifar10.ARCHIVE_DIR)
+    (tmp_path / cifar10.ARCHIVE_DIR / "data_batch_5").unlink()
+    with pytest.raises(DataNotFoundError, match=r"cifar-10-batches-py lacks the python-version batches data_batch_5\."):
+        load_dataset("cifar10", tmp_path)
+
+
+def test_movielens_ratings_saved_with_a_byte_order_mark(tmp_path):
+    """A spreadsheet's 'CSV UTF-8' starts with a BOM: the header was refused."""
+    (tmp_path / "ratings.csv").write_bytes(b"\xef\xbb\xbf" + RATINGS.encode())
+    assert load_dataset("movielens", tmp_path, seed=3).meta["num_users"] == 4
+
+
 def test_digits_split_is_fixed():
     a, b = load_dataset("digits"), load_dataset("digits", seed=7)
     assert a.num_train == 1438 and a.num_test == 359

@@ -78,6 +78,9 @@ def test_cifar100_missing_or_foreign_files_say_what_is_wrong(tmp_path):
 def test_tokenizer():
     assert tokenize("A wonderful film.<br /><br />I didn't LIKE it!") == \
         ["a", "wonderful", "film", "i", "didn't", "like", "it"]
+    # Letters beyond ASCII, and the typographic apostrophe (words were cut at both).
+    assert tokenize("Amélie is naïve, I don\u2019t care. Señor Müller") == \
+        ["amélie", "is", "naïve", "i", "don't", "care", "señor", "müller"]
 
 
 def test_imdb_reads_acl_layout(tmp_path):

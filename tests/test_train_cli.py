@@ -155,3 +155,22 @@ def test_the_python_api_makes_its_out_folder_before_training(tmp_path):
     (tmp_path / "a-file").touch()
     with pytest.raises(ValueError, match="cannot make that folder \\(a file is in the way\\)"):
         train.run({"compressor": "topk"}, out=tmp_path / "a-file" / "run")
+
+
+@pytest.mark.slow
+def test_a_data_file_that_fails_in_the_workers_is_one_line(tmp_path):
+    """The files are read in the workers: a truncated batch there came back as torch's
+    ProcessRaisedException, two tracebacks and exit 1, where one worker in this process
+    gave the one line and exit 2."""
+    from test_data_loaders import write_cifar
+    write_cifar(tmp_path / "cifar")
+    batch = tmp_path / "cifar" / "data_batch_3"
+    batch.write_bytes(batch.read_bytes()[:1000])
+    out = subprocess.run([sys.executable, "-m", "deepreduce", "train", "--dataset", "cifar10", "--data-dir",
+                          str(tmp_path / "cifar"), "--model", "cnn", "--epochs", "1", "--no-progress",
+                          "--no-baseline", "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "Traceback" not in out.stderr
+    assert out.stderr.splitlines()[-1].startswith("deepreduce train: error: ") and \
+        "data_batch_3 is not a whole CIFAR-10 python batch" in out.stderr

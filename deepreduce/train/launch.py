@@ -8,11 +8,15 @@
 All three call the same ``run_worker``, so the same seed gives the same results.
 """
 import os
+import pickle
 import socket
 import sys
+import tempfile
 from datetime import timedelta
 
 import torch.distributed as dist
+
+from ..errors import ParameterTypeError
 
 # A rank that waits longer than this on a peer raises instead of hanging.
 TIMEOUT = timedelta(minutes=5)
@@ -95,13 +99,35 @@ def _adopt_streams(stdout, stderr):
         os.close(fd)
 
 
-def _spawned(rank, world_size, port, fn, args, environ, _streams):
+def _spawned(rank, world_size, port, fn, args, environ, _streams, errors):
     # Likewise the environment: the worker takes the parent's of now, as a spawned process
     # would (the C core reads DEEPREDUCE_SIMD and DEEPREDUCE_THREADS at each call).
     os.environ.clear()
     os.environ.update(environ)
-    _run(fn, rank, world_size, f"tcp://127.0.0.1:{port}", args)
+    try:
+        _run(fn, rank, world_size, f"tcp://127.0.0.1:{port}", args)
+    except (ValueError, ParameterTypeError) as error:
+        _keep_error(errors, rank, error)
+        raise
     leave()
+
+
+def _keep_error(folder, rank, error):
+    """Leave a worker's error for ``spawn`` to raise in the parent (where it pickles)."""
+    try:
+        with open(os.path.join(folder, f"{rank}.pickle"), "wb") as f:
+            pickle.dump(error, f)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass  # the parent then raises torch's ProcessRaisedException, with the traceback
+
+
+def _kept_error(folder, rank):
+    """The error worker ``rank`` left (``_keep_error``), or None."""
+    try:
+        with open(os.path.join(folder, f"{rank}.pickle"), "rb") as f:
+            return pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, TypeError, AttributeError):
+        return None
 
 
 def leave():
@@ -163,15 +189,27 @@ def context():
 def spawn(fn, workers, args, while_waiting=None):
     """Run fn(rank, workers, *args) in ``workers`` new processes on gloo over loopback;
     call ``while_waiting()`` every 0.1 s until they finish (e.g. to draw their progress).
-    A worker's exception is raised here."""
+    A worker's exception is raised here: a bad setting or input found in a worker (a
+    ValueError or ParameterTypeError: a data file that does not load, say) as itself, so
+    that the command line reports it in one line as it does the errors it finds before
+    the workers start; any other as torch's ProcessRaisedException, with the worker's
+    traceback."""
     import torch.multiprocessing as mp
     method = context().get_start_method()
     # the streams' unpickling in the worker puts them in place (spawn's are the parent's anyway)
     streams = _ParentStreams() if method == "forkserver" else None
-    processes = mp.start_processes(_spawned, args=(workers, _free_port(), fn, args, dict(os.environ), streams),
-                                   nprocs=workers, join=False, start_method=method)
-    while not processes.join(timeout=0.1):
-        if while_waiting is not None:
-            while_waiting()
+    with tempfile.TemporaryDirectory(prefix="deepreduce-workers-") as errors:
+        processes = mp.start_processes(_spawned, args=(workers, _free_port(), fn, args, dict(os.environ), streams,
+                                                       errors),
+                                       nprocs=workers, join=False, start_method=method)
+        try:
+            while not processes.join(timeout=0.1):
+                if while_waiting is not None:
+                    while_waiting()
+        except mp.ProcessRaisedException as failure:
+            kept = _kept_error(errors, failure.error_index)
+            if kept is None:
+                raise
+            raise kept from None
     if while_waiting is not None:
         while_waiting()

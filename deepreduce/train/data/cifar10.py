@@ -3,6 +3,7 @@ b'data' (uint8, N x 3072, channel-major 3x32x32) and b'labels'; batches.meta nam
 import pickle
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .base import DataNotFoundError, Dataset
@@ -34,32 +35,49 @@ def locate(data_dir):
     found = find_folder(root, ARCHIVE_DIR, TRAIN_FILES + (TEST_FILE,))
     if found is not None:
         return found
-    missing = [f for f in TRAIN_FILES + (TEST_FILE,) if not (root / f).is_file()]
+    # What is missing from the folder that holds the most of the files (data_dir may be
+    # the archive's parent, whose own files are none).
+    files = TRAIN_FILES + (TEST_FILE,)
+    folder, missing = min(((d, [f for f in files if not (d / f).is_file()]) for d in (root, root / ARCHIVE_DIR)),
+                          key=lambda found: len(found[1]))
+    where = (f"expected the python-version batches {', '.join(files)} in {root} (or in {root / ARCHIVE_DIR})"
+             if len(missing) == len(files) else f"{folder} lacks the python-version batches {', '.join(missing)}")
     raise DataNotFoundError(
-        f"CIFAR-10 not found: expected the python-version batches {', '.join(missing)} in "
-        f"{root} (or in {root / ARCHIVE_DIR}). Download 'CIFAR-10 python version' "
+        f"CIFAR-10 not found: {where}. Download 'CIFAR-10 python version' "
         f"(cifar-10-python.tar.gz) from {URL}, extract it, and pass "
         f"--data-dir <folder>/{ARCHIVE_DIR}. Nothing is downloaded automatically.")
 
 
-def _read_batch(path, labels_key=b"labels", what="CIFAR-10"):
+def _unpickle(path, what):
+    """The object pickled in the file at path (``what``: a batch, the class names);
+    ValueError naming the file where it does not unpickle whole."""
     with open(path, "rb") as f:
         try:
-            batch = pickle.load(f, encoding="bytes")
-        except (pickle.UnpicklingError, EOFError, ValueError) as e:
-            raise ValueError(f"{path} is not a whole {what} python batch ({e}); a file cut short by its "
+            return pickle.load(f, encoding="bytes")
+        except (pickle.UnpicklingError, EOFError, ValueError, AttributeError, ImportError, IndexError) as e:
+            raise ValueError(f"{path} is not a whole {what} ({e}); a file cut short by its "
                              f"download reads this way: download and extract the archive again") from None
+
+
+def _read_batch(path, labels_key=b"labels", what="CIFAR-10", classes=10):
+    """A batch's images (uint8, N x 3 x 32 x 32) and labels (0..classes-1), checked."""
+    batch = _unpickle(path, f"{what} python batch")
     try:
         data, labels = batch[b"data"], batch[labels_key]
     except (KeyError, TypeError) as e:
         raise ValueError(f"{path} is not a {what} python batch (a dict with b'data' and "
                          f"{labels_key!r}); missing {e}") from None
-    if getattr(data, "size", 0) % (3 * 32 * 32):
-        raise ValueError(f"{path}: b'data' holds {getattr(data, 'size', 0)} bytes, not whole 3x32x32 images")
-    x = torch.as_tensor(data, dtype=torch.uint8).reshape(-1, 3, 32, 32)
+    if getattr(data, "dtype", None) != np.uint8:  # a re-saved batch of floats was cast to bytes, unsaid
+        raise ValueError(f"{path}: b'data' must be the batch's uint8 pixels, got "
+                         f"{getattr(data, 'dtype', type(data).__name__)}")
+    if data.size % (3 * 32 * 32):
+        raise ValueError(f"{path}: b'data' holds {data.size} bytes, not whole 3x32x32 images")
+    x = torch.as_tensor(data).reshape(-1, 3, 32, 32)
     y = torch.as_tensor(labels, dtype=torch.long)
     if len(x) != len(y):
         raise ValueError(f"{path}: {len(x)} images but {len(y)} labels")
+    if len(y) and (int(y.min()) < 0 or int(y.max()) >= classes):
+        raise ValueError(f"{path}: labels must lie in 0..{classes - 1}, found {int(y.min())}..{int(y.max())}")
     return x, y
 
 
@@ -69,14 +87,12 @@ def _normalise(x, mean=MEAN, std=STD):
     return (x.float() / 255.0 - mean) / std
 
 
-def _class_names(d):
-    meta = d / "batches.meta"
-    if not meta.is_file():
-        return [str(i) for i in range(10)]
-    with open(meta, "rb") as f:
-        names = pickle.load(f, encoding="bytes").get(b"label_names", [])
-    return [n.decode() if isinstance(n, bytes) else str(n) for n in names] or \
-        [str(i) for i in range(10)]
+def class_names(meta, key, classes, what):
+    """The class names in the optional file meta (under ``key``), else the numbers."""
+    names = _unpickle(meta, f"{what} file of class names").get(key, []) if meta.is_file() else []
+    if not isinstance(names, (list, tuple)) or len(names) != classes:
+        return [str(i) for i in range(classes)]
+    return [n.decode() if isinstance(n, bytes) else str(n) for n in names]
 
 
 def augment(x, gen):
@@ -102,5 +118,5 @@ def load_cifar10(data_dir):
     return Dataset(name="cifar10", task="classify",
                    train=(_normalise(x_train), y_train), test=(_normalise(x_test), y_test),
                    meta={"in_shape": (3, 32, 32), "num_classes": 10,
-                         "class_names": _class_names(d)},
+                         "class_names": class_names(d / "batches.meta", b"label_names", 10, "CIFAR-10")},
                    augment=augment)

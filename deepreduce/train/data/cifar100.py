@@ -1,11 +1,10 @@
 """CIFAR-100, "python version": pickled files ``train`` and ``test``, each a dict with b'data'
 (uint8, N x 3072, channel-major 3x32x32), b'fine_labels' (0..99) and b'coarse_labels';
 ``meta`` names the classes (b'fine_label_names'). The fine labels are the targets."""
-import pickle
 from pathlib import Path
 
 from .base import DataNotFoundError, Dataset
-from .cifar10 import URL, _normalise, _read_batch, augment, find_folder
+from .cifar10 import URL, _normalise, _read_batch, augment, class_names, find_folder
 
 FILES = ("train", "test")
 ARCHIVE_DIR = "cifar-100-python"
@@ -28,25 +27,12 @@ def locate(data_dir):
         f"<folder>/{ARCHIVE_DIR}. Nothing is downloaded automatically.")
 
 
-def _class_names(d):
-    meta = d / "meta"
-    if meta.is_file():
-        with open(meta, "rb") as f:
-            names = pickle.load(f, encoding="bytes").get(b"fine_label_names", [])
-        if names:
-            return [n.decode() if isinstance(n, bytes) else str(n) for n in names]
-    return [str(i) for i in range(100)]
-
-
 def load_cifar100(data_dir):
     d = locate(data_dir)
-    x_train, y_train = _read_batch(d / "train", b"fine_labels", "CIFAR-100")
-    x_test, y_test = _read_batch(d / "test", b"fine_labels", "CIFAR-100")
-    for y, name in ((y_train, "train"), (y_test, "test")):
-        if len(y) and (int(y.min()) < 0 or int(y.max()) > 99):
-            raise ValueError(f"{d / name}: fine labels must lie in 0..99, found {int(y.min())}..{int(y.max())}")
+    x_train, y_train = _read_batch(d / "train", b"fine_labels", "CIFAR-100", 100)
+    x_test, y_test = _read_batch(d / "test", b"fine_labels", "CIFAR-100", 100)
     return Dataset(name="cifar100", task="classify",
                    train=(_normalise(x_train, MEAN, STD), y_train),
                    test=(_normalise(x_test, MEAN, STD), y_test),
-                   meta={"in_shape": (3, 32, 32), "num_classes": 100, "class_names": _class_names(d)},
+                   meta={"in_shape": (3, 32, 32), "num_classes": 100, "class_names": class_names(d / "meta", b"fine_label_names", 100, "CIFAR-100")},
                    augment=augment)

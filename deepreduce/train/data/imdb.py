@@ -19,13 +19,15 @@ VOCAB_SIZE = 10000   # ids 2.. for the VOCAB_SIZE - 2 most frequent training wor
 SEQ_LEN = 200        # the last SEQ_LEN tokens of a review are kept
 
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# Letters of any script and digits, then an apostrophe and letters ("don't", "1980's"):
+# ASCII letters alone cut "Amélie" into "am" and "lie".
+_WORD = re.compile(r"[^\W_]+(?:'[^\W\d_]+)?")
 
 
 def tokenize(text):
-    """Lower-case words (letters and digits, with an inner apostrophe: "don't"); the HTML
-    line breaks of the reviews are spaces."""
-    return _WORD.findall(_BREAK.sub(" ", text.lower()))
+    """Lower-case words (letters and digits, with an inner apostrophe: "don't", the
+    typographic one read as the plain one); the HTML line breaks of the reviews are spaces."""
+    return _WORD.findall(_BREAK.sub(" ", text.lower().replace("\u2019", "'")))
 
 
 def locate(data_dir):

@@ -40,7 +40,7 @@ def locate(data_dir):
 
 
 def _read_ratings(path):
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:  # utf-8-sig: a spreadsheet's re-save starts with a BOM
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None or [h.strip() for h in header[:4]] != HEADER:
