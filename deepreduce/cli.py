@@ -4,7 +4,18 @@ import argparse
 import sys
 
 
+def _needs_torch(command):
+    """PyTorch, or a one-line error saying how to install it (``pip install deepreduce``
+    alone leaves it out: the package's core needs only NumPy and cffi)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ValueError(f"deepreduce {command} trains with PyTorch, which is not installed: "
+                         "pip install 'deepreduce[train]'") from None
+
+
 def _train(args):
+    _needs_torch("train")
     from .checks import output_folder
     from .train.data import DataNotFoundError, locate_dataset
     from .train.launch import detect, launch, launched_size
@@ -31,6 +42,7 @@ def _train(args):
 
 
 def _fl(args):
+    _needs_torch("fl")
     from .fl.cli import command
     command(args)
 

@@ -15,14 +15,18 @@ import sys
 import cffi
 
 INCLUDE_AREA = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$')
+CPLUSPLUS = re.compile(r"^\s*#\s*ifdef\s+__cplusplus\b")
 INT_DEFINE = re.compile(r"^\s*#\s*define\s+[A-Za-z_]\w*\s+(0x[0-9A-Fa-f]+|\d+)[uUlL]*\s*(/\*.*\*/)?\s*$")
 
 
 def cdef_text(header: pathlib.Path) -> str:
     lines = []
+    cplusplus = False  # inside #ifdef __cplusplus ... #endif: C++ linkage, nothing for CFFI
     for line in header.read_text().splitlines():
         area = INCLUDE_AREA.match(line)
-        if area:
+        if CPLUSPLUS.match(line) or cplusplus:
+            cplusplus = not line.lstrip().startswith("#endif")
+        elif area:
             lines.append(cdef_text(header.parent / area.group(1)))
         elif INT_DEFINE.match(line):
             lines.append(line)

@@ -174,3 +174,19 @@ def test_a_data_file_that_fails_in_the_workers_is_one_line(tmp_path):
     assert "Traceback" not in out.stderr
     assert out.stderr.splitlines()[-1].startswith("deepreduce train: error: ") and \
         "data_batch_3 is not a whole CIFAR-10 python batch" in out.stderr
+
+
+@pytest.mark.parametrize("missing, command, message", [
+    ("torch", "train", "deepreduce train trains with PyTorch, which is not installed: pip install 'deepreduce[train]'"),
+    ("torch", "fl", "deepreduce fl trains with PyTorch, which is not installed: pip install 'deepreduce[train]'"),
+    ("sklearn", "train", "dataset='digits' is the copy bundled with scikit-learn: pip install scikit-learn"),
+])
+def test_a_missing_extra_is_one_line_before_any_worker(missing, command, message):
+    """`pip install deepreduce` alone has no torch: the commands died in an import's
+    traceback. Without scikit-learn the digits set was missed only in the workers."""
+    code = (f"import sys; sys.modules[{missing!r}] = None\n"  # what an absent package looks like to import
+            "from deepreduce.cli import main\n"
+            f"sys.exit(main([{command!r}]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert message in out.stderr.splitlines()[-1]

@@ -16,11 +16,9 @@ def locate_dataset(name, data_dir=None):
     """Raise what ``load_dataset`` would for an unknown data set or one whose files are not
     in ``data_dir``, without reading them: the command line asks before it starts any
     worker, so that a missing folder is one line of error, not a worker's traceback."""
-    if name == "digits":
-        return
     if name not in DATASETS:
         raise ValueError(f"dataset={name!r} is unknown; valid names: {', '.join(DATASETS)}")
-    if data_dir is None:
+    if data_dir is None and name != "digits":  # digits comes with scikit-learn
         raise ValueError(f"dataset={name!r} is read from files: pass --data-dir "
                          f"(the folder that holds them)")
     import_module(f".{name}", __name__).locate(data_dir)

@@ -14,15 +14,21 @@ TEST_FRACTION = 0.2
 SPLIT_SEED = 0
 
 
-def _read_bundled():
-    """(pixels, labels) from scikit-learn's digits.csv.gz, the file load_digits() reads.
-
-    Read directly: importing sklearn.datasets costs seconds in every worker process."""
+def locate(data_dir=None):
+    """Where scikit-learn keeps its copy, digits.csv.gz (``data_dir`` is not read: the set
+    comes with scikit-learn); DataNotFoundError where scikit-learn is not installed."""
     spec = importlib.util.find_spec("sklearn")
     if spec is None or spec.origin is None:
         raise DataNotFoundError("dataset='digits' is the copy bundled with scikit-learn: "
                                 "pip install scikit-learn (or deepreduce[train])")
-    path = Path(spec.origin).parent / "datasets" / "data" / "digits.csv.gz"
+    return Path(spec.origin).parent / "datasets" / "data" / "digits.csv.gz"
+
+
+def _read_bundled():
+    """(pixels, labels) from scikit-learn's digits.csv.gz, the file load_digits() reads.
+
+    Read directly: importing sklearn.datasets costs seconds in every worker process."""
+    path = locate()
     if not path.is_file():
         from sklearn.datasets import load_digits    # a future layout: let sklearn find it
         bunch = load_digits()

@@ -25,6 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus /* C linkage for C++ callers, this header and the area headers it includes */
+extern "C" {
+#endif
+
 #define DR_VERSION_MAJOR 0
 #define DR_VERSION_MINOR 1
 #define DR_VERSION_PATCH 0
@@ -292,5 +296,9 @@ uint32_t dr_rng_u32(uint64_t key, uint64_t counter);
 #include "deepreduce/index.h"
 #include "deepreduce/value.h"
 #include "deepreduce/spardl.h"
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* DEEPREDUCE_H */
