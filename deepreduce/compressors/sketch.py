@@ -15,12 +15,14 @@ class SketchCompressor(FramedCompressor):
     scratch = "dr_sketch_workspace_size"
     refuses_nonfinite = True  # an Inf or a NaN makes its bin's mean non-finite (DR_E_NUMERIC)
 
-    def __init__(self, bins=127, quantiles=None):
+    DEFAULT_BINS = 127
+
+    def __init__(self, bins=DEFAULT_BINS, quantiles=None):
         """``quantiles``: GRACE's TensorFlow name for the bins, as its helper passes them
         (``SketchCompressor(quantiles=64)``)."""
         super().__init__()
         if quantiles is not None:
-            if bins != 127:
+            if bins != self.DEFAULT_BINS:
                 raise ValueError(f"bins={bins!r} and quantiles={quantiles!r} were both given: they are one "
                                  "setting (quantiles is GRACE TensorFlow's name for it); pass one")
             bins = quantiles

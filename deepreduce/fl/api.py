@@ -15,13 +15,12 @@ runs a server and P-1 client hosts over gloo.
 """
 import dataclasses
 import json
-import numbers
 
 import torch
 
 from ..checks import flag, output_folder
 from .fedavg import simulate
-from .settings import DENSE, Settings
+from .settings import DENSE, Settings, is_count
 from .table import RATES, format_table, row_from_run
 
 
@@ -99,9 +98,9 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     if unknown:
         raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}; see deepreduce.fl.Settings")
     configs = [(label, Settings(c2s=c2s, s2c=s2c, **settings)) for label, (c2s, s2c) in pairs]  # all checked here
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 0):
+    if threads is not None and not (is_count(threads) and threads >= 0):
         raise ValueError(f"threads={threads!r} must be an integer >= 1, or 0 to leave torch's own setting")
-    if isinstance(processes, bool) or not isinstance(processes, numbers.Integral) or processes < 0 or processes == 1:
+    if not (is_count(processes) and processes != 1 and processes >= 0):
         raise ValueError(f"processes={processes!r} must be an integer: 0 to run every client in this process, "
                          "or 2 or more processes")
     if out is not None:  # made now: the log and the plot are written after every round of every run

@@ -47,11 +47,11 @@ class Settings:
             raise ValueError(f"optimizer={self.optimizer!r} is unknown; valid: {', '.join(OPTIMIZERS)}")
         for key in ("clients", "rounds", "local_epochs", "batch_size", "eval_every", "sentences"):
             value = getattr(self, key)
-            if not _is_count(value) or value < 1:
+            if not is_count(value) or value < 1:
                 raise ValueError(f"{key}={value!r} must be a positive integer")
-        if not _is_count(self.seed) or self.seed < 0:
+        if not is_count(self.seed) or self.seed < 0:
             raise ValueError(f"seed={self.seed!r} must be an integer >= 0")
-        if self.per_round is not None and not (_is_count(self.per_round) and 1 <= self.per_round <= self.clients):
+        if self.per_round is not None and not (is_count(self.per_round) and 1 <= self.per_round <= self.clients):
             raise ValueError(f"per_round={self.per_round!r} must be an integer between 1 and clients={self.clients} "
                              "(or None: every client)")
         if self.s2c_update not in S2C_READINGS:
@@ -72,7 +72,7 @@ class Settings:
         return self.clients if self.per_round is None else self.per_round
 
 
-def _is_count(value):
+def is_count(value):
     """An integer and not a bool (True would count as 1 client, 2.5 failed in the first
     round's sampling)."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))

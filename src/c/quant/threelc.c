@@ -104,9 +104,10 @@ static int stream_sound(const uint8_t *p, const uint8_t *end, size_t n, size_t g
             unsigned byte = *p, j;
             if (g == groups || (all_zero && byte != ALL_ZERO_BYTE))
                 return 0;
-            for (j = 0; j < TRITS_PER_BYTE; j++, byte /= 3)
-                if (g * TRITS_PER_BYTE + j >= n && byte % 3 != 1)
-                    return 0;
+            if (g + 1 == groups) /* the last group: its trits past n */
+                for (j = 0; j < TRITS_PER_BYTE; j++, byte /= 3)
+                    if (g * TRITS_PER_BYTE + j >= n && byte % 3 != 1)
+                        return 0;
             g++;
         }
     }
