@@ -5,6 +5,8 @@ sparse-tensor codecs on a C99 core. ``import deepreduce`` needs only NumPy and C
 PyTorch (``pip install 'deepreduce[torch]'``) and mpi4py (``'deepreduce[mpi]'``) are
 optional engines.
 """
+import importlib
+
 from . import stats
 from .base import Communicator, Compressor, Memory
 from .errors import CommunicationError, DeepReduceError, FrameError, ParameterTypeError, UnknownNameError
@@ -17,3 +19,13 @@ __all__ = [
     "grace_from_params", "deepreduce_from_params", "ValueCompressor", "IndexCompressor", "DeepReduce", "DEFAULTS", "Compressor", "Memory", "Communicator", "stats",
     "DeepReduceError", "FrameError", "CommunicationError", "UnknownNameError", "ParameterTypeError", "__version__",
 ]
+
+# Subpackages that need PyTorch (or TensorFlow), loaded when first named: ``import
+# deepreduce`` stays NumPy-only, and ``deepreduce.train.run`` works after it as api.md shows.
+_ON_FIRST_USE = ("train", "torch", "fl", "tensorflow")
+
+
+def __getattr__(name):
+    if name in _ON_FIRST_USE:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

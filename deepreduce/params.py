@@ -1,4 +1,7 @@
 """``grace_from_params``: GRACE's one-call factory, with its keys and defaults."""
+import difflib
+import warnings
+
 from .autooff import AutoOff
 from .errors import ParameterTypeError
 from .checks import name
@@ -30,9 +33,12 @@ COMPRESSOR_DEFAULTS = {"lgc": {"compress_ratio": 1e-3}}
 
 
 def resolve_params(params):
-    """params over the defaults, checked. Unknown keys are kept (codec wrappers read them)."""
+    """params over the defaults, checked. Unknown keys are kept (codec wrappers read them,
+    and GRACE scripts keep settings of their own there); one that looks like a misspelt key
+    is warned of, since it would silently leave that key at its default."""
     if not isinstance(params, dict):
         raise ParameterTypeError(f"params must be a dict, got {type(params).__name__}")
+    warn_misspelt_keys(params)
     merged = dict(DEFAULTS)
     compressor = name(params.get("compressor"), "params['compressor']", valid_names(COMPRESSORS, COMPRESSOR_ALIASES))
     merged.update(COMPRESSOR_DEFAULTS.get(compressor, {}))
@@ -65,7 +71,7 @@ KEYS = {
     "memory": (None, "grace_from_params", "the memory's name: none, residual, dgc, efsignsgd, powersgd"),
     "communicator": (None, "grace_from_params", "allreduce, allgather, broadcast, alltoall, spardl"),
     "compress_ratio": (None, "topk, randomk, dgc, adaq, spardl, lgc (1e-3 for lgc)", "kept fraction: k = max(1, int(n·ratio))"),
-    "quantum_num": (None, "qsgd, sketch, DeepReduce value codec qsgd", "quantization levels s"),
+    "quantum_num": (None, "qsgd, sketch, DeepReduce value codecs qsgd and sketch", "quantization levels s (sketch: its bins)"),
     "bucket_size": (None, "qsgd (128); DeepReduce value codec qsgd (512 when absent)", "values per norm bucket"),
     "threshold": (None, "threshold", "send every |g| >= threshold"),
     "momentum": (None, "signum, dgc memory", "β of signum's momentum; DGC's momentum correction"),
@@ -73,8 +79,8 @@ KEYS = {
     "compress_rank": (None, "powersgd compressor and memory", "rank r of P·Qᵀ"),
     "gradient_clipping": (None, "dgc memory", "clip by the global norm before accumulating"),
     "kernel": (None, "topk", "accepted for GRACE scripts and ignored: selection is C"),
-    "world_size": (None, "communicator, powersgd, dgc memory", "None: the transport's size"),
-    "transport": (None, "communicator, powersgd, dgc memory", "a Transport, 'torch', 'mpi', 'local', None: detect"),
+    "world_size": (None, "communicator, powersgd, dgc memory, spardl, lgc", "None: the transport's size"),
+    "transport": (None, "communicator, powersgd, dgc memory, spardl, lgc", "a Transport, 'torch', 'mpi', 'local', None: detect"),
     "auto_off": (None, "communicator", "send a tensor dense when compressing costs more than it saves"),
     "bandwidth": (None, "auto_off", "link bytes/s for auto_off's cost model (None: measured)"),
     "auto_off_warmup": ("2", "auto_off", "steps measured on each path (alternating; one each when a path is 2x cheaper) before deciding"),
@@ -84,13 +90,13 @@ KEYS = {
     "spardl_teams": ("1", "spardl", "d, the number of teams; must divide the world size"),
     "spardl_index_codec": ("'rice'", "spardl", "index codec of SparDL's hops: rice, ef, varint, raw"),
     "inceptionn_bits": ("10", "inceptionn", "error bound 2^-bits below which values are dropped"),
-    "quantiles": ("64", "sketch, TensorFlow flavour (grace_dl.tensorflow.helper)", "the sketch's bins; sets quantum_num"),
-    "error_bound": ("2e-10", "inceptionn, TensorFlow flavour (grace_dl.tensorflow.helper)", "GRACE's bound e: values below 2^int(log10(e/2)) dropped; sets inceptionn_bits"),
+    "quantiles": ("quantum_num; 64 in grace_dl.tensorflow.helper", "sketch", "GRACE TensorFlow's name for the sketch's bins: give it or quantum_num"),
+    "error_bound": ("2e-10", "inceptionn", "GRACE TensorFlow's bound e: values below 2^int(log10(e/2)) dropped; give it or inceptionn_bits"),
     "momentum_factor": ("0.9", "powersgd, TensorFlow flavour", "accepted for GRACE's TensorFlow scripts and ignored (docs/tensorflow.md)"),
     "threelc_sparsity": ("1.0", "3lc", "M = max|g|·sparsity, in [1, 2): higher rounds more entries to 0"),
     "deepreduce": ("None", "deepreduce_from_params", "wrap the compressor: None, 'value', 'index', 'both'"),
-    "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, skcompress, raw"),
-    "value": ("'polyfit'", "DeepReduce wrappers", "value codec: polyfit, polyfit_cpu, dexp, deflate, qsgd, fp16, bf16, sketch, skcompress, raw"),
+    "index": ("'bloom'", "DeepReduce wrappers", "index codec: bloom, rle, huffman, ef, rice, varint, skcompress, raw (the reference's bloom_cpu, rlhff, None too)"),
+    "value": ("'polyfit'", "DeepReduce wrappers", "value codec: polyfit, polyfit_cpu, dexp, deflate, qsgd, fp16, bf16, sketch, skcompress, raw (the reference's gzip, None too)"),
     "num_quantiles": ("4", "skcompress value codec", "quantile bins of SKCompress's values (1..256; the reference's SKCompressCPU key)"),
     "fpr": ("0.1·r/d", "bloom index codec", "the Bloom filter's false-positive rate"),
     "policy": ("'leftmost'", "bloom index codec", "leftmost, random (P1), p0, conflict_sets (P2), naive (BF-Naive)"),
@@ -118,6 +124,18 @@ LGC_KEYS = {
     "lgc_index": ("rice", "lossless index codec of the index sets: rice, ef, varint"),
 }
 KEYS.update({key: (repr(default), "lgc", meaning) for key, (default, meaning) in LGC_KEYS.items()})
+
+
+def warn_misspelt_keys(params):
+    """A UserWarning for each key of ``params`` that deepreduce does not read but that is
+    one letter or so from one it does ('compress_ration', 'memmory', 'micro_benchmark')."""
+    for key in params:
+        if isinstance(key, str) and key not in KEYS:
+            close = difflib.get_close_matches(key, KEYS, n=1, cutoff=0.85)
+            if close:
+                warnings.warn(f"params key {key!r} is not one deepreduce reads: did you mean {close[0]!r}? "
+                              f"(as it is, {close[0]!r} keeps its default; unknown keys are otherwise ignored, "
+                              "as in GRACE)", UserWarning, stacklevel=4)
 
 
 def documented_default(key):

@@ -334,11 +334,12 @@ WRAPPERS = {"value": ValueCompressor, "index": IndexCompressor, "both": DeepRedu
 
 def deepreduce_from_params(params):
     """grace_from_params, then the compressor wrapped as ``params['deepreduce']`` says
-    (None or absent: left unwrapped). Returns the communicator."""
+    (absent, None or another false value such as False or '': left unwrapped, as the
+    reference's ``if deepreduce:``). Returns the communicator."""
     grc = grace_from_params(params)
-    mode = params.get("deepreduce")
-    if mode is not None:
-        if name(mode, "params['deepreduce']", WRAPPERS) not in WRAPPERS:
+    mode = name(params.get("deepreduce"), "params['deepreduce']", WRAPPERS)
+    if mode:
+        if mode not in WRAPPERS:
             raise UnknownNameError(f"unknown deepreduce mode {mode!r}; valid modes: None, {', '.join(WRAPPERS)}")
         grc.compressor = WRAPPERS[mode](grc.compressor, params)
     return grc

@@ -474,15 +474,16 @@ def test_small_tensors_skip_the_codecs_and_send_the_raw_top_k():
     assert section_bytes(tensors[0])[2] > 0
 
 
-@pytest.mark.parametrize("index, value", [("bloom_cpu", "polyfit_cpu"), (None, "qsgd"), ("rice", None)])
+@pytest.mark.parametrize("index, value", [("bloom_cpu", "polyfit_cpu"), (None, "qsgd"), ("rice", None),
+                                          ("rlhff", "gzip")])
 def test_the_reference_codec_names_are_accepted(index, value):
-    """DeepReduce's README and code write bloom_cpu, polyfit_cpu, and None for "no codec"."""
+    """DeepReduce's README and code write bloom_cpu, rlhff, polyfit_cpu, and None for "no codec"."""
     w = wrap("both", index=index, value=value)
     g = gradient(21)
     tensors, ctx, out = round_trip(w, g)
     assert np.count_nonzero(out) <= max(1, int(g.size * 0.01)) * 2
-    expected = {"bloom_cpu": "bloom", None: "raw", "rice": "rice"}[index], \
-        {"polyfit_cpu": "polyfit_cpu", None: "raw", "qsgd": "qsgd"}[value]
+    expected = {"bloom_cpu": "bloom", None: "raw", "rice": "rice", "rlhff": "huffman"}[index], \
+        {"polyfit_cpu": "polyfit_cpu", None: "raw", "qsgd": "qsgd", "gzip": "deflate"}[value]
     assert (w.index_codec.name, w.value_codec.name) == expected
 
 

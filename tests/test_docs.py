@@ -32,6 +32,19 @@ def test_every_params_key_the_code_reads_is_documented():
     assert set(DEFAULTS) <= set(KEYS)
 
 
+def test_the_committed_params_table_is_the_codes():
+    """docs/params.md holds the table too, so it reads whole where the site is not built
+    (it held only the marker); ``python scripts/mkdocs_hooks.py`` rewrites it."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import mkdocs_hooks
+    finally:
+        sys.path.pop(0)
+    page = mkdocs_hooks.PARAMS_PAGE.read_text()
+    assert page == mkdocs_hooks.with_params_table(page), "run: python scripts/mkdocs_hooks.py"
+    assert "| `compress_ratio` | `0.3` |" in page
+
+
 @pytest.mark.slow
 def test_docs_site_builds_in_strict_mode_with_every_key(tmp_path):
     if shutil.which("mkdocs") is None and subprocess.run([sys.executable, "-m", "mkdocs", "--version"],

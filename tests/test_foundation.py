@@ -58,6 +58,17 @@ def test_import_needs_neither_torch_nor_mpi4py():
     assert result.stdout.strip() == "ok"
 
 
+def test_the_torch_subpackages_are_reached_from_the_top_package():
+    """api.md: everything is importable from ``deepreduce``; ``deepreduce.train.run`` was an
+    AttributeError after ``import deepreduce`` (the subpackage had to be imported by name)."""
+    code = ("import sys, deepreduce\n"
+            "assert 'deepreduce.train' not in sys.modules\n"
+            "print(deepreduce.train.run.__name__, deepreduce.torch.ddp.__name__, deepreduce.fl.__name__)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["run", "deepreduce.torch.ddp", "deepreduce.fl"]
+
+
 # ---------------------------------------------------------------------------- the edge
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
 def test_torch_tensors_keep_type_dtype_and_shape(dtype):

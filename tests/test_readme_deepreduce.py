@@ -1,6 +1,6 @@
 """README.md's "DeepReduce's own names" snippet, taken from the README itself, trains over 2
 gloo ranks with every index and value name DeepReduce's README and reference code accept
-(None, bloom, bloom_cpu, rle, huffman; None, polyfit, polyfit_cpu, gzip, qsgd), in every
+(None, bloom, bloom_cpu, rle, rlhff; None, polyfit, polyfit_cpu, gzip, qsgd), in every
 mode: the loss falls and both ranks hold the same model, step by step."""
 import pathlib
 import re
@@ -14,7 +14,7 @@ import distributed  # noqa: E402
 pytestmark = pytest.mark.slow
 
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
-INDEX_NAMES = (None, "bloom", "bloom_cpu", "rle", "huffman")
+INDEX_NAMES = (None, "bloom", "bloom_cpu", "rle", "rlhff")
 VALUE_NAMES = (None, "polyfit", "polyfit_cpu", "gzip", "qsgd")
 CASES = ([("index", index, "polyfit") for index in INDEX_NAMES]
          + [("value", "bloom", value) for value in VALUE_NAMES]

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -312,6 +313,12 @@ def test_qsgd_near_float_max_stays_unbiased():
     ("efsignsgd", "lr", 0, ValueError, "lr must be a finite number > 0.0, got 0"),
     ("efsignsgd", "lr", float("inf"), ValueError, "lr must be a finite number > 0.0, got inf"),
     ("powersgd", "compress_rank", 0.5, ValueError, "compress_rank must be an integer"),
+    # float() took the string and the bool; None failed as a bare TypeError naming no key.
+    ("3lc", "threelc_sparsity", "1.5", TypeError, "threelc_sparsity must be a number, got '1.5'"),
+    ("3lc", "threelc_sparsity", True, TypeError, "threelc_sparsity must be a number, got True"),
+    ("3lc", "threelc_sparsity", 2.0, ValueError, r"threelc_sparsity must be in \[1.0, 2.0\), got 2.0"),
+    ("sketch", "quantiles", "16", TypeError, "quantiles must be a number, got '16'"),
+    ("inceptionn", "error_bound", 1.0, ValueError, r"error_bound must be in \[0.0, 0.2\], got 1.0"),
     # P and Q are all-reduced inside compress: allgather had an empty payload to gather
     # (a reshape error), alltoall's flat chunks went dense, both unsaid.
     ("powersgd", "communicator", "allgather", ValueError, "leave communicator='allreduce' .*, not 'allgather'"),
@@ -348,6 +355,11 @@ def test_bad_parameters_are_refused_when_the_compressor_is_built(name, key, bad,
     ({"world_size": 0}, ValueError, r"world_size must be an integer in \[1, 2147483647\], got 0"),
     ({"compressor": "powersgd", "memory": "powersgd", "communicator": "allreduce", "world_size": "2"}, TypeError,
      "world_size must be a number, got '2'"),
+    # The efsignsgd memory took any lr: a string failed at the first step, NaN made every
+    # step non-finite (and so skipped), a negative one was used.
+    ({"compressor": "signsgd", "memory": "efsignsgd", "lr": "0.1"}, TypeError, "lr must be a number, got '0.1'"),
+    ({"compressor": "signsgd", "memory": "efsignsgd", "lr": float("nan")}, ValueError, "lr must be a finite number > 0"),
+    ({"memory": "efsignsgd", "lr": -1.0}, ValueError, r"lr must be a finite number > 0.0, got -1.0"),
 ])
 def test_memories_auto_off_lgc_and_wrappers_refuse_bad_parameters_by_name(params, error, match):
     """A yes/no key given as a string ('no', 'false': true, by its length), a momentum
@@ -409,12 +421,52 @@ def test_a_bloom_fpr_past_the_filters_64_hashes_is_refused_when_built():
 
 @pytest.mark.parametrize("key, bad", [("compressor", ["topk"]), ("memory", ["residual"]),
                                       ("communicator", {"allgather"}), ("deepreduce", ["index"]),
-                                      ("index", ["bloom"]), ("value", {"codec": "qsgd"}), ("policy", ["p0"])])
+                                      ("index", ["bloom"]), ("value", {"codec": "qsgd"}), ("policy", ["p0"]),
+                                      ("spardl_index_codec", ["rice"])])
 def test_a_list_or_set_for_a_name_is_refused_by_name(key, bad):
     """A list where a name belongs failed as a bare 'unhashable type' naming no key."""
     params = {"compressor": "topk", "communicator": "allgather", "deepreduce": "both", key: bad}
+    if key == "spardl_index_codec":
+        params.update(communicator="spardl", deepreduce=None)
     with pytest.raises(ParameterTypeError, match=r"must be a name \(a string\), got .*; valid names: "):
         deepreduce_from_params(params)
+
+
+@pytest.mark.parametrize("mode", [None, False, "", 0])
+def test_a_false_deepreduce_mode_leaves_the_compressor_unwrapped(mode):
+    """The reference wraps only ``if deepreduce:``; False and '' were unknown modes here."""
+    grc = deepreduce_from_params({"compressor": "topk", "communicator": "allgather", "deepreduce": mode})
+    assert type(grc.compressor).__name__ == "TopKCompressor"
+
+
+@pytest.mark.parametrize("params, bins, bound_bits", [
+    ({"compressor": "sketch", "quantiles": 16}, 16, None),
+    ({"compressor": "sketch", "quantiles": 16, "quantum_num": 16}, 16, None),
+    ({"compressor": "inceptionn", "error_bound": 2e-5}, None, 5),
+    ({"compressor": "inceptionn"}, None, 10)])
+def test_gracetensorflows_quantiles_and_error_bound_are_read_in_torch_scripts_too(params, bins, bound_bits):
+    """docs/params.md says sketch reads quantiles and inceptionn error_bound; through the
+    torch grace_from_params both were ignored (127 bins, 10 bits whatever was given)."""
+    compressor = grace_from_params(params).compressor
+    assert getattr(compressor, "bins", None) == bins and getattr(compressor, "bound_bits", None) == bound_bits
+
+
+@pytest.mark.parametrize("params, key", [({"compressor": "sketch", "quantiles": 16, "quantum_num": 32}, "quantum_num"),
+                                         ({"compressor": "inceptionn", "error_bound": 2e-5, "inceptionn_bits": 3},
+                                          "inceptionn_bits")])
+def test_a_setting_given_under_both_its_names_is_refused(params, key):
+    with pytest.raises(ValueError, match=f"{key}=.* were both given"):
+        grace_from_params(params)
+
+
+def test_a_misspelt_params_key_is_warned_of_and_other_unknown_keys_are_not():
+    """'compress_ration' silently left compress_ratio at 0.3: 15 times the bytes."""
+    with pytest.warns(UserWarning, match="params key 'compress_ration' is not one deepreduce reads: did you mean "
+                                         "'compress_ratio'"):
+        grace_from_params({"compressor": "topk", "compress_ration": 0.01})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a script's own settings, and what DeepReduce's code puts there
+        grace_from_params({"compressor": "topk", "epochs": 3, "hash_table": None, "dense_tensor": None})
 
 
 def test_fp16_payload_of_the_wrong_length_or_dtype_is_a_frame_error():

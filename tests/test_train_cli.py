@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -148,6 +149,19 @@ def test_the_python_api_refuses_yes_no_settings_given_as_strings():
     for setting in ("baseline", "progress"):
         with pytest.raises(TypeError, match=f"{setting} must be True or False, got 'no'"):
             train.run({"compressor": "topk"}, **{setting: "no"})
+
+
+@pytest.mark.parametrize("setting, bad, message", [
+    # 'Step' and 'cosine' trained with no decay; a bad optimizer failed in the workers.
+    ("lr_decay", "Step", "lr_decay='Step' is unknown; valid: none, step"),
+    ("lr_decay", "cosine", "lr_decay='cosine' is unknown; valid: none, step"),
+    ("optimizer", "adamw", "optimizer='adamw' is unknown; valid: sgd, adam"),
+    ("epochs", "3", "epochs='3' must be a whole number >= 1"),
+    ("batch_size", 8.5, "batch_size=8.5 must be a whole number >= 1")])
+def test_the_python_api_refuses_settings_the_command_line_would(setting, bad, message):
+    from deepreduce import train
+    with pytest.raises(ValueError, match=re.escape(message)):
+        train.run({"compressor": "topk"}, **{setting: bad})
 
 
 def test_the_python_api_makes_its_out_folder_before_training(tmp_path):

@@ -310,7 +310,9 @@ def floor_bits(d, r):
 
 _LOSSLESS_NAMES = ("rle", "huffman", "ef", "rice", "varint", "skcompress")
 NAMES = ("bloom",) + _LOSSLESS_NAMES + ("raw",)
-_ALIASES = {"none": "raw", "bloom_cpu": "bloom"}  # bloom_cpu: DeepReduce's reference name
+# DeepReduce's reference names: bloom_cpu (its CPU Bloom filter), rlhff (its run-length
+# Huffman: the runs of equal indices are all of length 1, so it is a Huffman code of them).
+_ALIASES = {"none": "raw", "bloom_cpu": "bloom", "rlhff": "huffman"}
 
 
 def index_codec(name, fpr=None, policy="leftmost"):

@@ -35,7 +35,7 @@ import numpy as np
 from .. import edge
 from ..autooff import AutoOff
 from ..base import Communicator
-from ..checks import fraction, integer
+from ..checks import fraction, integer, name as checked_name
 from ..compressors.topk import TopKCompressor
 from ..errors import CommunicationError
 from ..memories.none import NoneMemory
@@ -80,7 +80,7 @@ class SparDL(Communicator):
             compressor.compress_ratio = density
         fraction(compressor.compress_ratio, "spardl density")
         teams = integer(teams, "spardl_teams", 1, 2 ** 31 - 1)
-        if index_codec not in INDEX_CODECS:
+        if checked_name(index_codec, "spardl_index_codec", sorted(INDEX_CODECS)) not in INDEX_CODECS:
             raise ValueError(f"spardl_index_codec must be one of {sorted(INDEX_CODECS)}, got {index_codec!r}")
         self.teams = teams
         self.index_codec = index_codec

@@ -21,7 +21,12 @@ class InceptionnCompressor(FramedCompressor):
 
     @classmethod
     def from_params(cls, params):
-        return cls(params.get("inceptionn_bits"))
+        if "error_bound" not in params:
+            return cls(params.get("inceptionn_bits"))
+        if "inceptionn_bits" in params:  # GRACE TensorFlow's key for the same bound
+            raise ValueError(f"inceptionn_bits={params['inceptionn_bits']!r} and error_bound="
+                             f"{params['error_bound']!r} were both given: they are one setting; pass one")
+        return cls(bits_of_error_bound(params["error_bound"]))
 
     def encode(self, flat, name):
         # Into room for the largest frame, and the encoder reports the size it wrote: no

@@ -21,13 +21,14 @@ class SketchCompressor(FramedCompressor):
         """``quantiles``: GRACE's TensorFlow name for the bins, as its helper passes them
         (``SketchCompressor(quantiles=64)``)."""
         super().__init__()
+        what = "quantum_num (bins)"
         if quantiles is not None:
-            if bins != self.DEFAULT_BINS:
-                raise ValueError(f"bins={bins!r} and quantiles={quantiles!r} were both given: they are one "
-                                 "setting (quantiles is GRACE TensorFlow's name for it); pass one")
-            bins = quantiles
-        self.bins = integer(bins, "quantum_num (bins)", 1, lib.DR_SKETCH_MAX_BINS)
+            if bins not in (self.DEFAULT_BINS, quantiles):
+                raise ValueError(f"quantum_num={bins!r} and quantiles={quantiles!r} were both given: they are "
+                                 "one setting (quantiles is GRACE TensorFlow's name for it); pass one")
+            bins, what = quantiles, "quantiles"
+        self.bins = integer(bins, what, 1, lib.DR_SKETCH_MAX_BINS)
 
     @classmethod
     def from_params(cls, params):
-        return cls(params["quantum_num"])
+        return cls(params["quantum_num"], quantiles=params.get("quantiles"))

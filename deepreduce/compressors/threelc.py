@@ -1,4 +1,5 @@
 from .._native import f32, lib
+from ..checks import number
 from ._framed import FramedCompressor
 
 
@@ -13,9 +14,7 @@ class ThreeLCCompressor(FramedCompressor):
 
     def __init__(self, sparsity=1.0):
         super().__init__(tensors_size_are_same=False)
-        if not 1.0 <= float(sparsity) < 2.0:
-            raise ValueError(f"threelc_sparsity must be in [1, 2), got {sparsity!r}")
-        self.sparsity = float(sparsity)
+        self.sparsity = number(sparsity, "threelc_sparsity", 1.0, 2.0, high_open=True)
 
     @classmethod
     def from_params(cls, params):

@@ -1,3 +1,4 @@
+from ..checks import number
 from .residual import ResidualMemory
 
 
@@ -6,6 +7,7 @@ class EFSignSGDMemory(ResidualMemory):
     and e = x − D(C(x)) kept: a residual memory with γ = lr."""
 
     def __init__(self, lr):
+        lr = number(lr, "lr", 0.0, low_open=True)  # γ: a string or NaN would fail only at the first step
         super().__init__(beta=1.0, gamma=lr)
         self.learning_rate = lr
 

@@ -22,6 +22,9 @@ MODEL_DATA_SETS = {"cnn": _IMAGES, "mlp": _IMAGES, "resnet20": _IMAGES, "ncf": (
 MODEL_NAMES = tuple(MODEL_DATA_SETS)
 
 # Training defaults per data set (any flag given on the command line wins).
+OPTIMIZERS = ("sgd", "adam")
+LR_DECAYS = ("none", "step")  # step: x0.1 at half and three quarters of the epochs
+
 DATASET_DEFAULTS = {
     "digits": dict(model="cnn", epochs=20, batch_size=32, lr=0.05, optimizer="sgd",
                    weight_decay=0.0, lr_decay="step"),
@@ -85,8 +88,12 @@ def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, pri
                          f"{', '.join(sorted(set(defaults) | {'data_dir', 'momentum', 'seed', 'hidden', 'fusion'}))}")
     pick = {k: overrides[k] if overrides.get(k) is not None else v for k, v in defaults.items()}
     for name in ("epochs", "batch_size"):
-        if pick[name] < 1:
-            raise ValueError(f"{spell(name)}={pick[name]} must be >= 1")
+        value = pick[name]
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{spell(name)}={value!r} must be a whole number >= 1")
+    for name, valid in (("optimizer", OPTIMIZERS), ("lr_decay", LR_DECAYS)):
+        if not isinstance(pick[name], str) or pick[name] not in valid:
+            raise ValueError(f"{spell(name)}={pick[name]!r} is unknown; valid: {', '.join(valid)}")
     # What the optimizer and the seed's generator would refuse, said before any worker starts.
     for name, value, kind, positive in (("lr", pick["lr"], numbers.Real, True),
                                         ("weight_decay", pick["weight_decay"], numbers.Real, False),

@@ -29,12 +29,10 @@ def make_communicator(params):
 
 
 def make_optimizer(cfg, model):
-    if cfg.optimizer == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum,
-                               weight_decay=cfg.weight_decay)
     if cfg.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    raise ValueError(f"optimizer={cfg.optimizer!r} is unknown; valid names: sgd, adam")
+    # make_config admits config.OPTIMIZERS only: the other is sgd.
+    return torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
 
 
 def make_schedule(cfg, optimizer):

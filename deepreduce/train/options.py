@@ -3,7 +3,7 @@ import argparse
 import json
 import os
 
-from .config import DATASET_DEFAULTS, DEFAULT_PARAMS, DENSE_PARAMS, MODEL_NAMES, make_config
+from .config import DATASET_DEFAULTS, DEFAULT_PARAMS, DENSE_PARAMS, LR_DECAYS, MODEL_NAMES, OPTIMIZERS, make_config
 
 # Individual flags and the params keys they set.
 PARAM_FLAGS = {"compressor": "compressor", "memory": "memory", "communicator": "communicator",
@@ -154,8 +154,8 @@ def add_arguments(p):
     t.add_argument("--lr", type=float, help="learning rate (default: per data set)")
     t.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default: 0.9)")
     t.add_argument("--weight-decay", type=float, help="L2 weight decay (default: per data set)")
-    t.add_argument("--optimizer", choices=("sgd", "adam"), help="default: per data set")
-    t.add_argument("--lr-decay", choices=("none", "step"),
+    t.add_argument("--optimizer", choices=OPTIMIZERS, help="default: per data set")
+    t.add_argument("--lr-decay", choices=LR_DECAYS,
                    help="step: multiply the lr by 0.1 after 50%% and 75%% of the epochs, as He et "
                         "al. train ResNet-20 (default: per data set)")
     t.add_argument("--seed", type=int, default=0,

@@ -4,7 +4,6 @@ flavour's own keys and defaults where they differ from the torch ones: sketch re
 and the 8-bit quantizer is named ``u8bit``. ``momentum_factor`` (powersgd) is accepted:
 our powersgd keeps no momentum of its own (docs/tensorflow.md). The world size comes
 from the transport (``hvd.init()`` binds it) instead of ``hvd.size()``."""
-from deepreduce.compressors.inceptionn import bits_of_error_bound
 from deepreduce.params import grace_from_params as _grace_from_params
 
 __all__ = ["grace_from_params"]
@@ -17,9 +16,7 @@ def grace_from_params(params):
     TensorFlow tensors (see ``grace_dl.tensorflow``)."""
     if not isinstance(params, dict):
         raise TypeError(f"params must be a dict, got {type(params).__name__}")
-    translated = dict(params)
-    if params.get("compressor") == "sketch" and ("quantiles" in params or "quantum_num" not in params):
-        translated["quantum_num"] = params.get("quantiles", SKETCH_QUANTILES)
-    if params.get("compressor") == "inceptionn" and "error_bound" in params:
-        translated["inceptionn_bits"] = bits_of_error_bound(params["error_bound"])
+    translated = dict(params)  # quantiles and error_bound are read by the compressors themselves
+    if params.get("compressor") == "sketch" and "quantiles" not in params and "quantum_num" not in params:
+        translated["quantiles"] = SKETCH_QUANTILES
     return _grace_from_params(translated)
