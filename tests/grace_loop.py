@@ -64,6 +64,42 @@ def make_model():
     return torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
 
 
+class _MeanOverRanks(torch.autograd.Function):
+    """The mean of a tensor over the ranks, with an allreduce in forward and another in
+    backward, as SyncBatchNorm's statistics have (which needs a GPU)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        import torch.distributed as dist
+        total = x.clone()
+        dist.all_reduce(total)
+        return total / dist.get_world_size()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _MeanOverRanks.apply(grad)
+
+
+class SyncCentering(torch.nn.Module):
+    """Activations less their batch mean over every rank: a collective of the model's own
+    in the backward pass, on DDP's group."""
+
+    def forward(self, x):
+        return x - _MeanOverRanks.apply(x.mean(0, keepdim=True))
+
+
+def make_deep_model(width, depth, sync_centering):
+    """``depth`` hidden layers of ``width`` (each followed by ``SyncCentering`` if asked)
+    on the task's 20 features and 4 classes."""
+    torch.manual_seed(0)
+    layers, features = [], 20
+    for _ in range(depth):
+        layers += [torch.nn.Linear(features, width)] + ([SyncCentering()] if sync_centering else []) + \
+            [torch.nn.ReLU()]
+        features = width
+    return torch.nn.Sequential(*layers, torch.nn.Linear(features, 4))
+
+
 class WithSpareHead(torch.nn.Module):
     """``make_model()`` and a head its forward does not use: DDP needs
     find_unused_parameters=True for it."""
@@ -132,6 +168,22 @@ def ddp_model(state, process_group=None, find_unused=False):
     if state is not None:
         model.register_comm_hook(state, ddp_hook)
     return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train_ddp_hook_deep(rank, world_size, params, overlap, width, depth, bucket_cap_mb, static_graph=False,
+                        sync_centering=False, steps=20, batch=32):
+    """``train_ddp_hook`` on ``make_deep_model`` under DDP's ``static_graph`` (its buckets
+    rebuilt before the third iteration, not the second) or with ``sync_centering``.
+    Returns the final parameters and the accuracy."""
+    from torch.nn.parallel import DistributedDataParallel
+    from deepreduce.torch import DeepReduceHookState, ddp_hook
+    model = DistributedDataParallel(make_deep_model(width, depth, sync_centering), bucket_cap_mb=bucket_cap_mb,
+                                    static_graph=static_graph)
+    model.register_comm_hook(DeepReduceHookState(params, overlap=overlap), ddp_hook)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    ddp_steps(rank, world_size, model, optimizer, 0, steps, batch)
+    flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
+    return flat.numpy(), accuracy(model.module)
 
 
 def ddp_steps(rank, world_size, model, optimizer, first, last, batch, after=None):

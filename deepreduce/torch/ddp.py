@@ -16,18 +16,24 @@ State and hook:
   ready order, at the start of the second. Per-bucket state (residuals, momenta) made in
   iteration 0 would then belong to buckets of another size. So iteration 0 is a plain
   averaging allreduce, and compression starts once the buckets are final
-  (``start_iter``, default 1). Hence the hook is safe across the rebuild.
+  (``start_iter``, default 1). With ``static_graph=True`` DDP rebuilds them a step later,
+  at the start of the third iteration, and a model loaded from a checkpoint starts on
+  provisional buckets again: the hook knows each bucket by the shapes of its parameters,
+  and a bucket whose parameters changed starts its memory afresh (``forget``), as a
+  first step would, where it used to meet a residual of another size.
 - Overlap (the default): the hook hands the bucket to one worker thread and returns a
   pending Future at once, so the compression and the exchange of bucket i run while the
   backward pass computes the gradients of bucket i+1; DDP waits for every Future before
   the optimizer step. One thread, fed in the order DDP calls the hook (the same on every
-  rank), keeps the collectives in the same order everywhere, so the results are the
-  synchronous hook's exactly. The hook of an iteration's last bucket waits for the
-  worker: DDP's own collectives (find_unused_parameters' allreduce of the parameters
-  used) come right after it, and must find the exchanges done on every rank.
-  ``overlap=False`` runs each exchange inside the hook.
+  rank), keeps the exchanges in the same order everywhere, so the results are the
+  synchronous hook's exactly. They run on a process group of their own (same ranks,
+  made at the first compressed bucket): the backward pass goes on beside them and may
+  run collectives on DDP's group (SyncBatchNorm, find_unused_parameters' allreduce of
+  the parameters used), which on one group would reach the ranks in different orders
+  and hang. ``overlap=False`` runs each exchange inside the hook, on DDP's group.
 - A process group (DDP's ``process_group``, given to the state as to torch's
-  ``PowerSGDState``): the compressed exchange runs within it, as DDP's allreduce does.
+  ``PowerSGDState``): the compressed exchange runs within its ranks, as DDP's allreduce
+  does.
 - Checkpoints: the state pickles (``torch.save(state, f)``), as torch's ``PowerSGDState``
   does, without its process group (the default group on loading: the communicator's
   transport pickles as 'torch') and its worker thread (made again). A model rebuilt
@@ -41,7 +47,7 @@ import torch
 import torch.distributed as dist
 
 from ..checks import flag, integer
-from ..transports.torch_dist import TorchTransport
+from ..transports.torch_dist import GroupOfItsOwn, TorchTransport
 from ..wrappers import deepreduce_from_params
 
 
@@ -56,12 +62,17 @@ class DeepReduceHookState:
             raise ValueError("start_iter must be >= 1: DDP's first-iteration buckets are provisional")
         overlap = flag(overlap, "overlap")
         params = dict(params)
-        if process_group is not None:
-            # The buckets are averaged across DDP's group, so the communicator (and any
-            # part with collectives of its own: powersgd, dgc's clipping) exchanges there.
-            if params.get("transport") not in (None, "torch"):
-                raise ValueError(f"params' transport {params['transport']!r} and process_group both say where "
-                                 "the buckets go: pass process_group alone (DDP's group)")
+        if process_group is not None and params.get("transport") not in (None, "torch"):
+            raise ValueError(f"params' transport {params['transport']!r} and process_group both say where "
+                             "the buckets go: pass process_group alone (DDP's group)")
+        # The buckets are averaged across DDP's ranks, so the communicator (and any part
+        # with collectives of its own: powersgd, dgc's clipping) exchanges there: on DDP's
+        # group itself, or, from the worker thread, on a group of its own of those ranks
+        # (see the module docstring).
+        self.own_group = None
+        if overlap and params.get("transport") in (None, "torch"):
+            self.own_group = params["transport"] = GroupOfItsOwn(process_group)
+        elif process_group is not None:
             params["transport"] = TorchTransport(process_group)
         # deepreduce_from_params: a 'deepreduce' key wraps the compressor in its codec, as the
         # train command and the federated mode do (grace_from_params left it out unsaid).
@@ -69,6 +80,8 @@ class DeepReduceHookState:
         self.process_group = process_group
         self.start_iter = start_iter
         self.iteration = 0
+        # bucket index -> the shapes of its parameters, when it was last compressed.
+        self.layouts = {}
         # Loaded from a checkpoint: the iteration it was saved at, which runs on the
         # rebuilt model's provisional buckets (None: not loaded).
         self.resumed_at = None
@@ -89,6 +102,22 @@ class DeepReduceHookState:
         if bucket.is_last():
             self.iteration += 1
 
+    def bucket_names(self, bucket, shaped):
+        """The names the bucket's state is kept under: its own, or with ``shaped`` (the
+        gradients, for a compressor that needs shapes) one per gradient. A bucket whose
+        parameters are not those it had when last compressed (DDP rebuilt the buckets:
+        ``static_graph`` does so a step late, a model loaded from a checkpoint starts on
+        provisional ones) has its memory forgotten, as the residual of another bucket."""
+        name = f"ddp.bucket{bucket.index()}"
+        layout = tuple(tuple(p.shape) for p in bucket.parameters())
+        names = [name] if shaped is None else [f"{name}.{i}" for i in range(len(shaped))]
+        before = self.layouts.get(bucket.index())
+        if before is not None and before != layout:
+            for stale in ([name] if shaped is None else [f"{name}.{i}" for i in range(len(before))]):
+                self.grc.memory.forget(stale)
+        self.layouts[bucket.index()] = layout
+        return names
+
 
 def _worker():
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="deepreduce-ddp")
@@ -107,19 +136,21 @@ def ddp_hook(state, bucket):
         state.advance(bucket)
         return _plain_allreduce(state, bucket)
     buffer = bucket.buffer()
-    name = f"ddp.bucket{bucket.index()}"
     # spardl gathers a step's tensors in step(); a bucket is already a whole flat
     # buffer, so it is exchanged at once.
     send = getattr(state.grc, "exchange", state.grc.step)
     # The parameters' gradients, shaped, in the buffer's order (views of it).
     shaped = bucket.gradients() if getattr(state.grc.compressor, "needs_shapes", False) else None
+    names = state.bucket_names(bucket, shaped)
     state.advance(bucket)
+    if state.own_group is not None:
+        state.own_group.make()  # here, on DDP's thread: at one point of the program on every rank
     future = torch.futures.Future()
 
     def average():
         if shaped is None:
-            return send(buffer, name)
-        return torch.cat([send(gradient, f"{name}.{i}").reshape(-1) for i, gradient in enumerate(shaped)])
+            return send(buffer, names[0])
+        return torch.cat([send(gradient, name).reshape(-1) for name, gradient in zip(names, shaped)])
 
     def exchange():
         try:
@@ -130,11 +161,5 @@ def ddp_hook(state, bucket):
     if state.worker is None:
         exchange()
     else:
-        pending = state.worker.submit(exchange)
-        if bucket.is_last():
-            # DDP's own collectives of the iteration (with find_unused_parameters, the
-            # allreduce of which parameters were used) follow the last bucket's hook on
-            # DDP's thread: the worker's exchanges end first, so that every rank issues
-            # them all in one order. Nothing of the backward pass is left to overlap.
-            pending.result()
+        state.worker.submit(exchange)
     return future

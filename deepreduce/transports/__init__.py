@@ -11,7 +11,8 @@ from ..errors import CommunicationError
 from .base import Transport, name_tag
 from .local import LocalTransport
 
-__all__ = ["Transport", "LocalTransport", "resolve", "detect_world_size", "detect_rank", "name_tag"]
+__all__ = ["Transport", "LocalTransport", "MadeAtFirstUse", "resolve", "detect_world_size", "detect_rank",
+           "name_tag"]
 
 _WORLD_SIZE_ENV = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 _RANK_ENV = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
@@ -57,20 +58,34 @@ def detect_rank():
     return _detect("get_rank", "Get_rank", _RANK_ENV, 0)
 
 
+class MadeAtFirstUse:
+    """A transport choice whose Transport is made when a part first uses it, by ``make``,
+    which returns the same Transport to every part that shares the choice (so a
+    communicator and its compressor and memory exchange over one connection)."""
+
+    def make(self):
+        raise NotImplementedError
+
+
 def checked_choice(choice):
-    """``choice`` where it names a transport (a Transport, 'torch', 'mpi', 'local' or None:
-    detect), else ValueError: a part checks it when built, so that a misspelt name fails
-    there and not at the first step, inside a training run's workers."""
-    if choice is None or isinstance(choice, Transport) or (isinstance(choice, str) and choice in ("torch", "mpi", "local")):
+    """``choice`` where it names a transport (a Transport, 'torch', 'mpi', 'local', a
+    MadeAtFirstUse or None: detect), else ValueError: a part checks it when built, so that
+    a misspelt name fails there and not at the first step, inside a training run's
+    workers."""
+    if choice is None or isinstance(choice, (Transport, MadeAtFirstUse)) or \
+            (isinstance(choice, str) and choice in ("torch", "mpi", "local")):
         return choice
     raise ValueError(f"transport must be a Transport or one of 'torch', 'mpi', 'local'; got {choice!r}")
 
 
 def resolve(choice=None, world_size=None):
-    """Return the Transport to use. ``choice``: a Transport, 'torch', 'mpi', 'local' or None."""
+    """Return the Transport to use. ``choice``: a Transport, 'torch', 'mpi', 'local', a
+    MadeAtFirstUse or None."""
     choice = checked_choice(choice)
     if isinstance(choice, Transport):
         transport = choice
+    elif isinstance(choice, MadeAtFirstUse):
+        transport = choice.make()
     elif choice == "torch":
         from .torch_dist import TorchTransport
         transport = TorchTransport()

@@ -7,6 +7,7 @@ Timeouts are the process group's (``init_process_group(timeout=...)``).
 """
 import numpy as np
 
+from . import MadeAtFirstUse
 from .base import Transport
 
 
@@ -96,6 +97,34 @@ class TorchTransport(Transport):
         if self._group is None:
             return group_rank
         return self._dist.get_global_rank(self._group, group_rank)
+
+
+class GroupOfItsOwn(MadeAtFirstUse):
+    """torch.distributed over a process group of its own, with the ranks of ``group``
+    (None: every rank), made by the first ``make``. Collectives on one group must reach
+    it in one order on every rank; exchanges run from another thread (the DDP hook's
+    worker) beside collectives of the program's own on its group (SyncBatchNorm's in the
+    backward pass) would not, and would hang. As any ``new_group``, the first ``make``
+    must come at the same point of the program on every rank of the group (the other
+    ranks take no part: ``use_local_synchronization``).
+
+    Pickled, it is a group of its own over every rank again, as a TorchTransport pickles
+    as the default group."""
+
+    def __init__(self, group=None):
+        import torch.distributed as dist
+        self.ranks = None if group is None else dist.get_process_group_ranks(group)
+        self._made = None
+
+    def __getstate__(self):
+        return {"ranks": None, "_made": None}
+
+    def make(self):
+        if self._made is None:
+            import torch.distributed as dist
+            ranks = self.ranks if self.ranks is not None else list(range(dist.get_world_size()))
+            self._made = TorchTransport(dist.new_group(ranks, use_local_synchronization=True))
+        return self._made
 
 
 class _TorchSendRecv:
