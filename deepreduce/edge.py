@@ -169,6 +169,10 @@ def to_core(x, what="tensor"):
 
 def _array_to_core(x, what):
     """to_core of anything but a torch tensor."""
+    if isinstance(x, np.generic):
+        # A NumPy scalar: what 0-d arrays become in arithmetic (the sum of every rank's
+        # 0-d tensor) and what tf.numpy_function hands over for a scalar tf.Variable.
+        x = np.asarray(x)
     if isinstance(x, np.ndarray):
         if x.dtype.type not in _NUMPY_FLOATS:
             raise TypeError(f"{what}: expected a floating-point array (float16/32/64), got dtype {x.dtype}")

@@ -82,6 +82,24 @@ def test_distributed_optimizer_steps_with_the_grace_average(one_process_world):
         assert torch.equal(a, b)
 
 
+def test_distributed_optimizer_without_grace_averages_sparse_gradients(one_process_world):
+    """An nn.Embedding(sparse=True) gradient failed in the dense average ("unsupported
+    memory format option Contiguous"); Horovod averages such gradients. It comes back
+    sparse, for the optimizers that need it so."""
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(10, 3, sparse=True)
+    reference = torch.nn.Embedding(10, 3, sparse=True)
+    reference.load_state_dict(emb.state_dict())
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(emb.parameters(), lr=0.5), named_parameters=emb.named_parameters())
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.5)
+    rows = torch.tensor([[1, 4], [4, 7]])
+    for model, optimizer in ((emb, opt), (reference, ref_opt)):
+        optimizer.zero_grad()
+        model(rows).sum().backward()
+        optimizer.step()
+    assert emb.weight.grad.is_sparse and torch.equal(emb.weight, reference.weight)
+
+
 def test_distributed_optimizer_checks_its_arguments(one_process_world):
     model, _, _ = model_and_batch()
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -90,6 +90,9 @@ def test_graces_tensorflow_keys_names_and_defaults():
     from grace_dl.tensorflow.compressor.sketch import SketchCompressor
     assert SketchCompressor(quantiles=64).bins == 64
     assert PowerSGDCompressor(momentum_factor=0.9, world_size=1).world_size == 1
+    positional = PowerSGDCompressor(0.9, 1)  # GRACE's helper: (momentum_factor, world_size); 0.9 was the rank
+    assert (positional.rank, positional.world_size) == (1, 1)
+    assert isinstance(positional, type(grace_from_params({"compressor": "powersgd"}).compressor))
     with pytest.raises(ValueError, match="both given"):
         SketchCompressor(16, quantiles=64)
     with pytest.raises(ValueError, match="momentum_factor must be in"):
@@ -120,6 +123,24 @@ def test_distributed_gradient_tape_averages_through_grace(one_process_world):
         hvd.allreduce(tf.ones([4]), grace=grace_from_params(TOPK))
 
 
+@pytest.mark.parametrize("compressor", ["none", "topk", "qsgd"])
+def test_a_scalar_variable_steps_in_a_tf_function(one_process_world, compressor):
+    """tf.numpy_function hands a 0-d tensor over as a NumPy scalar, which the step refused
+    ("expected a torch tensor or a NumPy array, got float32") for every compressor."""
+    grc = tf_grace_from_params({"compressor": compressor, "communicator": "allgather",
+                                "memory": "residual" if compressor == "topk" else "none"})
+    temperature, w = tf.Variable(2.0, name="temperature"), tf.Variable(tf.ones([3]), name="w")
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = temperature * tf.reduce_sum(w)
+        return hvd.DistributedGradientTape(tape, grace=grc).gradient(loss, [temperature, w])
+
+    scalar, vector = step()
+    assert scalar.shape == () and scalar.numpy() == 3.0 and vector.shape == (3,)
+
+
 def test_keras_distributed_optimizer_trains_and_refuses_xla(one_process_world):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 6)).astype(np.float32)
@@ -136,6 +157,36 @@ def test_keras_distributed_optimizer_trains_and_refuses_xla(one_process_world):
     assert history[-1] < history[0]
     with pytest.raises(Exception, match="jit_compile=False"):
         build(True).fit(x, y, batch_size=16, epochs=1, verbose=0)
+
+
+def test_keras_distributed_optimizer_averages_under_a_loss_scaler_and_through_apply(one_process_world):
+    """compile() wraps the optimizer in a LossScaleOptimizer under mixed_float16, whose
+    apply calls the inner optimizer's apply, and Keras 3 scripts may call ``apply``
+    themselves: the override of apply_gradients alone was passed by both, and each rank
+    applied its own gradients. Counted here by the communicator's steps."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 6)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    grc = grace_from_params(TOPK)
+
+    def steps_taken():
+        return sum(s.calls for s in grc.stats.per_name.values())
+
+    before = steps_taken()
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = tf.keras.Sequential([tf.keras.Input((6,)), tf.keras.layers.Dense(2, activation="softmax")])
+        opt = hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.5), grace=grc)
+        assert isinstance(opt, tf.keras.mixed_precision.LossScaleOptimizer)  # the loss scaler averages
+        model.compile(loss="sparse_categorical_crossentropy", optimizer=opt, jit_compile=False)
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    finally:
+        tf.keras.mixed_precision.set_global_policy("float32")
+    assert model.optimizer is opt and steps_taken() - before == 2 * 4  # two tensors, four batches
+    before = steps_taken()
+    direct = hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(1.0), grace=grc)
+    direct.apply([tf.constant([0.5, -1.0])], [tf.Variable([1.0, 2.0], name="v")])
+    assert steps_taken() - before == 1
 
 
 def test_tensorflow_and_torch_share_horovods_op_rules(one_process_world):

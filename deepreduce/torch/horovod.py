@@ -147,6 +147,11 @@ class _DistributedOptimizer:
                 if self._grace is not None:
                     handle, ctx = self._grace.send_step(p.grad, name)
                     averaged = self._grace.receive_step(handle, ctx)
+                elif p.grad.is_sparse:
+                    # An Embedding(sparse=True)'s: reduced dense and handed back sparse, with
+                    # the rows any rank touched (Horovod gathers the rows instead: the same sum).
+                    p.grad = allreduce(p.grad.to_dense(), name=name, op=self._op).to_sparse()
+                    continue
                 else:
                     averaged = allreduce(p.grad, name=name, op=self._op)
                 with torch.no_grad():

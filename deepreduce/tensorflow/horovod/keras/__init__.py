@@ -24,18 +24,22 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "
 
 
 class _DistributedOptimizer:
-    """Placed before the user's optimizer class in a subclass made for it:
-    ``apply_gradients`` first averages the gradients over the ranks."""
+    """Placed before the user's optimizer class in a subclass made for it: ``apply``
+    first averages the gradients over the ranks. Keras's ``apply_gradients`` and a
+    LossScaleOptimizer's ``apply`` both come through it; an override of
+    ``apply_gradients`` alone was passed by both (under mixed_float16 each rank applied
+    its own gradients and the replicas drifted apart)."""
 
-    def apply_gradients(self, grads_and_vars, *args, **kwargs):
+    def apply(self, grads, trainable_variables=None):
         if _in_xla():
             raise RuntimeError("hvd.DistributedOptimizer cannot run inside an XLA-compiled step: its gradients "
                                "cross into NumPy (tf.numpy_function); compile the model with jit_compile=False")
-        grads_and_vars = list(grads_and_vars)
-        variables = [v for _, v in grads_and_vars]
-        gradients = reduce_gradients([g for g, _ in grads_and_vars], variables, self._deepreduce_grace,
-                                     self._deepreduce_op)
-        return super().apply_gradients(list(zip(gradients, variables)), *args, **kwargs)
+        if trainable_variables is None and not self.built:
+            return super().apply(grads)  # Keras says what is missing
+        grads = list(grads)
+        variables = list(self._trainable_variables if trainable_variables is None else trainable_variables)
+        gradients = reduce_gradients(grads, variables, self._deepreduce_grace, self._deepreduce_op)
+        return super().apply(gradients, trainable_variables)
 
 
 def _in_xla():
@@ -46,11 +50,20 @@ def _in_xla():
 def DistributedOptimizer(optimizer, grace=None, name=None, device_dense="", device_sparse="", compression=None,
                          sparse_as_dense=False, op=Average, **kwargs):
     """GRACE's ``hvd.DistributedOptimizer(opt, grace=grc)``: a new optimizer of the same
-    class and configuration whose ``apply_gradients`` first averages the gradients,
-    through ``grace`` when given, else dense."""
+    class and configuration whose ``apply`` (and so ``apply_gradients``) first averages
+    the gradients, through ``grace`` when given, else dense. Under a mixed_float16 policy
+    it is a LossScaleOptimizer around ``optimizer``, as compile() would make it."""
     refuse_unoffered(compression, kwargs.get("backward_passes_per_step", 1))
     op = reduce_op(op)
     current()  # fail here when hvd.init() was not called
+    if tf.keras.mixed_precision.global_policy().name == "mixed_float16" and \
+            not isinstance(optimizer, tf.keras.mixed_precision.LossScaleOptimizer):
+        # compile() would wrap the optimizer in a LossScaleOptimizer, which applies the
+        # inner one only where this rank's gradients are finite: averaging there, a rank
+        # whose gradients overflowed would leave the others waiting in the exchange. So
+        # the loss scaler is made here, and averages the scaled gradients before it
+        # looks (one rank's overflow is every rank's, and every rank skips the step).
+        optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
     cls = type(type(optimizer).__name__, (_DistributedOptimizer, type(optimizer)), {})
     config = optimizer.get_config()
     if name is not None:
