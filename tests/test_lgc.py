@@ -201,7 +201,10 @@ def test_stage_lengths_must_be_non_negative_integers(key, value, error):
     ({"lgc_index": "bloom"}, "lossless"),
     ({"lgc_dense_steps": 0, "lgc_dense_ends": True}, "lgc_dense_ends"),
     ({"lgc_channels": [16, 0]}, "lgc_channels"),
-    ({"compress_ratio": 0.0}, "compress_ratio")])
+    ({"compress_ratio": 0.0}, "compress_ratio"),
+    # No sample kept, or no Adam step: the autoencoder never learnt, unsaid.
+    ({"lgc_buffer": 0}, "lgc_buffer must be an integer in \\[1, "),
+    ({"lgc_train_iters": 0}, "lgc_train_iters must be an integer in \\[1, ")])
 def test_bad_configurations_are_refused(overrides, match):
     with pytest.raises(ValueError, match=match):
         _local(**overrides)
@@ -257,6 +260,45 @@ def test_one_rank_runs_the_three_stages_and_error_feedback_keeps_what_was_not_se
         # Whatever was not delivered is held back: delivered + residual = everything.
         np.testing.assert_allclose(sent + c.residuals.get("w", 0.0), total, rtol=1e-5, atol=1e-4)
     assert c.stage("w") == lgc.STAGE_LGC and c.synced
+
+
+@pytest.mark.parametrize("variant", ["ps", "rar"])
+def test_a_huge_finite_step_in_stage3_leaves_the_error_feedback_finite(variant):
+    """Gradients of about 1e20 overflowed the least-squares gain's float32 sums: the gain
+    was NaN, the error feedback NaN for good, and every later step all-NaN."""
+    grc = _local(lgc_variant=variant, lgc_dense_steps=1, lgc_train_steps=2)
+    rng = np.random.default_rng(0)
+    for step in range(6):
+        g = rng.standard_normal(4096).astype(np.float32) * (1e20 if step == 3 else 1.0)
+        out = grc.step(g, "w")
+        assert np.isfinite(out).all() and np.isfinite(grc.compressor.residuals.get("w", 0.0)).all(), step
+    assert grc.compressor.stage("w") == lgc.STAGE_LGC and grc.compressor.steps["w"] == 6
+
+
+def _lagging_tensor_case(rank, world_size, variant):
+    """Tensor 'b' one step behind 'a' (one overflow on 'b' alone, on rank 1): when 'a'
+    enters stage 3 and the weights go out, 'b' is one step more in stage 2."""
+    grc = deepreduce.grace_from_params(dict(STAGE_PARAMS, lgc_variant=variant, lgc_dense_steps=1,
+                                            lgc_train_steps=3, lgc_dense_ends=False))
+    rng = np.random.default_rng(rank)
+    outputs = []
+    for step in range(8):
+        a, b = (rng.standard_normal(5000).astype(np.float32) for _ in range(2))
+        if step == 0 and rank == 1:
+            b[0] = np.inf
+        outputs.append(np.concatenate([grc.step(a, "a"), grc.step(b, "b")]))
+    return np.stack(outputs), grc.compressor.autoencoder.flat_weights()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["ps", "rar"])
+def test_a_lagging_tensor_does_not_train_rank0s_autoencoder_after_the_weights_went_out(variant):
+    """Rank 0 trained on the lagging tensor's stage-2 step after the broadcast: its
+    autoencoder parted from the others', and so did the aggregates, step after step."""
+    (out0, weights0), (out1, weights1) = distributed.run(_lagging_tensor_case, 2, variant)
+    assert np.array_equal(weights0, weights1)
+    finite = np.isfinite(out0).all(axis=1)
+    assert finite[1:].all() and np.array_equal(out0[finite], out1[finite])
 
 
 def test_corrupt_and_foreign_frames_are_refused():

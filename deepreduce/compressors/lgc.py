@@ -42,6 +42,7 @@ NaN; so AMP's GradScaler skips the step) and changes no state (so ``rollback`` h
 to take back): the bad rank sends the non-finite marker frame in place of its data, every rank sees it after the same collective, and nothing is
 committed. Nobody is left waiting: every rank runs the same collectives.
 """
+import math
 import time
 
 import numpy as np
@@ -70,10 +71,10 @@ def _torch_autoencoder():
     return lgc_autoencoder
 
 
-def _step_count(params, key):
-    """params[key] as a count >= 0 (of steps, elements): ParameterTypeError for a string
-    or a bool, ValueError for a fraction or a negative number."""
-    return integer(params[key], key, 0, 2 ** 63 - 1)
+def _step_count(params, key, least=0):
+    """params[key] as a count >= ``least`` (of steps, elements): ParameterTypeError for a
+    string or a bool, ValueError for a fraction or a number below ``least``."""
+    return integer(params[key], key, least, 2 ** 63 - 1)
 
 
 class Selector:
@@ -119,14 +120,19 @@ def scale_of(values):
 
 
 def clamp_gain(dot, norm2):
-    """The least-squares gain dot / norm2, never negative (0 when nothing was decoded)."""
-    return max(float(dot) / float(norm2), 0.0) if norm2 > 0.0 else 0.0
+    """The least-squares gain dot / norm2, never negative, and 0 when nothing was decoded
+    or the terms overflowed (then nothing is sent of the values, and error feedback keeps
+    them whole: a NaN gain was kept in the residual, and every later step was NaN)."""
+    gain = float(dot) / float(norm2) if norm2 > 0.0 else 0.0
+    return gain if math.isfinite(gain) and gain > 0.0 else 0.0
 
 
 def least_squares_gain(decoded, values):
     """The factor g >= 0 that makes g * decoded closest to values. Scaling the decoder's
     output by it makes every worker's error at most its values' norm, so error feedback
-    cannot grow however poorly the autoencoder has learnt."""
+    does not grow past that however poorly the autoencoder has learnt. The sums are in
+    float64: in float32 they overflow from values of about 1e19 on."""
+    decoded = decoded.astype(np.float64)
     return clamp_gain(decoded @ values, decoded @ decoded)
 
 
@@ -216,8 +222,10 @@ class LGCCompressor(TransportAtFirstUse, Compressor):
                    train_steps=_step_count(p, "lgc_train_steps"), compress_ratio=fraction(p["compress_ratio"], "compress_ratio"),
                    innovation_ratio=fraction(p["lgc_innovation_ratio"], "lgc_innovation_ratio"), channels=p["lgc_channels"],
                    latent_channels=p["lgc_latent_channels"], ae_lr=p["lgc_lr"],
-                   buffer_size=_step_count(p, "lgc_buffer"), replay=_step_count(p, "lgc_replay"),
-                   train_iters=_step_count(p, "lgc_train_iters"),
+                   # 0 samples kept or 0 Adam steps: the autoencoder would never learn, and
+                   # stage 3 would code with its random initial weights.
+                   buffer_size=_step_count(p, "lgc_buffer", 1), replay=_step_count(p, "lgc_replay"),
+                   train_iters=_step_count(p, "lgc_train_iters", 1),
                    seed=p["lgc_seed"], dense_ends=p["lgc_dense_ends"],
                    min_numel=_step_count(p, "lgc_min_numel"), index=p["lgc_index"],
                    transport=p["transport"], world_size=p["world_size"])
@@ -370,7 +378,10 @@ class LGCCompressor(TransportAtFirstUse, Compressor):
         rows = np.stack([p.sections["values"] for p in parsed])
         # Rank 0 trains in stage 2 on the tensors the autoencoder will code; its weights go
         # to everyone when stage 3 begins.
-        if self.transport.rank == 0 and self.stage(name) == STAGE_TOPK and k >= self.block:
+        # A tensor that lags a step behind the others (one whose gradient was not finite
+        # once) is still in stage 2 after the weights went out: it trains no more, or rank
+        # 0's weights would part from everyone else's.
+        if self.transport.rank == 0 and self.stage(name) == STAGE_TOPK and k >= self.block and not self.synced:
             self.autoencoder.add_sample(rows, self.innovation_count(n, k))
             self.autoencoder.train()
             self.timings.lap("train")
@@ -425,8 +436,12 @@ class LGCCompressor(TransportAtFirstUse, Compressor):
         own = None
         if finite:
             vector[:size] = self.autoencoder.encode(mine / scale)
-            own = self.autoencoder.decode(vector[:size], k) * scale
-            vector[size:size + 2] = float(own @ mine), float(own @ own)
+            own = self.autoencoder.decode(vector[:size], k)
+            # The gain's terms at the leader's scale, where they are of the order of k, so
+            # their float32 sum does not overflow; the gain itself does not depend on it.
+            scaled = own.astype(np.float64)
+            vector[size:size + 2] = float(scaled @ (mine / scale)), float(scaled @ scaled)
+            own *= scale
         else:
             vector[-1] = 1.0
         self.timings.lap("encode")
