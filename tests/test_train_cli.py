@@ -138,6 +138,24 @@ def test_bad_training_settings_and_missing_data_exit_with_one_line_before_any_wo
     assert e.value.code == 2 and message.format(tmp=tmp_path) in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("environ, message", [
+    # Without MASTER_ADDR this ran a local 2-worker job, unsaid.
+    ({"RANK": "1", "WORLD_SIZE": "4", "MASTER_PORT": "29533"},
+     "RANK and WORLD_SIZE are set, as a torchrun-style launch sets them, but MASTER_ADDR is not"),
+    ({"WORLD_SIZE": "4"}, "WORLD_SIZE is set, as a torchrun-style launch sets them, but RANK and MASTER_ADDR are not"),
+    # RANK=2 of 2 waited out the rendezvous's 5 minutes; 'abc' was int()'s message.
+    ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"},
+     "RANK='2' and WORLD_SIZE='2': each must be a whole number, and RANK one of 0 .. WORLD_SIZE-1"),
+    ({"RANK": "abc", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"}, "RANK='abc'")])
+def test_a_partial_or_inconsistent_launch_environment_is_one_line(environ, message, capsys, monkeypatch):
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--no-progress", "--epochs", "1"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and message in err and "Traceback" not in err
+
+
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "train" in capsys.readouterr().out

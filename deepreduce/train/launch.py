@@ -7,11 +7,15 @@
 - neither (the embedded default): spawn ``workers`` local processes on gloo over loopback.
 All three call the same ``run_worker``, so the same seed gives the same results.
 """
+import contextlib
 import os
 import pickle
+import signal
 import socket
 import sys
 import tempfile
+import threading
+import time
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -22,12 +26,29 @@ from ..errors import ParameterTypeError
 TIMEOUT = timedelta(minutes=5)
 
 
+TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
+
+
 def detect():
-    """'torchrun', 'mpirun' or 'spawn', from the environment the launcher left."""
-    if all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR")):
+    """'torchrun', 'mpirun' or 'spawn', from the environment the launcher left. RANK or
+    WORLD_SIZE without the rest of a torchrun-style launch, outside mpirun, is a
+    ValueError: it ran as a local 2-worker job, unsaid."""
+    if all(k in os.environ for k in TORCHRUN_ENV):
+        rank, size = (os.environ[k] for k in TORCHRUN_ENV[:2])
+        if not (rank.isdigit() and size.isdigit() and int(rank) < int(size)):
+            # RANK=2 of WORLD_SIZE=2 waited out the rendezvous's 5 minutes in silence.
+            raise ValueError(f"RANK={rank!r} and WORLD_SIZE={size!r}: each must be a whole number, and RANK one "
+                             "of 0 .. WORLD_SIZE-1")
         return "torchrun"
     if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
         return "mpirun"
+    given = [k for k in TORCHRUN_ENV[:2] if k in os.environ]
+    if given:
+        missing = [k for k in TORCHRUN_ENV if k not in os.environ]
+        raise ValueError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} set, as a torchrun-style "
+                         f"launch sets them, but {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                         "not: set all of RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT on every process, or "
+                         "unset them for a run on this machine")
     return "spawn"
 
 
@@ -99,17 +120,32 @@ def _adopt_streams(stdout, stderr):
         os.close(fd)
 
 
-def _spawned(rank, world_size, port, fn, args, environ, _streams, errors):
+def _spawned(rank, world_size, port, fn, args, environ, _streams, errors, launcher):
     # Likewise the environment: the worker takes the parent's of now, as a spawned process
     # would (the C core reads DEEPREDUCE_SIMD and DEEPREDUCE_THREADS at each call).
     os.environ.clear()
     os.environ.update(environ)
+    threading.Thread(target=_exit_without, args=(launcher,), daemon=True).start()
     try:
         _run(fn, rank, world_size, f"tcp://127.0.0.1:{port}", args)
     except (ValueError, ParameterTypeError) as error:
         _keep_error(errors, rank, error)
         raise
     leave()
+
+
+def _exit_without(launcher):
+    """End this worker once the process that spawned it is gone. A launcher that is
+    interrupted stops its workers itself (``spawn``); one that was killed cannot, and its
+    workers (children of the fork server, not of it) trained on to the end for no one."""
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(launcher, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:
+            pass  # alive, another user's: not ours, but the pid says nothing more
 
 
 def _keep_error(folder, rank, error):
@@ -186,6 +222,37 @@ def context():
     return ctx
 
 
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM raises SystemExit meanwhile, so that ``spawn`` stops its workers before
+    this process ends (the default action ends it at once). Only where SIGTERM has the
+    default action and this is the main thread, which alone may set a handler."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def leave_now(signum, frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, leave_now)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _stop(processes):
+    """Terminate the workers still running, and wait for them (killed after 5 s)."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
 def spawn(fn, workers, args, while_waiting=None):
     """Run fn(rank, workers, *args) in ``workers`` new processes on gloo over loopback;
     call ``while_waiting()`` every 0.1 s until they finish (e.g. to draw their progress).
@@ -200,16 +267,21 @@ def spawn(fn, workers, args, while_waiting=None):
     streams = _ParentStreams() if method == "forkserver" else None
     with tempfile.TemporaryDirectory(prefix="deepreduce-workers-") as errors:
         processes = mp.start_processes(_spawned, args=(workers, _free_port(), fn, args, dict(os.environ), streams,
-                                                       errors),
+                                                       errors, os.getpid()),
                                        nprocs=workers, join=False, start_method=method)
         try:
-            while not processes.join(timeout=0.1):
-                if while_waiting is not None:
-                    while_waiting()
+            with _terminate_as_exit():
+                while not processes.join(timeout=0.1):
+                    if while_waiting is not None:
+                        while_waiting()
         except mp.ProcessRaisedException as failure:
             kept = _kept_error(errors, failure.error_index)
             if kept is None:
                 raise
             raise kept from None
+        finally:
+            # An interrupt (Ctrl-C in Jupyter, SIGINT or SIGTERM to this process alone)
+            # left the workers training to the end of the run.
+            _stop(processes.processes)
     if while_waiting is not None:
         while_waiting()
