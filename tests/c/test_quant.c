@@ -120,6 +120,11 @@ static void test_frame_sizes(void)
     CHECK(dr_eightbit_size(big) == 60 + big);
     CHECK(dr_sketch_size(big, 127) == 56 + 4 * 127 + big);
     CHECK(dr_sketch_size(big, 1000) == 56 + 4 * 1000 + 2 * big);
+    /* Bins outside 1..DR_SKETCH_MAX_BINS size nothing: past 2^31 the workspace size looped
+     * for ever (its power-of-two padding wrapped to 0). */
+    CHECK(dr_sketch_size(10, 0) == 0 && dr_sketch_workspace_size(10, 0) == 0);
+    CHECK(dr_sketch_size(10, DR_SKETCH_MAX_BINS + 1) == 0 && dr_sketch_workspace_size(10, 0x80000001u) == 0);
+    CHECK(dr_sketch_workspace_size(10, DR_SKETCH_MAX_BINS) > 0);
     CHECK(dr_inceptionn_bound(big) == 52 + (big + 3) / 4 + 4 * big);
     printf("frame bytes for n=%lu: signsgd %lu efsignsgd %lu onebit %lu terngrad %lu "
            "qsgd(127,128) %lu natural %lu eightbit %lu sketch(127) %lu\n",

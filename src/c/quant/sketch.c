@@ -62,8 +62,15 @@ static int workspace_ok(const void *work)
     return work != NULL && ((uintptr_t)work & 7u) == 0;
 }
 
+static int bins_ok(uint32_t bins)
+{
+    return bins >= 1u && bins <= DR_SKETCH_MAX_BINS;
+}
+
 size_t dr_sketch_workspace_size(size_t n, uint32_t bins)
 {
+    if (!bins_ok(bins)) /* padded() would loop for ever past 2^31 */
+        return 0;
     return TALLIES * (size_t)bins * 2u * sizeof(double) +
            (size_t)padded(bins) * sizeof(uint32_t) + 2 * sample_size(n) * sizeof(uint32_t) +
            (n >= TABLE_MIN ? TABLE_ENTRIES * sizeof(uint32_t) : 0u);
@@ -71,6 +78,8 @@ size_t dr_sketch_workspace_size(size_t n, uint32_t bins)
 
 size_t dr_sketch_size(size_t n, uint32_t bins)
 {
+    if (!bins_ok(bins))
+        return 0;
     return dr_frame_header_size(2) + 4u * (size_t)bins + n * index_width(bins) + DR_FRAME_TRAILER;
 }
 
@@ -452,7 +461,7 @@ int dr_sketch_encode(const float *x, size_t n, uint32_t bins, uint64_t key, uint
     dr_frame f;
     uint64_t len[2];
     int st;
-    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || !workspace_ok(work))
+    if (!bins_ok(bins) || !workspace_ok(work))
         return DR_E_ARG;
     len[0] = 4u * (uint64_t)bins;
     len[1] = (uint64_t)n * index_width(bins);
@@ -474,7 +483,7 @@ int dr_sketch_decode(const uint8_t *buf, size_t len, float *out, size_t n)
     if (st != DR_OK)
         return st;
     bins = f.params[0];
-    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || f.params[1] | f.params[2] | f.params[3])
+    if (!bins_ok(bins) || f.params[1] | f.params[2] | f.params[3])
         return DR_E_FRAME_FIELD;
     if (f.section_len[0] != 4u * (uint64_t)bins ||
         f.section_len[1] != (uint64_t)n * index_width(bins))
@@ -486,7 +495,7 @@ int dr_sketch_decode(const uint8_t *buf, size_t len, float *out, size_t n)
 
 size_t dr_value_sketch_bound(size_t r, uint32_t bins)
 {
-    if (bins < 1 || bins > DR_SKETCH_MAX_BINS || r > (size_t)UINT32_MAX)
+    if (!bins_ok(bins) || r > (size_t)UINT32_MAX)
         return 0;
     return 4u * (size_t)bins + r * index_width(bins);
 }

@@ -274,7 +274,7 @@ int dr_threelc_decode(const uint8_t *buf, size_t len, float *out, size_t n);
  *   params[0] = Q. section 0: Q float32 means; section 1: n indices, uint8 if Q <= 256
  *   else uint16. Size: 56 + 4Q + n*(Q <= 256 ? 1 : 2) bytes.
  * `work` holds dr_sketch_workspace_size(n, bins) bytes, aligned for a double (DR_E_ARG if
- * NULL or misaligned).
+ * NULL or misaligned). Both size functions return 0 for bins outside 1..DR_SKETCH_MAX_BINS.
  * DR_E_NUMERIC if x holds Inf/NaN. */
 #define DR_SKETCH_MAX_BINS 65536
 #define DR_SKETCH_SAMPLE 65536
