@@ -141,6 +141,26 @@ def test_unusable_params_fail_before_any_round():
     with pytest.raises(ValueError, match="one frame per tensor"):  # the second run's, before the first runs
         fl.run({"fine": TOPR, "unusable": {"compressor": "powersgd"}}, model="cnn", clients=2, rounds=1,
                progress=lambda record: pytest.fail("a round ran before every run's settings were checked"))
+    # Accepted, then torch.manual_seed's "Overflow when unpacking long long" in the first round.
+    with pytest.raises(ValueError, match=r"seed=18446744073709551616 must be an integer in \[0, 2\*\*63\)"):
+        Settings(seed=2 ** 64)
+    # A label of something else than a params dict ran the whole dict as one params dict
+    # (dense, unknown keys ignored); a pair's side that is not a dict said nothing of it.
+    with pytest.raises(TypeError, match=r"runs\['typo'\] is 3, not a params dict"):
+        fl.run({"topk": TOPR, "typo": 3}, progress=lambda record: pytest.fail("a round ran"))
+    with pytest.raises(TypeError, match="s2c must be a params dict, got None"):
+        fl.run({"c2s": TOPR, "s2c": None}, progress=lambda record: pytest.fail("a round ran"))
+
+
+def test_batch_size_one_trains():
+    """Every batch of one was skipped (batch norm's lone last example): client updates were
+    0 and the accuracy never moved, unsaid."""
+    settings = Settings(model="cnn", clients=2, rounds=1, batch_size=1, alpha=None)
+    task = build_task(settings)
+    model = task.model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    after = task.train(model, task.shards[0], settings, 1, 0)
+    assert max((after[k].float() - before[k].float()).abs().max().item() for k in before) > 0.1
 
 
 def test_settings_are_checked_once_where_they_are_made(monkeypatch):
@@ -234,7 +254,7 @@ def test_the_command_explains_itself_and_refuses_bad_input(capsys):
                           (["--c2s", "[1]"], "must be a JSON object"),
                           (["--s2c", "/no/such/s2c.json"], "argument --s2c: '/no/such/s2c.json': no such file"),
                           (["--clients", "4", "--per-round", "5"], "per_round=5"),
-                          (["--seed", "-1"], "seed=-1 must be an integer >= 0"),
+                          (["--seed", "-1"], "seed=-1 must be an integer in [0, 2**63)"),
                           (["--threads", "-1"], "threads=-1 must be an integer >= 1, or 0"),
                           (["--c2s", '{"compressor": "topk", "compress_ratio": "0.1"}'],  # a traceback before
                            "compress_ratio must be a number, got '0.1'")):

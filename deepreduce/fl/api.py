@@ -73,11 +73,14 @@ class Results(list):
         return fig
 
 
-def _directions(run):
+def _directions(label, run):
     """(c2s, s2c) params dicts of one run: a pair {'c2s': ..., 's2c': ...}, or one dict for both."""
-    if set(run) == {"c2s", "s2c"}:
-        return dict(run["c2s"]), dict(run["s2c"])
-    return dict(run), dict(run)
+    if set(run) != {"c2s", "s2c"}:
+        return dict(run), dict(run)
+    for direction in ("c2s", "s2c"):
+        if not isinstance(run[direction], dict):
+            raise TypeError(f"run {label!r}: {direction} must be a params dict, got {run[direction]!r}")
+    return dict(run["c2s"]), dict(run["s2c"])
 
 
 def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None, **settings):
@@ -88,10 +91,17 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     ``out``: a folder for log.json and plot.png. Returns ``Results``."""
     if not isinstance(runs, dict) or not runs:
         raise TypeError("runs must be a dict: {label: params dict}, or one params dict")
-    # One run's own params: a params dict, or a {'c2s': ..., 's2c': ...} pair of them.
-    if set(runs) == {"c2s", "s2c"} or not all(isinstance(p, dict) for p in runs.values()):
+    # One run's own params: a params dict (no value a dict), or a {'c2s': ..., 's2c': ...}
+    # pair of them; else labels, each of a params dict or pair.
+    dicts = [label for label, p in runs.items() if isinstance(p, dict)]
+    if set(runs) == {"c2s", "s2c"} or not dicts:
         runs = {"compressed": runs}
-    pairs = [(str(label), _directions(params)) for label, params in runs.items()]
+    elif len(dicts) < len(runs):
+        # {"topk": {...}, "typo": 3} ran as one params dict: dense, under the label 'compressed'.
+        odd = next(label for label, p in runs.items() if not isinstance(p, dict))
+        raise TypeError(f"runs[{odd!r}] is {runs[odd]!r}, not a params dict: runs is {{label: params dict}}, "
+                        "or one params dict")
+    pairs = [(str(label), _directions(label, params)) for label, params in runs.items()]
     if flag(baseline, "baseline") and "baseline" not in runs:
         pairs.insert(0, ("baseline", (dict(DENSE), dict(DENSE))))
     unknown = set(settings) - {f.name for f in dataclasses.fields(Settings)} | ({"c2s", "s2c"} & set(settings))

@@ -49,8 +49,8 @@ class Settings:
             value = getattr(self, key)
             if not is_count(value) or value < 1:
                 raise ValueError(f"{key}={value!r} must be a positive integer")
-        if not is_count(self.seed) or self.seed < 0:
-            raise ValueError(f"seed={self.seed!r} must be an integer >= 0")
+        if not is_count(self.seed) or not 0 <= self.seed < 2 ** 63:  # torch's generators take 63 bits
+            raise ValueError(f"seed={self.seed!r} must be an integer in [0, 2**63)")
         if self.per_round is not None and not (is_count(self.per_round) and 1 <= self.per_round <= self.clients):
             raise ValueError(f"per_round={self.per_round!r} must be an integer between 1 and clients={self.clients} "
                              "(or None: every client)")

@@ -49,8 +49,10 @@ class Task:
         for epoch in range(settings.local_epochs):
             order = torch.randperm(len(inputs), generator=generator(settings.seed, round_, cid, epoch))
             for batch in order.split(settings.batch_size):
-                if len(batch) < 2 and len(order) > 1:
-                    continue  # batch norm needs two examples: a lone last example waits for the next epoch
+                if len(batch) == 1 and len(order) > 1 and settings.batch_size > 1:
+                    # Batch norm trains on two examples or more: a lone last one is left out
+                    # of this epoch. With batch_size 1 every batch is one (all were skipped).
+                    continue
                 optimizer.zero_grad(set_to_none=True)
                 self.loss(model, inputs[batch], targets[batch]).backward()
                 optimizer.step()
