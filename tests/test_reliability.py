@@ -512,11 +512,14 @@ def test_fp16_average_gives_numpys_float16_quotients(size):
 
 # ------------------------------------------------------------- peers: a dead MPI rank
 @pytest.mark.slow
-@pytest.mark.parametrize("how, names_rank", [("exit", r"\[\[\d+,\d+\],1\]"), ("kill", r"process rank 1 ")])
+@pytest.mark.parametrize("how, names_rank", [("exit", r"\[\[\d+,\d+\],1\]"), ("kill", r"process rank 1 "),
+                                            ("raise", r"ValueError: rank 1 gives up")])
 def test_a_dead_mpi_rank_ends_the_job_naming_the_rank(how, names_rank):
     """Open MPI's runtime ends the job when a rank dies (our transport leaves its errors
     returning, and never blocks in Python outside an MPI call): the survivors do not
-    hang, and mpirun's message names the failed rank."""
+    hang, and mpirun's message names the failed rank. A rank whose script raised waited
+    in MPI_Finalize while the others waited for it: the job hung for ever; the transport
+    now aborts the job on an uncaught exception, as ``python -m mpi4py`` would."""
     exe = shutil.which("mpirun")
     assert exe is not None, "mpirun missing: run scripts/setup.sh (openmpi-bin)"
     pytest.importorskip("mpi4py")

@@ -1,6 +1,9 @@
 """MPI as the engine, through mpi4py. Errors are made to return (not abort) so they
 surface as CommunicationError; MPI itself has no timeout, so a peer that hangs without
-dying hangs the collective (use torch.distributed's gloo when timeouts matter)."""
+dying hangs the collective (use torch.distributed's gloo when timeouts matter). An
+exception that ends a rank's script aborts the job (``abort_on_uncaught``)."""
+import sys
+
 import numpy as np
 
 from .base import Transport
@@ -16,6 +19,24 @@ def import_mpi():
     return MPI
 
 
+def abort_on_uncaught(MPI):
+    """Make an exception that ends this rank's script (after its traceback is printed)
+    abort the whole MPI job, as ``python -m mpi4py`` does. Without it a rank that raised
+    (a damaged frame only it received, settings only it had wrong) waited in
+    MPI_Finalize while the others waited for it in a collective: the job hung for ever.
+    Set once per process, over whatever hook was there."""
+    previous = sys.excepthook
+    if getattr(previous, "aborts_mpi", False):
+        return
+
+    def report_and_abort(kind, value, traceback):
+        previous(kind, value, traceback)
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
+    report_and_abort.aborts_mpi = True
+    sys.excepthook = report_and_abort
+
+
 class MPITransport(Transport):
     kind = "mpi"
 
@@ -25,6 +46,8 @@ class MPITransport(Transport):
         self._comm = comm if comm is not None else MPI.COMM_WORLD
         self._comm.Set_errhandler(MPI.ERRORS_RETURN)
         super().__init__(rank=self._comm.Get_rank(), size=self._comm.Get_size())
+        if self.size > 1:
+            abort_on_uncaught(MPI)
 
     def _allgather_fixed(self, array):
         out = np.empty((self.size, array.size), dtype=array.dtype)
