@@ -98,7 +98,7 @@ def test_param_values_take_pythons_true_false_and_none_as_a_grace_script_writes_
 def test_bad_values_exit_with_one_line(capsys):
     with pytest.raises(SystemExit) as e:
         main(["train", "--epochs", "0"])
-    assert e.value.code == 2 and "--epochs=0 must be >= 1" in capsys.readouterr().err
+    assert e.value.code == 2 and "--epochs=0 must be a whole number >= 1" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", "--compressor", "nosuch", "--no-progress"])
     assert "nosuch" in capsys.readouterr().err
