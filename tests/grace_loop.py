@@ -157,6 +157,27 @@ def train_ddp_hook_watching_shapes(rank, world_size, params, steps=20, batch=32)
     return flat.numpy(), accuracy(model.module), seen["tiled"], seen["rank"]
 
 
+def train_ddp_hook_failing(rank, world_size, overlap, steps=6, batch=32):
+    """``train_ddp_hook`` (top-k) whose compressor raises on rank 0 from the fourth
+    iteration on. Returns the message of the error this rank's step raised (None if none)."""
+    from deepreduce.torch import DeepReduceHookState
+    state = DeepReduceHookState({"compressor": "topk", "memory": "residual", "communicator": "allgather",
+                                 "compress_ratio": 0.1}, overlap=overlap)
+    compress = state.grc.compressor.compress
+
+    def failing(tensor, name):
+        if rank == 0 and state.iteration >= 4:
+            raise ValueError("rank 0's compressor refuses")
+        return compress(tensor, name)
+    state.grc.compressor.compress = failing
+    model, optimizer = ddp_model(state)
+    try:
+        ddp_steps(rank, world_size, model, optimizer, 0, steps, batch)
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
 def ddp_model(state, process_group=None, find_unused=False):
     """DDP over ``make_model()`` in several buckets (across ``process_group``, None: the
     default group; ``find_unused``: ``WithSpareHead`` under find_unused_parameters=True),

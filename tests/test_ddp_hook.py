@@ -98,6 +98,17 @@ def test_hook_under_static_graph_rebuilds_its_state_with_the_buckets(params):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "sync"])
+def test_an_error_in_the_hook_reaches_the_training_step_with_its_type_and_message(overlap):
+    """The hook failed its future with set_exception, which DDP read back as "Unable to
+    cast <message> to Tensor"; now the error is raised in a callback, which DDP reports
+    with its type and message. The other rank's exchange fails too: no rank hangs."""
+    messages = distributed.run(grace_loop.train_ddp_hook_failing, 2, overlap, timeout=90)
+    assert "ValueError: rank 0's compressor refuses" in messages[0] and "Unable to cast" not in messages[0]
+    assert messages[1] is not None and "CommunicationError" in messages[1], messages[1]
+
+
+@pytest.mark.slow
 def test_overlapping_hook_under_find_unused_parameters():
     """With find_unused_parameters=True DDP allreduces which parameters were used right
     after the last bucket's hook, on its own thread: the overlapping hook's exchanges still

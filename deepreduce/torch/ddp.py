@@ -155,11 +155,18 @@ def ddp_hook(state, bucket):
     def exchange():
         try:
             future.set_result(average().to(buffer.dtype))
-        except BaseException as error:  # DDP re-raises it where it waits for the bucket
+        except BaseException as error:  # raised again by _averaged, where DDP waits for the bucket
             future.set_exception(error)
 
     if state.worker is None:
         exchange()
     else:
         state.worker.submit(exchange)
-    return future
+    return future.then(_averaged)
+
+
+def _averaged(future):
+    """The bucket's average, or its exchange's error raised here: in a callback, DDP reports
+    an error with its type, message and traceback, where a future failed by set_exception
+    reached the user as "Unable to cast <the message> to Tensor"."""
+    return future.value()

@@ -113,18 +113,34 @@ class GroupOfItsOwn(MadeAtFirstUse):
 
     def __init__(self, group=None):
         import torch.distributed as dist
+        self.group = group
         self.ranks = None if group is None else dist.get_process_group_ranks(group)
         self._made = None
 
     def __getstate__(self):
-        return {"ranks": None, "_made": None}
+        return {"group": None, "ranks": None, "_made": None}
 
     def make(self):
         if self._made is None:
             import torch.distributed as dist
             ranks = self.ranks if self.ranks is not None else list(range(dist.get_world_size()))
-            self._made = TorchTransport(dist.new_group(ranks, use_local_synchronization=True))
+            self._made = TorchTransport(dist.new_group(ranks, timeout=_timeout_of(self.group),
+                                                       use_local_synchronization=True))
         return self._made
+
+
+def _timeout_of(group):
+    """The timeout ``group`` (None: the default group) was made with, or None where torch
+    does not say: a new group's default is 30 minutes, whatever init_process_group was
+    given, and a dead peer would then hang the exchanges that long."""
+    import torch
+    import torch.distributed as dist
+    group = group if group is not None else dist.group.WORLD
+    device = torch.device("cuda" if dist.get_backend(group) == "nccl" else "cpu")
+    try:
+        return group._get_backend(device).options._timeout  # not public: read where present
+    except (AttributeError, RuntimeError):
+        return None
 
 
 class _TorchSendRecv:
