@@ -508,6 +508,22 @@ static void test_dexp(void)
     printf("dexp gaussian top-1%% r=%zu: rel L2 error %.4f\n", r, err);
     CHECK(err < 0.1);
 
+    /* Finite magnitudes up to FLT_MAX: a fit that leaves float32's range somewhere was sent,
+     * and the sender's own decoder refused it (DR_E_CORRUPT); the mean goes instead. */
+    {
+        static const double tops[] = {1e36, 1e38, 3.4e38};
+        size_t t;
+        for (t = 0; t < 2 * sizeof tops / sizeof tops[0]; t++) {
+            float largest = 0.0f;
+            r = topk_values(0, 21, t % 2 ? 5000 : 36864, val);
+            for (j = 0; j < r; j++)
+                largest = fmaxf(largest, fabsf(val[j]));
+            for (j = 0; j < r; j++)
+                val[j] = (float)(val[j] / largest * tops[t / 2]);
+            CHECK(dexp_roundtrip(val, r, NULL, 1) >= 0);
+        }
+    }
+
     /* Degenerate input falls back to the constant mean magnitude. */
     for (j = 0; j < 50; j++)
         val[j] = (j % 2) ? -0.5f : 0.5f;

@@ -242,9 +242,15 @@ static void choose_model(const uint32_t *keys, size_t r, double *c)
     f[1] *= scale;
     walk_init(&w, f[2], f[3], r);
     for (j = 0; j < r; j++) {
-        double y = key_magnitude(keys[j]), e;
+        double y = key_magnitude(keys[j]), e, at;
+        float as_float;
         walk_to(&w, j);
-        e = model_at(&w, f) - y;
+        at = model_at(&w, f);
+        /* A fit past float32's range at some position (finite values near FLT_MAX) is a
+         * frame the decoder refuses: the mean then, as for a fit that errs more. */
+        if (dr_value_to_float(at, &as_float) != DR_OK)
+            return;
+        e = at - y;
         sse_fit += e * e;
         sse_mean += (y - mean) * (y - mean);
     }
