@@ -333,3 +333,15 @@ def test_a_c2s_s2c_pair_is_one_run_and_no_params_run_the_baseline_alone():
     assert runs_from_args(parser.parse_args(["fl"])) == {"baseline": {"compressor": "none"}}
     with pytest.raises(ValueError, match="nothing to run"):
         runs_from_args(parser.parse_args(["fl", "--no-baseline"]))
+
+
+def test_run_gives_the_caller_its_thread_count_back():
+    """``threads=1`` (the default) set torch's thread count for the rest of the caller's
+    process: a notebook trained on one thread after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        fl.run(TOPR, model="cnn", clients=2, rounds=1, threads=1, baseline=False)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -113,17 +113,21 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     if not (is_count(processes) and processes != 1 and processes >= 0):
         raise ValueError(f"processes={processes!r} must be an integer: 0 to run every client in this process, "
                          "or 2 or more processes")
-    if out is not None:  # made now: the log and the plot are written after every round of every run
+    if out is not None:  # made now, so that a bad folder fails before any round; written at the end
         out = output_folder(out, "out")
+    callers_threads = torch.get_num_threads()
     if threads:
         torch.set_num_threads(int(threads))
     results = Results()
-    for label, config in configs:
-        if processes:
-            from .procs import run_processes
-            results.append(run_processes(config, processes, label))
-        else:
-            results.append(simulate(config, label, progress))
+    try:
+        for label, config in configs:
+            if processes:
+                from .procs import run_processes
+                results.append(run_processes(config, processes, label))
+            else:
+                results.append(simulate(config, label, progress))
+    finally:
+        torch.set_num_threads(callers_threads)  # the caller's own setting again (a notebook trains on)
     if out is not None:
         (out / "log.json").write_text(json.dumps(results.to_json(), indent=1))
         results.plot(out / "plot.png")
