@@ -12,7 +12,10 @@ allreduce. Per tensor name the switch:
    dense allreduce. Both paths get the same number of samples, so neither is favoured by
    the noise of the other's. With a link bandwidth configured (``params['bandwidth']``,
    bytes per second) only the compressed path is sampled and the transfers are modelled
-   from it: ring allreduce 2(P−1)/P·bytes, allgather (P−1)·bytes;
+   from it: dense as a ring allreduce, 2(P−1)/P·4n bytes; compressed as its communicator
+   sends its payload (``link_bytes_per_payload_byte``: allgather and broadcast (P−1)·bytes,
+   allreduce and alltoall 2(P−1)/P·bytes; every compressed exchange was charged as an
+   allgather, and fp16 over an allreduce went dense on a link where it halves the time);
 2. from the second cycle on (the first samples of each path pay one-time costs, fresh
    buffers and a collective's first use, so the first cycle takes all of its samples),
    decides early, after one sample of each path, when one path is clearly cheaper: dense
@@ -52,7 +55,7 @@ class _TensorCost:
     """One tensor's place in its measure/decide cycle and its recent timings."""
 
     __slots__ = ("position", "length", "decided", "dense", "early_checked", "seconds", "codec_seconds",
-                 "wire_bytes")
+                 "link_bytes")
 
     def __init__(self, interval, warmup):
         self.position = 0          # steps taken in this cycle
@@ -64,7 +67,7 @@ class _TensorCost:
         # come from its decided steps, so a new cycle need not sample it again.
         self.seconds = (deque(maxlen=warmup), deque(maxlen=warmup))
         self.codec_seconds = deque(maxlen=warmup)  # encode + decode of the compressed samples
-        self.wire_bytes = 0
+        self.link_bytes = 0        # what the last compressed sample sent over the links
 
     @property
     def compressed_seconds(self):
@@ -156,7 +159,7 @@ class AutoOff:
         if self.bandwidth is None:
             compressed, dense = cost.compressed_seconds, cost.dense_seconds
         else:
-            compressed = min(cost.codec_seconds) + (size - 1) * cost.wire_bytes / self.bandwidth
+            compressed = min(cost.codec_seconds) + cost.link_bytes / self.bandwidth
             dense = 2 * (size - 1) / size * 4 * numel / self.bandwidth
         agreed = transport.allreduce(np.array([compressed, dense], dtype=np.float64), f"{name}/auto_off")
         compressed, dense = float(agreed[0]), float(agreed[1])
@@ -176,11 +179,11 @@ class AutoOff:
         cost.decided = True
         return True
 
-    def observe_compressed(self, name, seconds, codec_seconds, wire_bytes):
+    def observe_compressed(self, name, seconds, codec_seconds, link_bytes):
         cost = self.costs[name]
         cost.seconds[COMPRESSED].append(seconds)
         cost.codec_seconds.append(codec_seconds)
-        cost.wire_bytes = wire_bytes
+        cost.link_bytes = link_bytes
 
     def observe_dense(self, name, seconds):
         cost = self.costs.get(name)

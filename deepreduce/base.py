@@ -197,9 +197,21 @@ class Communicator(TransportAtFirstUse, ABC):
     default the one the program has initialised is used.
     """
 
+    # Bytes a rank sends over the links per byte of its payload, P ranks (auto_off's model
+    # of a compressed exchange with a known bandwidth): an allgather's rank sends its
+    # payload on to the P - 1 others; a ring allreduce 2(P - 1)/P of it.
+    @staticmethod
+    def link_bytes_per_payload_byte(size):
+        return size - 1
+
     def __init__(self, compressor, memory, world_size=None, transport=None, stats=None, auto_off=None):
         self.compressor = compressor
         self.memory = memory
+        if auto_off is not None and not getattr(compressor, "average", True):
+            # The dense path averages; these compressors' aggregates are a vote or a sum
+            # (signsgd, signum, efsignsgd): the update's scale jumped at every switch.
+            raise ValueError(f"auto_off sends a tensor dense as an average, but {type(compressor).__name__}'s "
+                             "aggregate is not one (a vote or a sum): leave auto_off off with it")
         self.auto_off = auto_off  # an AutoOff, or None to always compress
         self._bind_later(transport, world_size)  # ``self.transport``: bound at the first step
         self.stats = stats if stats is not None else _stats.GLOBAL
@@ -279,7 +291,8 @@ class Communicator(TransportAtFirstUse, ABC):
         wire_bytes = codec.wire_bytes(tensors, ctx)
         if self.auto_off is not None:
             self.auto_off.observe_compressed(name, time.perf_counter() - start,
-                                             encode_seconds + self._decode_seconds, wire_bytes)
+                                             encode_seconds + self._decode_seconds,
+                                             self.link_bytes_per_payload_byte(self.transport.size) * wire_bytes)
         self.stats.record(name, bytes_sent=wire_bytes, dense_bytes=4 * numel,
                           encode_seconds=encode_seconds, decode_seconds=self._decode_seconds)
         # With one rank (and on a broadcast's root) 'none' hands back the payload, which
@@ -303,17 +316,20 @@ class Communicator(TransportAtFirstUse, ABC):
     def _dense_step(self, tensor, name):
         """auto_off's path: the compensated tensor averaged by a plain allreduce. It is
         sent exactly, so the memory forgets the tensor (and costs nothing while the
-        tensor stays dense)."""
+        tensor stays dense), unless the sum is not finite."""
         compensated = self.memory.compensate(tensor, name)
         flat, restore = edge.to_core(compensated, what=f"gradient {name!r}")
-        if all_finite(flat):  # a non-finite step is skipped downstream: keep the memory
-            self.memory.forget(name)
         start = time.perf_counter()
         # Summed in a buffer the step keeps for the name, as the 'none' path's allreduce
         # does: a fresh copy per step took fresh pages each time (auto_off at 10 Gbit/s was
         # 14% slower per epoch than dense where it sent everything dense).
         summed = self.transport.allreduce(self.buffers.copy_of(("dense", name), flat), f"{name}/dense")
         self.auto_off.observe_dense(name, time.perf_counter() - start)
+        # A non-finite sum (one rank's overflow is every rank's) is a step the loss scaler
+        # skips: the memory keeps what it held, on every rank. Before, a rank whose own
+        # tensor was finite dropped its residual although the step was skipped.
+        if all_finite(summed):
+            self.memory.forget(name)
         self.stats.record(name, bytes_sent=flat.nbytes, dense_bytes=flat.nbytes)
         return restore(summed / self.transport.size)
 

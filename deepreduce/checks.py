@@ -42,7 +42,10 @@ def section(buf, off, length, what):
 def _real(value, what):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ParameterTypeError(f"{what} must be a number, got {value!r} ({type(value).__name__})")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int past float's range (10**400)
+        raise ValueError(f"{what} must be a finite number, got one too large for a float") from None
 
 
 def fraction(value, what):

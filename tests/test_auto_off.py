@@ -98,6 +98,8 @@ def test_auto_off_rejects_a_bad_bandwidth():
     for bad in (0, float("inf"), float("nan")):
         with pytest.raises(ValueError, match=rf"^bandwidth must be a finite number > 0, got {bad!r}$"):
             grace_from_params(dict(TOPK, bandwidth=bad))
+    with pytest.raises(ValueError, match="bandwidth must be a finite number, got one too large"):  # OverflowError
+        grace_from_params(dict(TOPK, bandwidth=10 ** 400))
     with pytest.raises(TypeError, match="bandwidth must be a number"):
         grace_from_params(dict(TOPK, bandwidth="fast"))
 
@@ -114,3 +116,65 @@ def test_dense_steps_leave_no_memory_behind(memory):
     assert "w" not in state
     # the first dense step sends the gradient plus everything kept back so far
     assert np.count_nonzero(outs[2]) == 1000
+
+
+@pytest.mark.parametrize("compressor", ["signsgd", "signum", "efsignsgd"])
+def test_compressors_that_vote_or_sum_refuse_auto_off(compressor):
+    """The dense path averages: with a vote or a sum as the aggregate, the update's scale
+    jumped by orders of magnitude at every switch (signsgd 1 against 0.0006)."""
+    from deepreduce import grace_from_params
+    with pytest.raises(ValueError, match="auto_off sends a tensor dense as an average"):
+        grace_from_params({"compressor": compressor, "communicator": "allgather", "auto_off": True})
+
+
+def test_the_bandwidth_model_charges_each_communicator_its_own_transfer():
+    """Every compressed exchange was charged as an allgather, (P - 1) times its payload:
+    fp16 over a ring allreduce (2(P - 1)/P) went dense at P = 4 where it halves the time."""
+    from deepreduce.autooff import AutoOff
+    from deepreduce.registry import COMMUNICATORS, lookup
+
+    class FourRanks:  # the agreement's allreduce of a world of four identical ranks
+        size = 4
+
+        def allreduce(self, array, name):
+            return array * self.size
+
+    factors = {name: lookup(COMMUNICATORS, "communicator", name).link_bytes_per_payload_byte(4)
+               for name in ("allgather", "broadcast", "allreduce", "alltoall")}
+    assert factors == {"allgather": 3, "broadcast": 3, "allreduce": 1.5, "alltoall": 1.5}
+    n, bandwidth = 1_000_000, 1.25e8  # 1 Gbit/s; fp16 payload of 2n bytes, 1 ms of codec
+    for factor, dense in ((factors["allreduce"], False), (factors["allgather"], True)):
+        auto_off = AutoOff(bandwidth=bandwidth)
+        assert not auto_off.wants_dense("w", FourRanks(), n)  # the first sample is compressed
+        auto_off.observe_compressed("w", 0.03, 1e-3, factor * 2 * n)
+        auto_off._decide(auto_off.costs["w"], FourRanks(), "w", n)
+        assert auto_off.costs["w"].dense is dense  # 25 ms against dense's 48 ms; 49 ms against 48
+
+
+def _dense_step_with_an_overflow(rank, world):
+    """topk + residual with auto_off forced dense after warm-up (a link so fast the codec
+    dominates); rank 1's gradient overflows at the first dense step. Returns, per step,
+    whether the result was finite and this rank's residual's norm after it."""
+    from deepreduce import grace_from_params
+    grc = grace_from_params(dict(TOPK, bandwidth=1e13, auto_off_min_numel=0))
+    rng = np.random.default_rng(rank)
+    seen = []
+    for step in range(4):
+        g = rng.standard_normal(1000).astype(np.float32)
+        if step == 2 and rank == 1:
+            g[0] = np.inf
+        out = grc.step(g, "w")
+        residual = grc.memory.residuals.get("w")
+        seen.append((bool(np.isfinite(out).all()), 0.0 if residual is None else float(np.linalg.norm(residual))))
+    return seen
+
+
+@pytest.mark.slow
+def test_a_skipped_dense_step_keeps_every_ranks_residual():
+    """A rank whose own tensor was finite dropped its residual before the dense allreduce,
+    although the sum was not finite and the step was skipped: the error feedback of the
+    steps before was lost."""
+    for seen in distributed.run(_dense_step_with_an_overflow, 2):
+        assert [finite for finite, _ in seen] == [True, True, False, True]
+        assert seen[1][1] > 0 and seen[2][1] == seen[1][1]  # kept through the skipped step
+        assert seen[3][1] == 0.0  # the next dense step sent it

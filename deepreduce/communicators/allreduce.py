@@ -8,6 +8,10 @@ class Allreduce(Communicator):
     """Sum every payload tensor across ranks, then decompress once. For compressors whose
     payloads add up elementwise (none, fp16, randomk, powersgd)."""
 
+    @staticmethod
+    def link_bytes_per_payload_byte(size):
+        return 2 * (size - 1) / size  # a ring allreduce
+
     def send_receive(self, tensors, name, ctx):
         # Summed in a copy where the payload may share memory with the memory's or the
         # caller's tensor ('none' sends the tensor itself).

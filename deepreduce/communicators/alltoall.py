@@ -69,6 +69,11 @@ class ChunkedCodec(Compressor):
 
 
 class AllToAll(Communicator):
+    @staticmethod
+    def link_bytes_per_payload_byte(size):
+        # (P - 1)/P of the chunks out, then the reduced chunk (about 1/P of it) to P - 1
+        return 2 * (size - 1) / size
+
     def codec(self):
         return ChunkedCodec(self.compressor, self.transport.size)
 
