@@ -95,6 +95,42 @@ def test_param_values_take_pythons_true_false_and_none_as_a_grace_script_writes_
         {"gradient_clipping": True, "bandwidth": None, "auto_off": False, "policy": "p0"}
 
 
+def test_param_values_take_numbers_as_python_writes_them_and_no_nan():
+    """'.05', '5.' and '0127' were strings (refused: "compress_ratio must be a number");
+    NaN was a float that made log.json invalid JSON."""
+    assert dict(parse("--param", "compress_ratio=.05", "--param", "lr=5.", "--param", "quantum_num=0127",
+                      "--param", "momentum_factor=NaN", "--param", "threshold=inf").param) == \
+        {"compress_ratio": 0.05, "lr": 5.0, "quantum_num": 127, "momentum_factor": "NaN", "threshold": "inf"}
+
+
+def test_params_given_twice_is_an_error(capsys):
+    """The second --params replaced the first, unsaid."""
+    with pytest.raises(SystemExit):
+        parse("--params", '{"compressor": "qsgd"}', "--params", '{"compressor": "randomk"}')
+    assert "--params was given twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("settings, error, message", [
+    ({"dataset": "cifar10"}, ValueError, "give the folder that holds them (data_dir="),  # was found in the workers
+    ({"workers": "2"}, TypeError, "workers must be a number, got '2'"),
+    ({"workers": 0}, ValueError, "workers must be an integer in [1, 1024], got 0")])
+def test_the_python_api_refuses_before_any_worker_starts(settings, error, message):
+    from deepreduce import train
+    with pytest.raises(error, match=re.escape(message)):
+        train.run({"compressor": "topk"}, epochs=1, **settings)
+    with pytest.raises(TypeError, match=re.escape("runs['typo'] is 3, not a params dict")):
+        train.run({"topk": {"compressor": "topk"}, "typo": 3})
+
+
+@pytest.mark.slow
+def test_a_diverged_run_writes_json_with_null_losses(tmp_path):
+    """A NaN loss was written as NaN, which is no JSON: other readers refused log.json."""
+    assert main(["train", "--epochs", "1", "--lr", "1e6", "--no-progress", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "log.json").read_text()
+    log = json.loads(text, parse_constant=lambda constant: pytest.fail(f"{constant} in log.json"))
+    assert log["runs"][0]["final"]["test_loss"] is None
+
+
 def test_bad_values_exit_with_one_line(capsys):
     with pytest.raises(SystemExit) as e:
         main(["train", "--epochs", "0"])
@@ -110,7 +146,8 @@ def test_bad_values_exit_with_one_line(capsys):
     (["--momentum", "-0.5"], "--momentum=-0.5 must be a number >= 0"),
     (["--weight-decay", "-1"], "--weight-decay=-1.0 must be a number >= 0"),
     (["--seed", "-3"], "--seed=-3 must be an integer >= 0"),
-    (["--dataset", "cifar10"], "dataset='cifar10' is read from files: pass --data-dir"),
+    (["--dataset", "cifar10"], "dataset='cifar10' is read from files: give the folder that holds them (data_dir=, "
+                               "or --data-dir on the command line)"),
     (["--dataset", "imdb", "--data-dir", "{tmp}"], "IMDB not found: expected the folders train/pos"),
     (["--dataset", "movielens", "--data-dir", "{tmp}"], "MovieLens not found"),
     # A params value of the wrong type (deepreduce.ParameterTypeError) was a traceback.

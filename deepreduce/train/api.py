@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import flag, output_folder
+from ..checks import flag, integer, output_folder
 from .config import DENSE_PARAMS, make_config
 
 
@@ -52,7 +52,15 @@ class Results(list):
                 if r.label == key:
                     return r
             raise KeyError(f"no run labelled {key!r}; runs: {', '.join(r.label for r in self)}")
+        if isinstance(key, slice):  # still Results: the table, the plot and .out
+            return Results(super().__getitem__(key), self.out)
         return super().__getitem__(key)
+
+    def __contains__(self, item):
+        """A label (``"topk" in results``, as ``results["topk"]`` finds it) or a run."""
+        if isinstance(item, str):
+            return any(r.label == item for r in self)
+        return super().__contains__(item)
 
     def pareto(self):
         """The runs no other run beats on both counts (higher metric, fewer bytes sent)."""
@@ -116,20 +124,26 @@ def run(runs, *, dataset="digits", workers=2, baseline=True, progress=True, out=
     default per data set, as ``deepreduce train --help`` lists. Returns ``Results``."""
     if not isinstance(runs, dict) or not runs:
         raise TypeError("runs must be a dict: {label: params dict}, or one params dict")
-    if not all(isinstance(p, dict) for p in runs.values()):
+    dicts = [label for label, p in runs.items() if isinstance(p, dict)]
+    if not dicts:
         runs = {"compressed": runs}
+    elif len(dicts) < len(runs):  # {"topk": {...}, "typo": 3} trained the whole dict as one params dict
+        odd = next(label for label, p in runs.items() if not isinstance(p, dict))
+        raise TypeError(f"runs[{odd!r}] is {runs[odd]!r}, not a params dict: runs is {{label: params dict}}, "
+                        "or one params dict")
     pairs = [(str(label), dict(params)) for label, params in runs.items()]
     progress = flag(progress, "progress")
     if flag(baseline, "baseline") and "dense" not in runs:
         pairs.append(("dense", dict(DENSE_PARAMS)))
-    if workers < 1:
-        raise ValueError(f"workers={workers} must be >= 1")
+    workers = integer(workers, "workers", 1, 1024)
     out = out or tempfile.mkdtemp(prefix="deepreduce-run-")
     cfg = make_config(dataset, pairs, out=out, progress=progress, prints=False, **settings)
     output_folder(cfg.out, "out")  # made now: the results are written after all the training
 
+    from .data import locate_dataset
     from .launch import context, spawn
     from .loop import make_communicator, run_worker
+    locate_dataset(cfg.dataset, cfg.data_dir)  # a missing folder: before any worker starts
     for _, params in cfg.runs:  # a bad params dict fails here, before any worker starts
         make_communicator(params)
     channel = context().Queue() if progress else None

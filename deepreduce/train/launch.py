@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -125,6 +126,9 @@ def _spawned(rank, world_size, port, fn, args, environ, _streams, errors, launch
     # would (the C core reads DEEPREDUCE_SIMD and DEEPREDUCE_THREADS at each call).
     os.environ.clear()
     os.environ.update(environ)
+    # The launcher built every params dict before it started us, and warned of a misspelt
+    # key then: once, not once more per worker.
+    warnings.filterwarnings("ignore", message="params key .* is not one deepreduce reads")
     threading.Thread(target=_exit_without, args=(launcher,), daemon=True).start()
     try:
         _run(fn, rank, world_size, f"tcp://127.0.0.1:{port}", args)

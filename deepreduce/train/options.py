@@ -1,6 +1,7 @@
 """The ``deepreduce train`` command line: flags, per-data-set defaults, and the params dict."""
 import argparse
 import json
+import math
 import os
 
 from .config import DATASET_DEFAULTS, DEFAULT_PARAMS, DENSE_PARAMS, LR_DECAYS, MODEL_NAMES, OPTIMIZERS, make_config
@@ -32,13 +33,24 @@ examples:
   deepreduce train --dataset cifar10 --data-dir ~/data/cifar-10-batches-py --workers 4
   deepreduce train --dataset movielens --data-dir ~/data/ml-latest-small --epochs 5
   torchrun --nproc-per-node 2 -m deepreduce train    # or: mpirun -np 2 python -m deepreduce train
-  mpiexec -n 4 python -m deepreduce train --dnn resnet20 --dataset cifar10 --data-dir DIR \
+  mpiexec -n 4 python -m deepreduce train --dnn resnet20 --dataset cifar10 --data-dir DIR \\
       --compressor spardl --density 0.01             # SparDL's main_trainer.py flags
 
 SparDL's flags: --dnn (= --model), --nworkers (= --workers), --max-epochs (= --epochs),
 --density (= --compress-ratio), --compression (accepted: naming a compressor turns it on),
 and --compressor spardl (= compressor topk, memory residual, communicator spardl).
 """
+
+
+class _Once(argparse.Action):
+    """An option given at most once: a second --params replaced the first, unsaid (one call
+    trains one compressed configuration; deepreduce.train.run takes several)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} was given twice: one call trains one params dict (put the keys of "
+                         "both in one, or train several with deepreduce.train.run)")
+        setattr(namespace, self.dest, values)
 
 
 def _defaults_table():
@@ -52,10 +64,22 @@ def _param(text):
         raise argparse.ArgumentTypeError(f"--param expects key=value, got {text!r}")
     if value in _PYTHON_WORDS:             # as a GRACE script writes them in its params dict
         return key, _PYTHON_WORDS[value]
-    try:
-        return key, json.loads(value)      # numbers, true/false, null, lists
-    except json.JSONDecodeError:
-        return key, value                  # anything else is a string
+    try:  # numbers, true/false, null, lists; NaN and Infinity are no JSON (log.json could not hold them)
+        return key, json.loads(value, parse_constant=_not_json)
+    except (json.JSONDecodeError, ValueError):
+        pass
+    for number in (int, float):            # .05, 5., 0127: as --compress-ratio and Python take them
+        try:
+            parsed = number(value)
+        except ValueError:
+            continue
+        if math.isfinite(parsed) and value.strip().lower().lstrip("+-") not in ("nan", "inf", "infinity"):
+            return key, parsed
+    return key, value                      # anything else is a string
+
+
+def _not_json(constant):
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 _PYTHON_WORDS = {"True": True, "False": False, "None": None}
@@ -97,7 +121,7 @@ def add_arguments(p):
     p.epilog = EXAMPLES % {"default": json.dumps(DEFAULT_PARAMS), "dense": json.dumps(DENSE_PARAMS),
                            "table": _defaults_table()}
     g = p.add_argument_group("compression (the params dict given to grace_from_params)")
-    g.add_argument("--params", type=params_argument, metavar="JSON",
+    g.add_argument("--params", type=params_argument, metavar="JSON", action=_Once,
                    help="params dict as a JSON object or a path to a .json file "
                         f"(default: {json.dumps(DEFAULT_PARAMS)})")
     g.add_argument("--compressor", help="GRACE compressor name, e.g. none, fp16, topk, randomk, "

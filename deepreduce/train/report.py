@@ -1,6 +1,7 @@
 """What a training job leaves behind: log.json, epochs.csv, steps.csv, plot.png and a table."""
 import csv
 import json
+import math
 import platform
 from pathlib import Path
 
@@ -85,6 +86,17 @@ def format_table(results):
     return "\n".join(lines)
 
 
+def _finite_or_null(value):
+    """``value`` with every NaN or infinite float, at any depth, as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite_or_null(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_null(v) for v in value]
+    return value
+
+
 def write_outputs(cfg, world_size, results):
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -93,7 +105,8 @@ def write_outputs(cfg, world_size, results):
                environment=dict(python=platform.python_version(), torch=torch.__version__,
                                 host=platform.node()),
                summary=summary_rows(results), runs=results)
-    (out / "log.json").write_text(json.dumps(log, indent=1))
+    # A diverged run's NaN loss as null: NaN and Infinity are no JSON (other readers refuse them).
+    (out / "log.json").write_text(json.dumps(_finite_or_null(log), indent=1, allow_nan=False))
     _write_csv(out / "epochs.csv", EPOCH_FIELDS,
                [dict(run=r["label"], **row) for r in results for row in r["epochs"]])
     _write_csv(out / "steps.csv", STEP_FIELDS,

@@ -19,8 +19,8 @@ def locate_dataset(name, data_dir=None):
     if name not in DATASETS:
         raise ValueError(f"dataset={name!r} is unknown; valid names: {', '.join(DATASETS)}")
     if data_dir is None and name != "digits":  # digits comes with scikit-learn
-        raise ValueError(f"dataset={name!r} is read from files: pass --data-dir "
-                         f"(the folder that holds them)")
+        raise ValueError(f"dataset={name!r} is read from files: give the folder that holds them (data_dir=, "
+                         "or --data-dir on the command line)")
     import_module(f".{name}", __name__).locate(data_dir)
 
 
