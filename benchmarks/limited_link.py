@@ -219,7 +219,7 @@ def format_table(result):
     dense_s = result["rows"]["dense"]["target_s"]
     for name, row in result["rows"].items():
         if "skipped" in row:
-            rows.append(f"| {name} | skipped: {row['skipped']} | | | | | |")
+            rows.append(f"| {name} | skipped when recorded: {row['skipped']} | | | | | |")
             continue
         if row["target_s"] is None:
             reach, t, speed = "never", "—", "—"
@@ -258,11 +258,14 @@ def done_when(results):
         if auto["target_s"] is None or dense["target_s"] is None:
             lines.append("at 10gbit auto_off or dense never reached the target")
         else:
+            # The issue bounds both: time to target and total time, each <= +5% of dense's.
             extra = auto["target_s"] / dense["target_s"] - 1
-            verdict = "PASS" if extra <= 0.05 else f"FAIL by {extra - 0.05:.1%} points"
+            total = auto["wall_s"] / dense["wall_s"] - 1
+            worst = max(extra, total)
+            verdict = "PASS" if worst <= 0.05 else f"FAIL by {worst - 0.05:.1%} points"
             lines.append(f"at 10gbit auto_off takes {extra:+.1%} time to target vs dense "
-                         f"({auto['target_s']:.1f} s vs {dense['target_s']:.1f} s; total wall "
-                         f"{auto['wall_s'] / dense['wall_s'] - 1:+.1%}) (need <= +5%): {verdict}")
+                         f"({auto['target_s']:.1f} s vs {dense['target_s']:.1f} s) and {total:+.1%} total "
+                         f"time (need both <= +5%): {verdict}")
     return lines
 
 

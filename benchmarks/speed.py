@@ -313,7 +313,7 @@ GRACE_METHODS = [
     ("inceptionn", {}, t_inceptionn),
     ("sketch", {"quantum_num": 127}, t_sketch),
     ("adaq", {"compress_ratio": 0.01}, t_adaq),
-    ("powersgd", {"compressor_rank": 1}, t_powersgd),
+    ("powersgd", {"compress_rank": 1}, t_powersgd),
 ]
 # A row's label is the method's name, and after a space what sets it apart from the
 # method's other row. PowerSGD works on matrices (a vector goes dense): it gets x as rows

@@ -91,9 +91,15 @@ def test_done_when_lines_give_figures_and_verdicts():
     slow, fast = limited_link.done_when(results)
     assert "(topk)" in slow and "3.00x sooner" in slow and "PASS" in slow
     assert "+8.0%" in fast and "FAIL by 3.0% points" in fast
+    # The total time counts too: within 5% to target, 9% over in total time, is a FAIL
+    # (the line said PASS where docs/limited_link.md said it fails the bound).
+    results["10gbit"]["rows"]["auto_off"].update(target_s=10.2, wall_s=21.8)
+    fast = limited_link.done_when(results)[1]
+    assert "+2.0% time to target" in fast and "+9.0% total time" in fast and "FAIL by 4.0% points" in fast
+    results["10gbit"]["rows"]["auto_off"].update(target_s=10.8, wall_s=21.6)
     table = limited_link.format_table(results["10gbit"])
     assert "| topk | never |" in table and "| auto_off | epoch 1 | 10.8 | 0.93× |" in table
-    assert "| spardl | skipped: not built |" in table
+    assert "| spardl | skipped when recorded: not built |" in table
     results["10gbit"]["repeats"] = 2
     table = limited_link.format_table(results["10gbit"])
     assert "median (min–max)" in table and "| auto_off | epoch 1 | 10.8 (10.8–21.6) |" in table
