@@ -156,6 +156,48 @@ def test_gathering_loop_and_flush_in_one_process():
     assert np.count_nonzero(extra) == 3
 
 
+def test_a_step_that_leaves_a_tensor_out_is_named_at_the_next_step():
+    """A learned tensor left out of a step without flush() (a parameter frozen) leaves the
+    step's other tensors unreduced; the next step said "given twice", not what was missing."""
+    grc = local_spardl()
+    for name in ("a", "b", "c", "a", "b", "c"):  # learned, then one full step
+        grc.step(np.ones(50, np.float32), name)
+    grc.step(np.ones(50, np.float32), "a")
+    grc.step(np.ones(50, np.float32), "c")  # 'b' frozen: this step never completes
+    with pytest.raises(ValueError, match="tensor 'a' came again before the step's other tensors 'b': the "
+                                         r"tensors given since the last exchange \('a', 'c'\) were not reduced"):
+        grc.step(np.ones(50, np.float32), "a")
+
+
+def test_a_density_changed_during_training_takes_effect():
+    """The engine kept the density of its first exchange while the handshake and
+    grc.density said the new one."""
+    grc = local_spardl(compress_ratio=0.05)
+    assert np.count_nonzero(grc.exchange(np.arange(1, 2001, dtype=np.float32), "w")) == 100
+    grc.compressor.compress_ratio = 0.5
+    assert np.count_nonzero(grc.exchange(np.arange(1, 2001, dtype=np.float32), "w")) == 1000
+
+
+def _pickled_mid_training(rank, world_size):
+    import pickle
+    grc = local_free_grc(compress_ratio=0.05)
+    rng = np.random.default_rng(rank)
+    for _ in range(3):
+        grc.exchange(rng.standard_normal(2000).astype(np.float32), "w")
+    copy = pickle.loads(pickle.dumps(grc))
+    g = rng.standard_normal(2000).astype(np.float32)
+    return grc.exchange(g.copy(), "w"), copy.exchange(g.copy(), "w")
+
+
+@pytest.mark.slow
+def test_a_communicator_pickled_mid_training_carries_on():
+    """The engine kept its transport, which pickles as the name 'torch': the copy's next
+    exchange failed ("'str' object has no attribute 'start_sendrecv'"), and so did a DDP
+    hook state loaded from a checkpoint."""
+    for original, copy in run(_pickled_mid_training, 2):
+        assert np.array_equal(original, copy)
+
+
 def test_torch_tensors_are_filled_in_place():
     torch = pytest.importorskip("torch")
     grc = local_spardl(compress_ratio=0.5)

@@ -118,6 +118,15 @@ class SparDL(Communicator):
                              "for a step; when the set of tensors changes, call grc.flush() after the "
                              "last tensor of every step")
         if name in self._pending:
+            missing = [learned for learned in self._names if learned not in self._pending]
+            if missing and not self._manual:
+                # The step before never completed: its tensors still hold each rank's own
+                # gradient, and an optimizer step used them. Said now, the first moment it shows.
+                raise ValueError(f"tensor {name!r} came again before the step's other tensors "
+                                 f"{', '.join(map(repr, missing))}: the tensors given since the last exchange "
+                                 f"({', '.join(map(repr, self._pending))}) were not reduced and still hold "
+                                 "this rank's own gradients. When a step may leave tensors out (a parameter "
+                                 "frozen), call grc.flush() after the last tensor of every step")
             raise ValueError(f"tensor {name!r} was given twice in one step; call grc.flush() at the "
                              "end of each step")
         flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
@@ -156,8 +165,13 @@ class SparDL(Communicator):
     def _reduce(self, names, flats):
         key = "|".join(str(n) for n in names)
         transport = self.transport
-        if self._engine is None:
-            self._engine = SparseAllreduce(transport, self.teams, self.density, self.index_codec)
+        if self._engine is None or self._engine.transport is not transport:
+            # Made again for another transport (a copy loaded from a pickle: the engine's
+            # came back as the name 'torch'), keeping what it learnt of each buffer's h.
+            adapted = self._engine.adapted if self._engine is not None else None
+            self._engine = SparseAllreduce(transport, self.teams, self.density, self.index_codec, adapted)
+        # The density as it is now: a schedule may change compress_ratio during training.
+        self._engine.density = self.density
         start = time.perf_counter()
         accumulated = self._accumulate(names, flats)
         n = accumulated.size

@@ -188,7 +188,7 @@ class SparseAllreduce:
     density and index codec. ``h`` state is kept per (buffer name, block size, k_b): it
     adapts to that buffer's traffic."""
 
-    def __init__(self, transport, teams, density, index_codec="rice"):
+    def __init__(self, transport, teams, density, index_codec="rice", adapted=None):
         if transport.size % teams:
             raise ValueError(f"spardl_teams={teams} does not divide the world size {transport.size}; "
                              f"pick d among the divisors of {transport.size}")
@@ -199,8 +199,13 @@ class SparseAllreduce:
         self.team_size = transport.size // teams
         self.team = transport.rank // self.team_size
         self.position = transport.rank % self.team_size
-        self._h = {}
+        self._h = dict(adapted or {})  # what another engine had learnt (``adapted``)
         self.traffic = Traffic()
+
+    @property
+    def adapted(self):
+        """The h learnt per buffer, to carry into an engine made for another transport."""
+        return self._h
 
     def layout(self, n):
         """(B, k_b) for a buffer of n entries."""
