@@ -97,6 +97,23 @@ def name(value, what, valid):
     return value
 
 
+def runs_by_label(runs, one_run=frozenset()):
+    """``runs`` as {label: run}: a dict of labelled runs, or one run (a dict none of whose
+    values is a dict, or whose keys are exactly ``one_run``, such as a {'c2s', 's2c'}
+    pair), labelled 'compressed'. A dict that mixes the two is refused, naming the first
+    label that is not a dict: {"topk": {...}, "typo": 3} ran whole as one params dict."""
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a dict: {label: params dict}, or one params dict")
+    dicts = sum(isinstance(run, dict) for run in runs.values())
+    if (one_run and set(runs) == set(one_run)) or not dicts:
+        return {"compressed": runs}
+    if dicts < len(runs):
+        odd = next(label for label, run in runs.items() if not isinstance(run, dict))
+        raise TypeError(f"runs[{odd!r}] is {runs[odd]!r}, not a params dict: runs is {{label: params dict}}, "
+                        "or one params dict")
+    return runs
+
+
 def flag(value, what):
     """A yes/no parameter: True or False (NumPy's bool, and the integers 0 and 1, as a
     config file may write them), never a string, whose truth would be its length: 'no'

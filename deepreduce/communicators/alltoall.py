@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import edge
 from ..base import Communicator, Compressor, is_compressor
+from .allreduce import Allreduce
 
 
 class ChunkedCtx:
@@ -69,10 +70,9 @@ class ChunkedCodec(Compressor):
 
 
 class AllToAll(Communicator):
-    @staticmethod
-    def link_bytes_per_payload_byte(size):
-        # (P - 1)/P of the chunks out, then the reduced chunk (about 1/P of it) to P - 1
-        return 2 * (size - 1) / size
+    # (P - 1)/P of the chunks out, then the reduced chunk (about 1/P of it) to the P - 1
+    # others: a ring allreduce's share.
+    link_bytes_per_payload_byte = Allreduce.link_bytes_per_payload_byte
 
     def codec(self):
         return ChunkedCodec(self.compressor, self.transport.size)

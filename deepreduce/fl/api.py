@@ -18,7 +18,7 @@ import json
 
 import torch
 
-from ..checks import flag, output_folder
+from ..checks import flag, output_folder, runs_by_label
 from .fedavg import simulate
 from .settings import DENSE, Settings, is_count
 from .table import RATES, format_table, row_from_run
@@ -89,18 +89,8 @@ def run(runs, *, processes=0, baseline=True, threads=1, out=None, progress=None,
     or a run has that label. ``threads`` sets torch's intra-op threads of this process (one
     per core is far faster than oversubscribing when clients run one after the other).
     ``out``: a folder for log.json and plot.png. Returns ``Results``."""
-    if not isinstance(runs, dict) or not runs:
-        raise TypeError("runs must be a dict: {label: params dict}, or one params dict")
-    # One run's own params: a params dict (no value a dict), or a {'c2s': ..., 's2c': ...}
-    # pair of them; else labels, each of a params dict or pair.
-    dicts = [label for label, p in runs.items() if isinstance(p, dict)]
-    if set(runs) == {"c2s", "s2c"} or not dicts:
-        runs = {"compressed": runs}
-    elif len(dicts) < len(runs):
-        # {"topk": {...}, "typo": 3} ran as one params dict: dense, under the label 'compressed'.
-        odd = next(label for label, p in runs.items() if not isinstance(p, dict))
-        raise TypeError(f"runs[{odd!r}] is {runs[odd]!r}, not a params dict: runs is {{label: params dict}}, "
-                        "or one params dict")
+    # One run's own params: a params dict, or a {'c2s': ..., 's2c': ...} pair of them.
+    runs = runs_by_label(runs, one_run={"c2s", "s2c"})
     pairs = [(str(label), _directions(label, params)) for label, params in runs.items()]
     if flag(baseline, "baseline") and "baseline" not in runs:
         pairs.insert(0, ("baseline", (dict(DENSE), dict(DENSE))))

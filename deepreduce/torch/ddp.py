@@ -109,14 +109,16 @@ class DeepReduceHookState:
         ``static_graph`` does so a step late, a model loaded from a checkpoint starts on
         provisional ones) has its memory forgotten, as the residual of another bucket."""
         name = f"ddp.bucket{bucket.index()}"
+
+        def names(count):
+            return [name] if shaped is None else [f"{name}.{i}" for i in range(count)]
         layout = tuple(tuple(p.shape) for p in bucket.parameters())
-        names = [name] if shaped is None else [f"{name}.{i}" for i in range(len(shaped))]
         before = self.layouts.get(bucket.index())
         if before is not None and before != layout:
-            for stale in ([name] if shaped is None else [f"{name}.{i}" for i in range(len(before))]):
+            for stale in names(len(before)):
                 self.grc.memory.forget(stale)
         self.layouts[bucket.index()] = layout
-        return names
+        return names(len(layout))
 
 
 def _worker():

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checks import flag, integer, output_folder
+from ..checks import flag, integer, output_folder, runs_by_label
 from .config import DENSE_PARAMS, make_config
 
 
@@ -122,15 +122,7 @@ def run(runs, *, dataset="digits", workers=2, baseline=True, progress=True, out=
     settings (``epochs``, ``model``, ``batch_size``, ``lr``, ``optimizer``,
     ``weight_decay``, ``lr_decay``, ``momentum``, ``seed``, ``data_dir``, ``hidden``, ``fusion``)
     default per data set, as ``deepreduce train --help`` lists. Returns ``Results``."""
-    if not isinstance(runs, dict) or not runs:
-        raise TypeError("runs must be a dict: {label: params dict}, or one params dict")
-    dicts = [label for label, p in runs.items() if isinstance(p, dict)]
-    if not dicts:
-        runs = {"compressed": runs}
-    elif len(dicts) < len(runs):  # {"topk": {...}, "typo": 3} trained the whole dict as one params dict
-        odd = next(label for label, p in runs.items() if not isinstance(p, dict))
-        raise TypeError(f"runs[{odd!r}] is {runs[odd]!r}, not a params dict: runs is {{label: params dict}}, "
-                        "or one params dict")
+    runs = runs_by_label(runs)
     pairs = [(str(label), dict(params)) for label, params in runs.items()]
     progress = flag(progress, "progress")
     if flag(baseline, "baseline") and "dense" not in runs:

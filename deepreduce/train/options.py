@@ -73,7 +73,7 @@ def _param(text):
             parsed = number(value)
         except ValueError:
             continue
-        if math.isfinite(parsed) and value.strip().lower().lstrip("+-") not in ("nan", "inf", "infinity"):
+        if math.isfinite(parsed):  # float() takes 'nan' and 'inf' too: those stay strings
             return key, parsed
     return key, value                      # anything else is a string
 
