@@ -71,20 +71,33 @@ def write_idx(path, array, compress=False):
 
 def load_mnist(folder):
     """``(train_images, train_labels), (test_images, test_labels)`` from the MNIST IDX
-    files in ``folder`` (uint8 images N×28×28, uint8 labels), as Keras' ``load_data``."""
-    arrays = {}
+    files in ``folder`` (uint8 images N×28×28, uint8 labels 0..9), as Keras' ``load_data``.
+    Fashion-MNIST's files have the same names and shapes. A file of another shape, type or
+    label range is refused by name: a training script would fail on it later, far from
+    the cause."""
+    arrays, paths = {}, {}
     for key, name in MNIST_FILES.items():
         for candidate in (name, name + ".gz"):
             path = os.path.join(folder, candidate)
             if os.path.exists(path):
-                arrays[key] = read_idx(path)
+                arrays[key], paths[key] = read_idx(path), path
                 break
         else:
             raise FileNotFoundError(f"{folder}: no {name} (or {name}.gz); MNIST's four IDX files must be there")
     for split in ("train", "test"):
         images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
-        if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
-            raise ValueError(f"{folder}: {split} images {images.shape} and labels {labels.shape} do not match")
+        images_path, labels_path = paths[f"{split}_images"], paths[f"{split}_labels"]
+        if images.dtype != np.uint8 or images.ndim != 3 or images.shape[1:] != (28, 28):
+            raise ValueError(f"{images_path}: holds {images.dtype} of shape {images.shape}; MNIST's images "
+                             f"are uint8 of shape N×28×28 (type code 0x08, 3 dimensions)")
+        if labels.dtype != np.uint8 or labels.ndim != 1:
+            raise ValueError(f"{labels_path}: holds {labels.dtype} of shape {labels.shape}; MNIST's labels "
+                             f"are uint8 of shape N (type code 0x08, 1 dimension)")
+        if len(images) != len(labels):
+            raise ValueError(f"{folder}: {images_path} holds {len(images)} images but {labels_path} "
+                             f"{len(labels)} labels")
+        if len(labels) and labels.max() > 9:
+            raise ValueError(f"{labels_path}: label {int(labels.max())} found; MNIST's labels are 0 to 9")
     return (arrays["train_images"], arrays["train_labels"]), (arrays["test_images"], arrays["test_labels"])
 
 

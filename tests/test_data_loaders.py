@@ -105,6 +105,14 @@ def test_movielens_leave_one_out(tmp_path):
                for a, b, l in zip(u.tolist(), i.tolist(), label.tolist()) if l == 0)
 
 
+def test_movielens_user_who_rated_every_movie_is_named_by_the_files_userId(tmp_path):
+    # The message named the user's contiguous index (1 here), which the file does not hold.
+    (tmp_path / "ratings.csv").write_text("userId,movieId,rating,timestamp\n7,10,4.0,1\n"
+                                          "42,10,3.0,2\n42,20,5.0,3\n")
+    with pytest.raises(ValueError, match=r"userId 42 rated all 2 movies in ratings.csv"):
+        load_dataset("movielens", tmp_path)
+
+
 def test_movielens_negatives_are_seeded_per_epoch(tmp_path):
     (tmp_path / "ratings.csv").write_text(RATINGS)
     a = load_dataset("movielens", tmp_path, seed=1)
@@ -162,6 +170,29 @@ def test_cifar_files_that_are_not_what_they_should_be_are_named(tmp_path):
     with open(tmp_path / "data_batch_1", "wb") as f:
         pickle.dump({b"data": np.full((2, 3072), 0.5, dtype=np.float32), b"labels": [3, 4]}, f)
     with pytest.raises(ValueError, match=r"data_batch_1: b'data' must be the batch's uint8 pixels, got float32"):
+        load_dataset("cifar10", tmp_path)
+
+
+@pytest.mark.parametrize("file, content, message", [
+    # An empty test batch ended the run after training in a ZeroDivisionError; empty training
+    # batches trained on nothing and reported success.
+    ("test_batch", {b"data": np.zeros((0, 3072), np.uint8), b"labels": []}, r"test_batch: b'data' holds no images"),
+    ("data_batch_3", {b"data": np.zeros((0, 3072), np.uint8), b"labels": []}, r"data_batch_3: b'data' holds no images"),
+    # These were an IndexError, an AttributeError and a RuntimeError in torch.cat, unnamed.
+    ("data_batch_2", np.zeros((2, 3072), np.uint8), r"data_batch_2 is not a CIFAR-10 python batch .* holds a ndarray"),
+    ("batches.meta", [b"airplane"] * 10, r"batches.meta is not a CIFAR-10 file of class names .* holds a list"),
+    ("data_batch_1", {b"data": np.zeros((3, 3072), np.uint8), b"labels": [[1], [2], [3]]},
+     r"data_batch_1: b'labels' must be a list of integer class numbers, got int64 of shape \(3, 1\)"),
+    ("data_batch_1", {b"data": np.zeros((2, 3072), np.uint8), b"labels": [1.7, 2.0]},
+     r"data_batch_1: b'labels' must be a list of integer class numbers, got float64"),
+    ("data_batch_4", {b"data": np.zeros((2, 3072), np.uint8)}, r"data_batch_4 is not a CIFAR-10 python batch .* "
+                                                                r"holds a dict with keys \[b'data'\]"),
+])
+def test_cifar10_batches_of_another_structure_or_empty_are_named(tmp_path, file, content, message):
+    write_cifar(tmp_path)
+    with open(tmp_path / file, "wb") as f:
+        pickle.dump(content, f)
+    with pytest.raises(ValueError, match=message):
         load_dataset("cifar10", tmp_path)
 
 

@@ -64,3 +64,20 @@ def test_synthetic_mnist_loads_as_mnist(tmp_path):
     (tmp_path / "t10k-labels-idx1-ubyte.gz").unlink()
     with pytest.raises(FileNotFoundError, match="t10k-labels-idx1-ubyte"):
         load_mnist(tmp_path)
+
+
+@pytest.mark.parametrize("file, array, message", [
+    ("train-labels-idx1-ubyte.gz", np.array([0, 200, 255] * 13 + [1], np.uint8), r"label 255 found; MNIST's labels are 0 to 9"),
+    ("train-images-idx3-ubyte.gz", np.zeros((40, 32, 32), np.uint8), r"uint8 of shape \(40, 32, 32\); MNIST's images"),
+    ("train-images-idx3-ubyte.gz", np.zeros((40, 28, 28), np.float32), r"float32 of shape \(40, 28, 28\)"),
+    ("t10k-labels-idx1-ubyte.gz", np.zeros((20, 1), np.uint8), r"uint8 of shape \(20, 1\); MNIST's labels"),
+    ("t10k-labels-idx1-ubyte.gz", np.zeros(19, np.uint8), r"holds 20 images but .*t10k-labels-idx1-ubyte.gz 19 labels"),
+])
+def test_a_file_that_is_not_mnists_shape_type_or_labels_is_named(tmp_path, file, array, message):
+    # The examples would fail later inside nll_loss ("Target 200 is out of bounds") or on a
+    # batch of 32x32 images; the loader names the file instead.
+    write_synthetic_mnist(tmp_path, train=40, test=20)
+    write_idx(tmp_path / file, array, compress=True)
+    with pytest.raises(ValueError, match=message) as raised:
+        load_mnist(tmp_path)
+    assert file in str(raised.value)

@@ -103,6 +103,16 @@ def test_imdb_missing_folder(tmp_path):
         load_dataset("imdb", tmp_path)
 
 
+@pytest.mark.parametrize("empty", ["train/neg", "test/pos"])
+def test_imdb_split_with_an_empty_class_folder_is_refused(tmp_path, empty):
+    # It loaded as a one-class data set, unsaid, when only one of the two folders was empty.
+    write_imdb(tmp_path)
+    for review in (tmp_path / "aclImdb" / empty).glob("*.txt"):
+        review.unlink()
+    with pytest.raises(ValueError, match=f"aclImdb/{empty}: no .txt reviews; both pos/ and neg/"):
+        load_dataset("imdb", tmp_path)
+
+
 @pytest.mark.parametrize("name, params", [("vgg16", 14.7e6), ("vgg19", 20.0e6)])
 def test_vgg_on_cifar_shapes(name, params):
     model = build_model(name, {"in_shape": (3, 32, 32), "num_classes": 100})

@@ -60,23 +60,30 @@ def _unpickle(path, what):
 
 
 def _read_batch(path, labels_key=b"labels", what="CIFAR-10", classes=10):
-    """A batch's images (uint8, N x 3 x 32 x 32) and labels (0..classes-1), checked."""
+    """A batch's images (uint8, N x 3 x 32 x 32) and labels (0..classes-1), checked: a batch
+    that is not the official layout is refused by name, before any worker trains on it."""
     batch = _unpickle(path, f"{what} python batch")
-    try:
-        data, labels = batch[b"data"], batch[labels_key]
-    except (KeyError, TypeError) as e:
+    if not isinstance(batch, dict) or b"data" not in batch or labels_key not in batch:
+        found = (f"a dict with keys {sorted(batch, key=repr)}" if isinstance(batch, dict)
+                 else f"a {type(batch).__name__}")
         raise ValueError(f"{path} is not a {what} python batch (a dict with b'data' and "
-                         f"{labels_key!r}); missing {e}") from None
+                         f"{labels_key!r}); it holds {found}")
+    data, labels = batch[b"data"], np.asarray(batch[labels_key])
     if getattr(data, "dtype", None) != np.uint8:  # a re-saved batch of floats was cast to bytes, unsaid
         raise ValueError(f"{path}: b'data' must be the batch's uint8 pixels, got "
                          f"{getattr(data, 'dtype', type(data).__name__)}")
     if data.size % (3 * 32 * 32):
         raise ValueError(f"{path}: b'data' holds {data.size} bytes, not whole 3x32x32 images")
+    if not data.size:  # an empty test set divides by zero after training; an empty train set trains nothing
+        raise ValueError(f"{path}: b'data' holds no images")
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"{path}: {labels_key!r} must be a list of integer class numbers, got "
+                         f"{labels.dtype} of shape {labels.shape}")
     x = torch.as_tensor(data).reshape(-1, 3, 32, 32)
     y = torch.as_tensor(labels, dtype=torch.long)
     if len(x) != len(y):
         raise ValueError(f"{path}: {len(x)} images but {len(y)} labels")
-    if len(y) and (int(y.min()) < 0 or int(y.max()) >= classes):
+    if int(y.min()) < 0 or int(y.max()) >= classes:
         raise ValueError(f"{path}: labels must lie in 0..{classes - 1}, found {int(y.min())}..{int(y.max())}")
     return x, y
 
@@ -89,7 +96,11 @@ def _normalise(x, mean=MEAN, std=STD):
 
 def class_names(meta, key, classes, what):
     """The class names in the optional file meta (under ``key``), else the numbers."""
-    names = _unpickle(meta, f"{what} file of class names").get(key, []) if meta.is_file() else []
+    found = _unpickle(meta, f"{what} file of class names") if meta.is_file() else {}
+    if not isinstance(found, dict):
+        raise ValueError(f"{meta} is not a {what} file of class names (a dict with {key!r}); "
+                         f"it holds a {type(found).__name__}")
+    names = found.get(key, [])
     if not isinstance(names, (list, tuple)) or len(names) != classes:
         return [str(i) for i in range(classes)]
     return [n.decode() if isinstance(n, bytes) else str(n) for n in names]

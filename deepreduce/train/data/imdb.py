@@ -47,11 +47,12 @@ def locate(data_dir):
 def _read_split(d):
     texts, labels = [], []
     for label, y in LABELS:
-        for path in sorted((d / label).glob("*.txt")):
+        paths = sorted((d / label).glob("*.txt"))
+        if not paths:  # a one-class split trains a model that answers one class, unsaid
+            raise ValueError(f"{d / label}: no .txt reviews; both pos/ and neg/ of {d} must hold some")
+        for path in paths:
             texts.append(tokenize(path.read_text(encoding="utf-8", errors="replace")))
             labels.append(y)
-    if not texts:
-        raise ValueError(f"{d}: no .txt reviews in pos/ or neg/")
     return texts, torch.tensor(labels, dtype=torch.long)
 
 

@@ -75,15 +75,15 @@ def _sample_unrated(users, count, rated, num_items, rng):
 def load_movielens(data_dir, seed=0):
     users, movies, stamps = _read_ratings(locate(data_dir))
     # Contiguous ids: the rank of each original id among the distinct ids.
-    _, users = np.unique(users, return_inverse=True)
+    user_ids, users = np.unique(users, return_inverse=True)
     _, items = np.unique(movies, return_inverse=True)
     num_users, num_items = int(users.max()) + 1, int(items.max()) + 1
     rated = np.unique(users * num_items + items)
     full = np.flatnonzero(np.bincount(rated // num_items, minlength=num_users) == num_items)
     if len(full):
         # Rejection sampling of unrated items would never end for such a user.
-        raise ValueError(f"user index {full[0]} rated all {num_items} movies: no negatives "
-                         f"can be sampled; drop that user from {FILE}")
+        raise ValueError(f"userId {user_ids[full[0]]} rated all {num_items} movies in {FILE}: no "
+                         f"negatives can be sampled; drop that user's ratings from it")
 
     # Leave-one-out: the latest interaction of each user with at least two goes to the test set.
     order = np.lexsort((np.arange(len(users)), stamps, users))
