@@ -5,15 +5,18 @@ allreduce, on P local gloo processes (oversubscribed on a small machine).
     python benchmarks/spardl.py --workers 4 --numel 1000000 --repeat 5
 
 For each P and n every rank draws its own Gaussian gradient (the same draw in every
-configuration) and runs each configuration --repeat times after one warm-up; the wall
+configuration) and runs each configuration --repeat times after three warm-up exchanges
+(top-k allgather's transport settles its block capacity in two, SparDL its h); the wall
 time per exchange is the mean over the repeats on the slowest rank. Bytes and messages
 are what one worker sends per exchange:
 
 - SparDL: the bytes of its hop messages (framed, indices Rice-coded) as counted by the
   communicator, plus the 40-byte handshake allgather; messages = hops + the handshake.
-- top-k allgather: the top-k frame (8 bytes per entry + header) goes to the P-1 other
-  ranks (gloo's ring all_gather forwards P-1 chunks, each padded to the largest
-  payload), after the size agreement; messages = 2(P-1) (sizes, then data).
+- top-k allgather: the blocks the transport hands to gloo's all_gather, counted during
+  the timed exchanges (in steady state one block per exchange: a 32-byte header and the
+  top-k frame, zero-padded to the capacity the transport keeps for the largest frame
+  seen), each forwarded to the P-1 other ranks by the ring; messages = P-1 per
+  collective.
 - dense allreduce: gloo's ring allreduce sends 2(P-1)/P of the float32 buffer in
   2(P-1) messages.
 """
@@ -26,6 +29,7 @@ import time
 import numpy as np
 
 CONFIGS = ("spardl d=1", "spardl d=2", "top-k allgather", "dense allreduce")
+WARM_UP = 3
 
 
 def make(config, density):
@@ -57,23 +61,38 @@ def one_config(config, grad, density, repeat):
     else:
         def exchange():
             grc.step(grad, "bench")
-    exchange()  # warm-up (and for SparDL: the traffic of one exchange)
+    for _ in range(WARM_UP):
+        exchange()  # (for SparDL: the last gives the traffic of one exchange)
     if config.startswith("spardl"):
         volume = grc.last_traffic.bytes_sent + 40
         messages = grc.last_traffic.messages + 1
     elif config == "top-k allgather":
-        sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
-        k = max(1, int(grad.size * density))
-        payload = torch.tensor([k * 8 + 60], dtype=torch.int64)  # a raw top-k frame
-        dist.all_gather(sizes, payload)
-        volume = (world - 1) * int(max(s.item() for s in sizes))
-        messages = 2 * (world - 1)
+        handed = count_allgathers(grc.transport)
     dist.barrier()
     start = time.perf_counter()
     for _ in range(repeat):
         exchange()
     seconds = (time.perf_counter() - start) / repeat
+    if config == "top-k allgather":
+        volume = (world - 1) * handed["bytes"] // repeat
+        messages = (world - 1) * handed["collectives"] // repeat
     return seconds, volume, messages
+
+
+def count_allgathers(transport):
+    """Count, from now on, the bytes this rank hands to the transport's two all_gathers
+    (the fixed-size blocks, and the rest of a frame past their capacity) and the calls."""
+    handed = {"bytes": 0, "collectives": 0}
+
+    def counted(gather):
+        def call(data, *rest):
+            handed["bytes"] += data.nbytes
+            handed["collectives"] += 1
+            return gather(data, *rest)
+        return call
+    transport._allgather_fixed = counted(transport._allgather_fixed)
+    transport._allgatherv_bytes = counted(transport._allgatherv_bytes)
+    return handed
 
 
 def worker(rank, world, numels, density, repeat, out):

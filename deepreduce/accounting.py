@@ -4,7 +4,10 @@
 - ``tensor_bits(tensor)``: bits a tensor occupies (elements x element size x 8), for a
   NumPy array or a torch tensor of any dtype: a uint8 frame of n bytes is 8 n bits.
 - ``volume(tensors)``: total bits of a payload list (what ``compress`` returns), so the
-  relative volume of a compressor is ``volume(tensors) / tensor_bits(dense)``.
+  relative volume of a compressor is ``volume(tensors) / tensor_bits(dense)``. Compressors
+  that communicate inside ``compress`` (powersgd, lgc) return an empty payload, whose
+  volume is 0: ``volume(tensors, ctx, compressor)`` counts what every compressor puts on
+  the wire (its ``wire_bytes``), theirs included.
 - ``timer``: wall-clock seconds of a block or of every call of a function::
 
       with timer() as t:
@@ -31,8 +34,10 @@ def tensor_bits(tensor):
     return 8 * payload_nbytes(tensor)
 
 
-def volume(tensors):
-    return sum(tensor_bits(t) for t in tensors)
+def volume(tensors, ctx=None, compressor=None):
+    if compressor is None:
+        return sum(tensor_bits(t) for t in tensors)
+    return 8 * compressor.wire_bytes(tensors, ctx)
 
 
 class timer(ContextDecorator):

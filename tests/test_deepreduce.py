@@ -537,6 +537,11 @@ def test_accounting_helpers():
     assert tensor_bits(torch.zeros(4, dtype=torch.bfloat16)) == 64
     tensors, _, _ = round_trip(wrap("both", index="bloom", value="polyfit", fpr=1e-3), gradient())
     assert volume(tensors) == 8 * 1302
+    # powersgd sends P and Q inside compress and returns an empty payload: the plain form
+    # reads 0; with its ctx and compressor, the bits it put on the wire, (m + k) r floats.
+    powersgd = deepreduce.grace_from_params({"compressor": "powersgd", "communicator": "allreduce"}).compressor
+    tensors, ctx = powersgd.compress(torch.ones(64, 300), "w")
+    assert volume(tensors) == 0 and volume(tensors, ctx, powersgd) == 8 * 4 * (64 + 300)
     stats = deepreduce.stats.Stats()
     with timer("conv", kind="decode", stats=stats) as t:
         sum(range(1000))

@@ -117,6 +117,28 @@ def _alltoall(rank, steps=20):
     return out
 
 
+def _alltoall_bytes(rank):
+    """Bytes recorded per step: 'none' over alltoall at 3 ranks, and qsgd with auto_off
+    (whose first compressed step failed: the alltoall's link factor took self as P)."""
+    import deepreduce
+    from deepreduce import grace_from_params
+    recorded = {}
+    for label, params in (("none", {"compressor": "none", "communicator": "alltoall"}),
+                          ("qsgd auto_off", {"compressor": "qsgd", "communicator": "alltoall",
+                                             "auto_off": True, "auto_off_min_numel": 100})):
+        grc = grace_from_params(params)
+        grc.stats = deepreduce.stats.Stats()
+        grc.step(torch.from_numpy(grads(3000, 5, rank)), "w")
+        recorded[label] = grc.stats.totals()
+    return recorded
+
+
+def _fp16_near_its_largest(rank):
+    from deepreduce import grace_from_params
+    grc = grace_from_params({"compressor": "fp16", "communicator": "allreduce"})
+    return grc.step(torch.full((4,), 40000.0 + rank), "w").numpy()
+
+
 def _dgc_clipping(rank):
     from deepreduce import grace_from_params
     # Sending every entry isolates the memory: the result is the mean of the clipped
@@ -130,7 +152,8 @@ def _dgc_clipping(rank):
 
 
 CASES = {"signsgd": _signsgd_vote, "randomk": _randomk_allreduce_and_allgather, "powersgd": _powersgd_mean,
-         "alltoall": _alltoall, "dgc_clipping": _dgc_clipping}
+         "alltoall": _alltoall, "alltoall_bytes": _alltoall_bytes, "fp16": _fp16_near_its_largest,
+         "dgc_clipping": _dgc_clipping}
 
 
 def _three_rank_cases(rank, world_size):
@@ -194,6 +217,26 @@ def test_powersgd_averages_by_the_true_world_size(three_ranks, compress_rank):
         np.testing.assert_allclose(first, mean, rtol=1e-4, atol=1e-4 * np.abs(mean).max())
         np.testing.assert_allclose(second, mean, rtol=1e-4, atol=1e-4 * np.abs(mean).max())  # warm start, memory
         np.testing.assert_allclose(bias, bias_mean, rtol=1e-6)  # vectors go dense
+
+
+def test_alltoall_counts_the_chunks_that_leave_the_rank(three_ranks):
+    """A rank keeps its own chunk; it was counted as sent, so 'none' read 1.33x dense at
+    P = 3 (1.5x at 2). Sent: the two other chunks and the reduced one, the tensor's bytes."""
+    for totals in three_ranks("alltoall_bytes"):
+        assert totals["none"]["bytes_sent"] == totals["none"]["dense_bytes"] == 4 * 3000
+        qsgd = totals["qsgd auto_off"]
+        # 3000 = chunks of 1024, 1024, 952 at bucket 128: two frames out of three, and the
+        # reduced chunk's frame: about one qsgd frame of the tensor (a byte and 4/128 of
+        # a float per element), never three halves of it
+        assert 3000 * (1 + 4 / 128) < qsgd["bytes_sent"] < 3000 * (1 + 4 / 128) + 3 * 128
+
+
+def test_fp16_allreduce_of_values_whose_sum_passes_65504_gives_their_mean(three_ranks):
+    """Each rank's 40000 fits float16, and so does the mean; their float16 sum, 120003,
+    does not: the step returned Inf (with AMP, GradScaler skipped steps at a scale three
+    times smaller than it needed to)."""
+    for out in three_ranks("fp16"):
+        np.testing.assert_allclose(out, np.full(4, 40001.0), rtol=2e-3)
 
 
 # Relative L2 error of one alltoall step against the mean gradient (two quantizations:

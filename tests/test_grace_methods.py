@@ -435,14 +435,15 @@ def test_bytes_on_the_wire_follow_the_formula(method):
 
 
 def test_alltoall_counts_both_of_its_phases():
-    """Each rank sends its chunks (the reduce-scatter), then its reduced chunk compressed
-    again (the allgather); the second phase went uncounted. At world size 1 the one chunk
-    is the whole tensor, so the step sends two qsgd frames of it."""
+    """Each rank sends the others' chunks (the reduce-scatter), then its reduced chunk
+    compressed again (the allgather); the second phase went uncounted. At world size 1 the
+    one chunk is the rank's own, kept, so the step sends the reduced chunk's qsgd frame."""
     stats = deepreduce.stats.Stats()
     grc = grace_from_params({"compressor": "qsgd", "communicator": "alltoall"})
     grc.stats = stats
     grc.step(laplace(N, 8), "w")
-    assert stats.totals()["bytes_sent"] == 2 * (frame(2) + 4 * math.ceil(N / 128) + N)
+    assert stats.totals()["bytes_sent"] == frame(2) + 4 * math.ceil(N / 128) + N
+    assert grc.link_bytes_per_payload_byte(4) == 1.5  # on the instance too (it took self as P)
 
 
 def test_allreduce_refuses_framed_payloads_with_a_hint():

@@ -1,6 +1,7 @@
 import numpy as np
 
 from .. import edge
+from .._native import half_quotient
 from ..base import Communicator, decodes_numpy
 
 
@@ -20,10 +21,19 @@ class Allreduce(Communicator):
         # Our own decompress takes the sums as NumPy; one written against GRACE's classes
         # gets them in the payload's kind.
         as_sent = not decodes_numpy(self.codec())
+        size = self.world_size
         reduced = []
         for i, (summand, original) in enumerate(zip(summands, tensors)):
+            # A float16 sum passes 65504 (Inf) where every rank's value and their mean fit:
+            # with AMP, GradScaler then skipped steps at a P times smaller scale. Each rank
+            # sends its share of the mean instead, as torch's fp16_compress_hook does (at
+            # P = 2 the same bits, the halving being exact).
+            shared = summand.dtype == np.float16 and self.compressor.average and size > 1
+            if shared:
+                summand = half_quotient(summand, size)
             summed = self.transport.allreduce(summand, name if i == 0 else f"{name}#{i}")
-            reduced.append(self.average(edge.like(summed, original) if as_sent else summed))
+            summed = edge.like(summed, original) if as_sent else summed
+            reduced.append(summed if shared else self.average(summed))
         return self.decompress(reduced, ctx)
 
     def _summand(self, payload, name, i, in_place):

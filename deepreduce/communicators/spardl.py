@@ -177,10 +177,12 @@ class SparDL(Communicator):
         n = accumulated.size
         # min and max are NaN or infinite exactly when some entry is (no temporary array)
         nonfinite = bool(n) and not (np.isfinite(accumulated.min()) and np.isfinite(accumulated.max()))
-        if self._agree(key, n, nonfinite):
+        if self._agree(key, n, nonfinite) or n == 0:
+            # A NaN/Inf on some rank (every rank gets NaN back and skips the step), or a
+            # zero-size parameter exchanged alone in the first step: nothing goes on the
+            # links, and the step's dense bytes are counted all the same, as elsewhere.
+            self.stats.record(key, dense_bytes=4 * n, encode_seconds=time.perf_counter() - start)
             return np.full(n, np.nan, dtype=np.float32)
-        if n == 0:  # a zero-size parameter, exchanged alone in the first step: nothing to reduce
-            return accumulated
         result, residual = self._engine(accumulated, key)
         if isinstance(self.memory, ResidualMemory):
             offset = 0
