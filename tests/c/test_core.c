@@ -1594,6 +1594,31 @@ static void test_half_paths_agree(void)
     CHECK(ok);
 }
 
+/* Sizes asked for an n no buffer could hold saturate at SIZE_MAX: they wrapped to small
+ * numbers (dr_natural_size(SIZE_MAX) was 51, dr_topk_workspace_size(2^62, 2^62) 131072),
+ * which a caller sizing a buffer by them would have allocated. */
+static void test_sizes_saturate(void)
+{
+    const size_t huge = SIZE_MAX, quarter = SIZE_MAX / 4 + 1;
+    CHECK(dr_natural_size(huge) == SIZE_MAX);
+    CHECK(dr_eightbit_size(huge) == SIZE_MAX);
+    CHECK(dr_qsgd_size(huge / 2, 32767, 1) == SIZE_MAX);
+    CHECK(dr_qsgd_size(huge, 127, 128) == SIZE_MAX);
+    CHECK(dr_sketch_size(huge / 2, 65536) == SIZE_MAX);
+    CHECK(dr_inceptionn_bound(quarter) == SIZE_MAX);
+    CHECK(dr_adaq_bound(quarter) == SIZE_MAX);
+    CHECK(dr_sparse_raw_size(quarter) == SIZE_MAX);
+    CHECK(dr_sparse_raw_frame_size((uint64_t)quarter, quarter) == SIZE_MAX);
+    CHECK(dr_topk_workspace_size(quarter, quarter) == SIZE_MAX);
+    CHECK(dr_spardl_frame_bound(quarter, quarter, DR_INDEX_RAW) == SIZE_MAX);
+    CHECK(dr_spardl_workspace_size(quarter, quarter) == SIZE_MAX);
+    CHECK(dr_value_skcompress_workspace_size(huge, 256) == SIZE_MAX);
+    CHECK(dr_dgc_max_count(huge) == SIZE_MAX);
+    /* and where they fit, the exact figures they gave before */
+    CHECK(dr_dgc_max_count(1000) == 1300 && dr_dgc_max_count(9) == 11 && dr_dgc_max_count(0) == 0);
+    CHECK(dr_natural_size(1000) == 52 + 1000);
+}
+
 int main(void)
 {
     test_frame_roundtrip_and_corruption();
@@ -1627,5 +1652,6 @@ int main(void)
     test_half_against_reference();
     test_half_paths_agree();
     test_half_to_float_says_finite();
+    test_sizes_saturate();
     return check_summary("test_core");
 }

@@ -784,6 +784,10 @@ static void test_deflate(void)
         sweep(&c, sec, written);
         CHECK(dr_value_deflate_decode(sec, written, r - 1, dec, work) < 0);
         CHECK(dr_value_deflate_decode(sec, written, r + 1, dec, work) < 0);
+        /* Every cut is short, as the header says: cuts in the trailer, after all 4 r
+         * bytes came out, read as corrupt before. */
+        for (size_t cut = 1; cut <= written; cut++)
+            CHECK_STATUS(dr_value_deflate_decode(sec, written - cut, r, dec, work), DR_E_FRAME_SHORT);
     }
     /* Larger, compressible input. */
     for (r = 0; r < N; r++)
@@ -796,6 +800,8 @@ static void test_deflate(void)
     CHECK_OK(dr_value_deflate_encode(NULL, 0, 6, sec, cap, &written, work));
     CHECK_OK(dr_value_deflate_decode(sec, written, 0, NULL, work));
     CHECK(dr_value_deflate_decode(sec, written, 1, dec, work) < 0);
+    for (size_t cut = 1; cut <= written; cut++)
+        CHECK_STATUS(dr_value_deflate_decode(sec, written - cut, 0, NULL, work), DR_E_FRAME_SHORT);
     /* Refusals. */
     CHECK_STATUS(dr_value_deflate_encode(val, N, 10, sec, cap, &written, work), DR_E_ARG);
     CHECK_STATUS(dr_value_deflate_encode(val, N, 6, sec, 10, &written, work), DR_E_DST_TOO_SMALL);

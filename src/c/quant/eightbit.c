@@ -14,12 +14,13 @@
 #include "qframe.h"
 #include "qstats.h"
 #include "stream_simd.h"
+#include "size_math.h"
 
 #include <math.h>
 
 size_t dr_eightbit_size(size_t n)
 {
-    return dr_frame_header_size(2) + 4u + n + DR_FRAME_TRAILER;
+    return dr_size_add(dr_frame_header_size(2) + 4u + DR_FRAME_TRAILER, n);
 }
 
 static void build_table(float *table)

@@ -11,6 +11,7 @@
 #include "inceptionn_simd.h"
 #include "qframe.h"
 #include "stream_simd.h"
+#include "size_math.h"
 
 #include <math.h>
 
@@ -81,7 +82,8 @@ static uint8_t *pick(unsigned yes, uint8_t *a, uint8_t *b)
 
 size_t dr_inceptionn_bound(size_t n)
 {
-    return dr_frame_header_size(1) + dr_qf_crumb_bytes(n) + 4u * n + DR_FRAME_TRAILER;
+    return dr_size_add(dr_size_add(dr_frame_header_size(1) + DR_FRAME_TRAILER, dr_qf_crumb_bytes(n)),
+                       dr_size_mul(4u, n));
 }
 
 /* The bytes of a block of m elements holding count[1..3] entries of tags 1..3. */

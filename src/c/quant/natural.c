@@ -4,6 +4,7 @@
 #include "natural_simd.h"
 #include "rng_inline.h"
 #include "qframe.h"
+#include "size_math.h"
 
 #include <math.h>
 /* Float exponent field of code 127. */
@@ -11,7 +12,7 @@
 
 size_t dr_natural_size(size_t n)
 {
-    return dr_frame_header_size(1) + n + DR_FRAME_TRAILER;
+    return dr_size_add(dr_frame_header_size(1) + DR_FRAME_TRAILER, n);
 }
 
 static uint8_t natural_code(float v, uint32_t r)

@@ -12,6 +12,7 @@
 #include "qstats.h"
 #include "stream_simd.h"
 #include "parallel.h"
+#include "size_math.h"
 
 #include <float.h>
 #include <math.h>
@@ -30,8 +31,9 @@ size_t dr_qsgd_size(size_t n, uint32_t quantum_num, uint32_t bucket_size)
 {
     if (bucket_size == 0)
         return 0;
-    return dr_frame_header_size(2) + 4u * bucket_count(n, bucket_size) +
-           n * level_width(quantum_num) + DR_FRAME_TRAILER;
+    return dr_size_add(dr_size_add(dr_frame_header_size(2) + DR_FRAME_TRAILER,
+                                   dr_size_mul(4u, bucket_count(n, bucket_size))),
+                       dr_size_mul(n, level_width(quantum_num)));
 }
 
 /* The level of b = x[i] (counter i) given a = |b| * ratio in float:

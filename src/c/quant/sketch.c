@@ -19,6 +19,7 @@
 #include "lookup_simd.h"
 #include "stream_simd.h"
 #include "sample.h"
+#include "size_math.h"
 
 #include <math.h>
 
@@ -80,7 +81,8 @@ size_t dr_sketch_size(size_t n, uint32_t bins)
 {
     if (!bins_ok(bins))
         return 0;
-    return dr_frame_header_size(2) + 4u * (size_t)bins + n * index_width(bins) + DR_FRAME_TRAILER;
+    return dr_size_add(dr_frame_header_size(2) + 4u * (size_t)bins + DR_FRAME_TRAILER,
+                       dr_size_mul(n, index_width(bins)));
 }
 
 /* Order-preserving key: negative floats have all bits flipped, others the sign bit. By

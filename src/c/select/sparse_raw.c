@@ -14,6 +14,7 @@
 #include "../core/frame_fused.h"
 #include "../core/stream_simd.h"
 #include "../index/bitio.h"
+#include "size_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -33,21 +34,23 @@ int dr_sparse_raw_layout(uint64_t numel, size_t r)
 
 size_t dr_sparse_raw_size(size_t r)
 {
-    return dr_frame_header_size(2) + 8u * r + DR_FRAME_TRAILER;
+    return dr_size_add(dr_frame_header_size(2) + DR_FRAME_TRAILER, dr_size_mul(8u, r));
 }
 
 /* The bytes of section 0 in `layout` for r entries of numel. */
 static uint64_t index_section_len(int layout, uint64_t numel, size_t r)
 {
-    return layout == DR_SPARSE_BITMAP ? (numel + 7u) / 8u : 4u * (uint64_t)r;
+    return layout == DR_SPARSE_BITMAP ? numel / 8u + (numel % 8u != 0) : dr_size_mul(4u, r);
 }
 
 size_t dr_sparse_raw_frame_size(uint64_t numel, size_t r)
 {
     if ((uint64_t)r > numel)
         return 0;
-    return dr_frame_header_size(2) + (size_t)index_section_len(dr_sparse_raw_layout(numel, r), numel, r) + 4u * r +
-           DR_FRAME_TRAILER;
+    uint64_t index_len = index_section_len(dr_sparse_raw_layout(numel, r), numel, r);
+    return dr_size_add(dr_size_add(dr_frame_header_size(2) + DR_FRAME_TRAILER,
+                                   index_len > SIZE_MAX ? SIZE_MAX : (size_t)index_len),
+                       dr_size_mul(4u, r));
 }
 
 /* 1 if idx[j] <= idx[j - 1] for some j in [from, to), 0 < from, else 0 (that stretch

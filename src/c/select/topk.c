@@ -23,6 +23,7 @@
 #include "rng_inline.h"
 #include "candidates.h"
 #include "topk_simd.h"
+#include "size_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -250,7 +251,7 @@ int dr_topk(const float *x, size_t n, size_t k, uint32_t *idx_out)
 /* Room for candidates: enough slack over k that a sampled threshold rarely overflows it. */
 static size_t candidate_capacity(size_t n, size_t k)
 {
-    size_t cap = 2 * k + 4 * SAMPLE_SIZE;
+    size_t cap = dr_size_add(dr_size_mul(2u, k), 4 * SAMPLE_SIZE);
     return cap < n ? cap : n;
 }
 
@@ -262,8 +263,8 @@ size_t dr_topk_workspace_size(size_t n, size_t k)
 {
     /* candidate indices + candidate values + the sample (+ the parts' histograms) */
     size_t histograms = n >= DR_THREADS_MIN_NUMEL ? SPLIT_MAX_PARTS * RADIX_BUCKETS * sizeof(uint32_t) : 0;
-    return candidate_capacity(n, k) * (sizeof(uint32_t) + sizeof(float)) + SAMPLE_SIZE * sizeof(float) +
-           histograms;
+    return dr_size_add(dr_size_mul(candidate_capacity(n, k), sizeof(uint32_t) + sizeof(float)),
+                       SAMPLE_SIZE * sizeof(float) + histograms);
 }
 
 /* The sample is `runs` runs of SAMPLE_RUN consecutive entries (a cache line of floats),

@@ -2,6 +2,7 @@
  * received frame checked and unpacked. The index section uses one of the lossless
  * index codecs; values travel as raw float32. */
 #include "deepreduce.h"
+#include "size_math.h"
 
 #include <string.h>
 
@@ -75,14 +76,15 @@ size_t dr_spardl_frame_bound(size_t block, size_t k, int index_codec)
     const codec_ops *codec = codec_for(index_codec);
     if (codec == NULL || k > block)
         return 0;
-    return dr_frame_header_size(NSECTIONS) + codec->bound(block, k) + 4u * k + DR_FRAME_TRAILER;
+    return dr_size_add(dr_size_add(dr_frame_header_size(NSECTIONS) + DR_FRAME_TRAILER, codec->bound(block, k)),
+                       dr_size_mul(4u, k));
 }
 
 size_t dr_spardl_workspace_size(size_t block, size_t k)
 {
     if (k > block)
         k = block;
-    return dr_topk_workspace_size(block, k) + k * (sizeof(uint32_t) + sizeof(float));
+    return dr_size_add(dr_topk_workspace_size(block, k), dr_size_mul(k, sizeof(uint32_t) + sizeof(float)));
 }
 
 int dr_spardl_select_encode(float *block, size_t B, size_t k, int index_codec, uint32_t tag,

@@ -20,6 +20,7 @@
 #include "estimate.h"
 #include "stream_simd.h"
 #include "../quant/qframe.h"
+#include "size_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -45,7 +46,7 @@ size_t dr_adaq_workspace_size(size_t n)
 
 size_t dr_adaq_bound(size_t n)
 {
-    return dr_frame_header_size(3) + 8u + 4u * n + DR_FRAME_TRAILER;
+    return dr_size_add(dr_frame_header_size(3) + 8u + DR_FRAME_TRAILER, dr_size_mul(4u, n));
 }
 
 /* One sign's view of x: `sign` is +1 for the positives, -1 for the negatives, and an

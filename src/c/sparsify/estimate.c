@@ -1,5 +1,6 @@
 /* The threshold search shared by dgc and adaq (see estimate.h). */
 #include "estimate.h"
+#include "size_math.h"
 
 size_t dr_sp_sample_size(size_t n)
 {
@@ -28,9 +29,9 @@ size_t dr_sp_scaled_rank(size_t t, size_t m, size_t n)
 
 void dr_sp_band(size_t t, size_t *lo, size_t *hi)
 {
-    size_t slack = (size_t)(((uint64_t)t * 3u) / 10u);
+    size_t slack = t / 10u * 3u + t % 10u * 3u / 10u; /* floor(0.3 t), without 3 t */
     *lo = t - slack;
-    *hi = t + slack;
+    *hi = dr_size_add(t, slack);
 }
 
 void dr_sp_search_init(dr_sp_search *s)

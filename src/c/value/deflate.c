@@ -126,13 +126,22 @@ int dr_value_deflate_decode(const uint8_t *in, size_t len, size_t r, float *val_
     zs.next_out = r > 0 ? (Bytef *)val_out : &none;
     zs.avail_out = (uInt)(4u * r);
     ret = inflate(&zs, Z_FINISH);
+    if (ret == Z_BUF_ERROR && zs.avail_in == 0 && zs.avail_out == 0) {
+        /* Input and output both used up before the end: a stream cut in its trailer (or
+         * its last block's end) after all 4 r bytes, or one that holds more. A byte more
+         * of room tells them apart: cut short, it gives nothing without more input. */
+        zs.next_out = &none;
+        zs.avail_out = 1;
+        if (inflate(&zs, Z_FINISH) != Z_BUF_ERROR || zs.avail_out != 1)
+            ret = Z_DATA_ERROR; /* it goes on past 4 r bytes */
+    }
     inflateEnd(&zs);
     if (ret == Z_MEM_ERROR)
         return DR_E_ZLIB;
     if (ret != Z_STREAM_END) {
-        /* Input used up with output room left: the stream was cut short. Otherwise it is
-         * damaged or holds more than 4 r bytes. */
-        if (ret == Z_BUF_ERROR && zs.avail_in == 0 && zs.avail_out > 0)
+        /* Input used up: the stream was cut short. Otherwise it is damaged or holds more
+         * than 4 r bytes. */
+        if (ret == Z_BUF_ERROR && zs.avail_in == 0)
             return DR_E_FRAME_SHORT;
         return DR_E_CORRUPT;
     }

@@ -8,6 +8,7 @@
 #include "prefix_code.h"
 #include "../index/bitio.h"
 #include "../quant/sketch_fill.h"
+#include "size_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -35,14 +36,14 @@ size_t dr_value_skcompress_bound(size_t r, uint32_t bins)
 
 static size_t sketch_part(size_t r, uint32_t bins)
 {
-    return (dr_sketch_workspace_size(r, bins) + 7u) & ~(size_t)7u;
+    return dr_size_add(dr_sketch_workspace_size(r, bins), 7u) & ~(size_t)7u;
 }
 
 size_t dr_value_skcompress_workspace_size(size_t r, uint32_t bins)
 {
     if (!bins_ok(bins))
         return 0;
-    return sketch_part(r, bins) + 4u * (size_t)bins + r;
+    return dr_size_add(sketch_part(r, bins), dr_size_add(4u * (size_t)bins, r));
 }
 
 int dr_value_skcompress_encode(const float *val, size_t r, uint32_t bins, uint64_t key,
