@@ -19,18 +19,16 @@ def _train(args):
     from .checks import output_folder
     from .train.data import DataNotFoundError, locate_dataset
     from .train.launch import detect, launch, launched_size
-    from .train.loop import make_communicator, run_worker
+    from .train.loop import check_communicator, run_worker
     from .train.options import config_from_args
 
-    cfg = config_from_args(args, detect())
+    launcher = detect()
+    cfg = config_from_args(args, launcher)
     # Build each communicator once here, and look for the data set's files, so that a bad
     # params dict or a missing folder fails before any worker starts.
     workers = launched_size(args.workers)
     for label, params in cfg.runs:
-        make_communicator(params)
-        if params.get("world_size") not in (None, workers):
-            raise ValueError(f"params' world_size={params['world_size']!r}, but the run has {workers} workers: "
-                             "leave world_size out (the workers' count is taken) or change --workers")
+        check_communicator(params, workers, launcher)
     try:
         locate_dataset(cfg.dataset, cfg.data_dir)
     except DataNotFoundError as e:

@@ -120,6 +120,8 @@ def test_the_python_api_refuses_before_any_worker_starts(settings, error, messag
         train.run({"compressor": "topk"}, epochs=1, **settings)
     with pytest.raises(TypeError, match=re.escape("runs['typo'] is 3, not a params dict")):
         train.run({"topk": {"compressor": "topk"}, "typo": 3})
+    with pytest.raises(ValueError, match=re.escape("transport='local' gives each of the 2 workers a world")):
+        train.run({"compressor": "topk", "transport": "local"})
 
 
 @pytest.mark.slow
@@ -141,11 +143,21 @@ def test_bad_values_exit_with_one_line(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--lr", "-1"], "--lr=-1.0 must be a number > 0"),
-    (["--lr", "nan"], "--lr=nan must be a number > 0"),
-    (["--momentum", "-0.5"], "--momentum=-0.5 must be a number >= 0"),
-    (["--weight-decay", "-1"], "--weight-decay=-1.0 must be a number >= 0"),
-    (["--seed", "-3"], "--seed=-3 must be an integer >= 0"),
+    (["--lr", "-1"], "--lr=-1.0 must be a finite number > 0"),
+    (["--lr", "nan"], "--lr=nan must be a finite number > 0"),
+    (["--momentum", "-0.5"], "--momentum=-0.5 must be a finite number >= 0"),
+    (["--weight-decay", "-1"], "--weight-decay=-1.0 must be a finite number >= 0"),
+    (["--seed", "-3"], "--seed=-3 must be an integer from 0 to 2**64 - 1"),
+    # These trained to a NaN model and exited 0, or failed in every worker unnamed.
+    (["--lr", "inf"], "--lr=inf must be a finite number > 0"),
+    (["--momentum", "inf"], "--momentum=inf must be a finite number >= 0"),
+    (["--weight-decay", "1e400"], "--weight-decay=inf must be a finite number >= 0"),
+    (["--seed", str(2**64)], f"--seed={2**64} must be an integer from 0 to 2**64 - 1"),
+    # Each worker in a world of its own: they trained alone, and the log looked normal.
+    (["--param", "transport=local"], "params' transport='local' gives each of the 2 workers a world of its own: "
+                                     "they would train alone"),
+    (["--param", "transport=mpi"], "params' transport='mpi' gives each of the 2 workers a world of its own "
+                                   "outside mpirun"),
     (["--dataset", "cifar10"], "dataset='cifar10' is read from files: give the folder that holds them (data_dir=, "
                                "or --data-dir on the command line)"),
     (["--dataset", "imdb", "--data-dir", "{tmp}"], "IMDB not found: expected the folders train/pos"),

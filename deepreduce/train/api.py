@@ -134,10 +134,10 @@ def run(runs, *, dataset="digits", workers=2, baseline=True, progress=True, out=
 
     from .data import locate_dataset
     from .launch import context, spawn
-    from .loop import make_communicator, run_worker
+    from .loop import check_communicator, run_worker
     locate_dataset(cfg.dataset, cfg.data_dir)  # a missing folder: before any worker starts
     for _, params in cfg.runs:  # a bad params dict fails here, before any worker starts
-        make_communicator(params)
+        check_communicator(params, workers, "spawn")
     channel = context().Queue() if progress else None
     if channel is not None:
         from .progress import BarBoard

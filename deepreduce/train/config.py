@@ -1,5 +1,6 @@
 """A training job's configuration, and the defaults the command line and the Python API
 start from."""
+import math
 import numbers
 import os
 import time
@@ -94,14 +95,18 @@ def make_config(dataset, runs, *, launcher="spawn", out=None, progress=True, pri
     for name, valid in (("optimizer", OPTIMIZERS), ("lr_decay", LR_DECAYS)):
         if not isinstance(pick[name], str) or pick[name] not in valid:
             raise ValueError(f"{spell(name)}={pick[name]!r} is unknown; valid: {', '.join(valid)}")
-    # What the optimizer and the seed's generator would refuse, said before any worker starts.
+    # What the optimizer and the seed's generator would refuse, or turn into a NaN model
+    # (an infinite lr, decay or momentum trained to NaN and exited 0), said before any
+    # worker starts.
     for name, value, kind, positive in (("lr", pick["lr"], numbers.Real, True),
                                         ("weight_decay", pick["weight_decay"], numbers.Real, False),
-                                        ("momentum", momentum, numbers.Real, False),
-                                        ("seed", seed, numbers.Integral, False)):
-        if isinstance(value, bool) or not isinstance(value, kind) or not (value > 0 if positive else value >= 0):
-            what = "a number" if kind is numbers.Real else "an integer"  # NaN fails either comparison
-            raise ValueError(f"{spell(name)}={value!r} must be {what} {'> 0' if positive else '>= 0'}")
+                                        ("momentum", momentum, numbers.Real, False)):
+        if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value) or \
+                not (value > 0 if positive else value >= 0):
+            raise ValueError(f"{spell(name)}={value!r} must be a finite number {'> 0' if positive else '>= 0'}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
+        # torch.manual_seed takes 64 bits: a larger seed failed in every worker, unnamed
+        raise ValueError(f"{spell('seed')}={seed!r} must be an integer from 0 to 2**64 - 1")
     if pick["model"] not in MODEL_NAMES:
         raise ValueError(f"unknown model {pick['model']!r}; valid: {', '.join(MODEL_NAMES)}")
     if dataset not in MODEL_DATA_SETS[pick["model"]]:

@@ -28,6 +28,22 @@ def make_communicator(params):
     return deepreduce.deepreduce_from_params(dict(params))
 
 
+def check_communicator(params, workers, launcher):
+    """Build grc for ``params`` and refuse, before any worker starts, params whose world
+    is not the run's ``workers`` (launched by ``launcher``: 'spawn', 'torchrun' or
+    'mpirun'). A 'local' transport, or 'mpi' outside mpirun, gave each worker a world of
+    its own: every one trained alone, and the log looked like a normal run."""
+    make_communicator(params)
+    if params.get("world_size") not in (None, workers):
+        raise ValueError(f"params' world_size={params['world_size']!r}, but the run has {workers} workers: "
+                         "leave world_size out (the workers' count is taken) or change --workers")
+    transport = params.get("transport")
+    if workers > 1 and (transport == "local" or (transport == "mpi" and launcher != "mpirun")):
+        raise ValueError(f"params' transport={transport!r} gives each of the {workers} workers a world of its own"
+                         f"{'' if transport == 'local' else ' outside mpirun'}: they would train alone. Leave "
+                         "'transport' out (the run's gloo group is taken), or launch under mpirun for 'mpi'")
+
+
 def make_optimizer(cfg, model):
     if cfg.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -201,7 +217,8 @@ def train_run(label, params, cfg, dataset, rank, world_size, channel=None):
     _broadcast_state(model)
     optimizer = make_optimizer(cfg, model)
     schedule = make_schedule(cfg, optimizer)
-    grc = make_communicator(params)
+    # With the run's world size, the transport is checked to be the run's at the first step.
+    grc = make_communicator({**params, "world_size": world_size})
     buckets = GradientBuckets(model, cfg.fusion)
     bar = _progress_bar(label, cfg, dataset, world_size, channel) if rank == 0 and cfg.progress else None
 
