@@ -325,6 +325,36 @@ def test_fewer_entries_than_workers():
         assert not residual.any()
 
 
+def _tensors_other_communicators_take(rank, world_size):
+    """Two steps of three tensors, from the second step on filled in place after the last:
+    a leaf that requires grad and an inference tensor failed there, inside torch, with
+    the step's exchange done and the tensors after them left unfilled; an expanded view
+    now fails at its own step, by name, before anything is exchanged."""
+    import torch
+    grc = local_free_grc(compress_ratio=1.0)
+    results = []
+    for step in range(2):
+        leaf = torch.full((6,), float(rank + step), requires_grad=True)
+        with torch.inference_mode():
+            inference = torch.full((6,), 10.0 * (rank + 1))
+        plain = torch.full((6,), -1.0 * (rank + 1))
+        given = [grc.step(t, n) for n, t in (("leaf", leaf), ("inference", inference), ("plain", plain))]
+        results.append([t.detach().clone() for t in given])  # once the step's last has come
+    try:
+        grc.step(torch.ones(3).expand(2, 3), "leaf")
+    except ValueError as e:
+        refused = str(e)
+    return [[r.tolist() for r in step] for step in results], refused
+
+
+def test_tensors_filled_in_place_may_require_grad_or_be_inference_tensors():
+    for steps, refused in run(_tensors_other_communicators_take, 2):
+        assert steps[1] == [[1.5] * 6, [15.0] * 6, [-1.5] * 6]
+        assert steps[0] == [[0.5] * 6, [15.0] * 6, [-1.5] * 6]
+        assert refused.startswith("tensor 'leaf': spardl writes a step's results into the tensors given to step")
+        assert "has elements that share memory (an expanded view)" in refused
+
+
 @pytest.mark.slow
 def test_nonfinite_gradient_passes_through_on_every_rank():
     # The skipped step is recorded with its dense bytes (it went unrecorded: its dense_bytes

@@ -57,9 +57,45 @@ class Pending:
     def fill(self, values):
         result = self.restore(values)
         if hasattr(self.tensor, "copy_"):  # a torch tensor (any device and dtype)
-            self.tensor.copy_(result)
+            import torch
+            # In inference mode for a tensor made there, and outside autograd (a leaf that
+            # requires grad): as every other communicator, spardl takes both. (no_grad
+            # inside: inference_mode(False) turns gradients on.)
+            with torch.inference_mode(self.tensor.is_inference()), torch.no_grad():
+                self.tensor.copy_(result)
         else:
             self.tensor[...] = result
+
+
+def refuse_unwritable(tensor, name):
+    """A ValueError naming ``name`` unless the step's result can be written into
+    ``tensor`` in place, said at its step, before anything is exchanged: an expanded or
+    otherwise overlapping view would take one value for several elements, a read-only
+    array none."""
+    if hasattr(tensor, "stride"):  # torch: strides in elements
+        strides, unit, writeable = tensor.stride(), 1, True
+    else:                          # NumPy: strides in bytes
+        strides, unit, writeable = tensor.strides, tensor.itemsize, tensor.flags.writeable
+    if _elements_share_memory(tensor.shape, strides, unit):
+        why = "has elements that share memory (an expanded view)"
+    elif not writeable:
+        why = "is read-only"
+    else:
+        return
+    raise ValueError(f"tensor {name!r}: spardl writes a step's results into the tensors given to step (it "
+                     f"exchanges them together, after the step's last tensor), and this one {why}; pass a "
+                     "tensor of its own, e.g. .clone()")
+
+
+def _elements_share_memory(shape, strides, unit):
+    """Whether two elements of a strided view may share memory: taken by increasing
+    stride, each dimension must step past all that the ones before it reach."""
+    reach = unit  # memory the dimensions so far span, from the first element's start
+    for stride, size in sorted((abs(st), size) for st, size in zip(strides, shape) if size > 1):
+        if stride < reach:
+            return True
+        reach += stride * (size - 1)
+    return False
 
 
 class SparDL(Communicator):
@@ -129,6 +165,7 @@ class SparDL(Communicator):
                                  "frozen), call grc.flush() after the last tensor of every step")
             raise ValueError(f"tensor {name!r} was given twice in one step; call grc.flush() at the "
                              "end of each step")
+        refuse_unwritable(tensor, name)
         flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
         self._pending[name] = Pending(tensor, flat.copy(), restore)
         if all(learned in self._pending for learned in self._names):
