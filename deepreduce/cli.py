@@ -18,7 +18,7 @@ def _train(args):
     _needs_torch("train")
     from .checks import output_folder
     from .train.data import DataNotFoundError, locate_dataset
-    from .train.launch import detect, launch, launched_size
+    from .train.launch import detect, launch, launched_rank, launched_size
     from .train.loop import check_communicator, run_worker
     from .train.options import config_from_args
 
@@ -33,7 +33,10 @@ def _train(args):
         locate_dataset(cfg.dataset, cfg.data_dir)
     except DataNotFoundError as e:
         raise ValueError(str(e)) from None
-    output_folder(cfg.out, "--out")  # made now: the results are written after all the training
+    if launched_rank() == 0:
+        # Made now: the results are written after all the training, by rank 0 alone. (The
+        # other ranks' own default, a timestamp of their own, left empty folders.)
+        output_folder(cfg.out, "--out")
     if launch(run_worker, args.workers, cfg) in ("torchrun", "mpirun"):
         from .train.launch import leave
         leave()  # this process is a worker: leave as a spawned one does

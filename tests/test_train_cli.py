@@ -195,7 +195,10 @@ def test_bad_training_settings_and_missing_data_exit_with_one_line_before_any_wo
     # RANK=2 of 2 waited out the rendezvous's 5 minutes; 'abc' was int()'s message.
     ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"},
      "RANK='2' and WORLD_SIZE='2': each must be a whole number, and RANK one of 0 .. WORLD_SIZE-1"),
-    ({"RANK": "abc", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"}, "RANK='abc'")])
+    ({"RANK": "abc", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"}, "RANK='abc'"),
+    # int()'s "invalid literal for int() with base 10: 'abc'", naming no variable
+    ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "abc"},
+     "MASTER_PORT='abc' must be a port number, 1 to 65535")])
 def test_a_partial_or_inconsistent_launch_environment_is_one_line(environ, message, capsys, monkeypatch):
     for key, value in environ.items():
         monkeypatch.setenv(key, value)

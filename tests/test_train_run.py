@@ -16,8 +16,8 @@ TRAIN = ["-m", "deepreduce", "train", "--epochs", "1", "--no-progress"]
 SAME = ("metric", "test_loss", "train_loss", "bytes_sent", "dense_bytes")
 
 
-def run(cmd, env=None, timeout=120):
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+def run(cmd, env=None, timeout=120, cwd=None):
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env=dict(os.environ, **(env or {})))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
@@ -80,11 +80,26 @@ def test_mpirun_reproduces_spawn(spawned, tmp_path):
 
 
 def test_torchrun_reproduces_spawn(spawned, tmp_path):
+    """With the default --out, one folder: each rank took a timestamp of its own and made
+    it, so a job could leave an empty folder beside the results."""
     run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         *TRAIN, "--no-baseline", "--out", str(tmp_path)])
-    log, epochs = compressed_epochs(tmp_path)
+         *TRAIN, "--no-baseline"], cwd=tmp_path)
+    out, = (tmp_path / "runs").iterdir()
+    log, epochs = compressed_epochs(out)
     assert log["config"]["launcher"] == "torchrun" and log["world_size"] == 2
     assert epochs == compressed_epochs(spawned[0])[1]
+
+
+@pytest.mark.parametrize("env, rank", [({}, 0), ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4"}, 3),
+                                       ({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                                         "MASTER_PORT": "29500"}, 1)])
+def test_launched_rank_is_the_launchers(monkeypatch, env, rank):
+    from deepreduce.train.launch import TORCHRUN_ENV, launched_rank
+    for key in (*TORCHRUN_ENV, "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert launched_rank() == rank
 
 
 def test_fusion_packs_consecutive_gradients_and_leaves_dense_training_unchanged(tmp_path):

@@ -36,10 +36,13 @@ def detect():
     ValueError: it ran as a local 2-worker job, unsaid."""
     if all(k in os.environ for k in TORCHRUN_ENV):
         rank, size = (os.environ[k] for k in TORCHRUN_ENV[:2])
+        port = os.environ.get("MASTER_PORT", "29500")  # torch's env:// default
         if not (rank.isdigit() and size.isdigit() and int(rank) < int(size)):
             # RANK=2 of WORLD_SIZE=2 waited out the rendezvous's 5 minutes in silence.
             raise ValueError(f"RANK={rank!r} and WORLD_SIZE={size!r}: each must be a whole number, and RANK one "
                              "of 0 .. WORLD_SIZE-1")
+        if not (port.isdigit() and 0 < int(port) < 65536):  # int()'s own message named no variable
+            raise ValueError(f"MASTER_PORT={port!r} must be a port number, 1 to 65535")
         return "torchrun"
     if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
         return "mpirun"
@@ -62,6 +65,17 @@ def launched_size(workers):
     if mode == "mpirun":
         return _mpi_rank_size()[1]
     return workers
+
+
+def launched_rank():
+    """This process's rank where a launcher started it (torchrun's RANK, mpirun's), else
+    0: the process that spawns the workers, and the one that writes the results."""
+    mode = detect()
+    if mode == "torchrun":
+        return int(os.environ["RANK"])
+    if mode == "mpirun":
+        return _mpi_rank_size()[0]
+    return 0
 
 
 def _free_port():
