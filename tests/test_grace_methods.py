@@ -340,6 +340,26 @@ def test_efsignsgd_whose_sum_over_the_learning_rate_overflows_is_inf_without_a_n
     assert torch.isinf(out).all() and torch.equal(out.sign(), huge.sign())
 
 
+@pytest.mark.parametrize("communicator", ["allgather", "broadcast"])
+def test_efsignsgd_memory_compresses_lr_times_the_gradient_from_the_first_step(communicator):
+    """x = e + lr·g with e = 0 at first (SPEC §3): the first step compressed g itself, as
+    GRACE's memory does, so the first update was 1/lr times too large and the first
+    residual g − D(C(g)). Through the top-k compressor too, whose step is one C call."""
+    torch = pytest.importorskip("torch")
+    g = torch.tensor([4.0, -2.0, 1.0, -0.5])
+    grc = grace_from_params({"compressor": "efsignsgd", "memory": "efsignsgd", "communicator": communicator,
+                             "lr": 0.1})
+    out = grc.step(g, "w")
+    scale = float((0.1 * g).abs().mean())
+    assert torch.allclose(out, scale * g.sign() / 0.1)
+    assert torch.allclose(grc.memory.residuals["w"], 0.1 * g - scale * g.sign())
+    residual = grace_from_params({"compressor": "topk", "memory": "residual", "communicator": communicator,
+                                  "compress_ratio": 0.5})
+    residual.memory.gamma = 0.1
+    assert torch.equal(residual.step(g, "w"), torch.tensor([4.0, -2.0, 0.0, 0.0]) * 0.1)
+    assert torch.equal(residual.memory.residuals["w"], torch.tensor([0.0, 0.0, 1.0, -0.5]) * 0.1)
+
+
 # ---------------------------------------------------------------------------- SPEC §11 fixes
 def test_onebit_decodes_each_side_to_its_own_mean():
     # GRACE multiplied by ~mask on a uint8 mask (254/255, not 0/1): it gave 505, 510.

@@ -38,6 +38,8 @@ int dr_topk_residual_encode(const float *residual, float beta, const float *grad
     val = (float *)((uint8_t *)idx + part(k * sizeof *idx));
     if (residual != NULL)
         st = dr_axpby(beta, residual, gamma, grad, kept, n);
+    else if (gamma != 1.0f)
+        st = dr_axpby(0.0f, grad, gamma, grad, kept, n); /* gamma * grad, as the memory's first compensate */
     else {
         if (n > 0)
             memcpy(kept, grad, n * sizeof *kept);

@@ -43,8 +43,9 @@ size_t dr_topk_residual_workspace_size(size_t n, size_t k);
 /* A residual memory's step in front of the top-k sparsifier, in one call (a Python step
  * made about ninety calls around these kernels):
  *   1. the compensated tensor c = beta * residual + gamma * grad, as dr_axpby writes it,
- *      into kept[0..n); c = grad where residual is NULL (the memory's first step, which
- *      has nothing to add);
+ *      into kept[0..n); where residual is NULL (the memory's first step, e = 0),
+ *      c = gamma * grad as dr_axpby(0, grad, gamma, grad) writes it (grad's bits where
+ *      gamma is 1);
  *   2. c's k entries of largest magnitude, dr_topk_sparsify's, framed as
  *      dr_sparse_raw_encode frames them (sparsifier `kind`, float32 values) into
  *      buf[0..cap), its length in *written;
