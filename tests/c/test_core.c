@@ -739,23 +739,25 @@ static void test_topk_residual_encode(void)
         setenv("DEEPREDUCE_THREADS", counts[c], 1);
         for (z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
             for (r = 0; r < sizeof ratios / sizeof ratios[0]; r++)
-                for (with = 0; with < 3; with++) { /* no residual, a residual, kept == residual */
+                for (with = 0; with < 6; with++) { /* no residual, a residual, kept == residual; gamma 1, 0.5 */
                     size_t m = sizes[z], k = m * ratios[r] / 1000;
-                    const float *residual = with == 0 ? NULL : res;
-                    float *into = kept;
+                    const float *residual = with % 3 == 0 ? NULL : res;
+                    float *into = kept, gamma = with < 3 ? 1.0f : 0.5f;
                     if (with == 0)
                         memcpy(want_kept, grad, m * sizeof *want_kept);
+                    else if (with == 3) /* the first step of a memory with gamma: gamma * grad */
+                        CHECK_OK(dr_axpby(0.0f, grad, gamma, grad, want_kept, m));
                     else
-                        CHECK_OK(dr_axpby(0.9f, res, 1.0f, grad, want_kept, m));
+                        CHECK_OK(dr_axpby(0.9f, res, gamma, grad, want_kept, m));
                     CHECK_OK(dr_topk_sparsify(want_kept, m, k, idx, val, work_calls));
                     CHECK_OK(dr_sparse_raw_encode(DR_KIND_TOPK, DR_DTYPE_FLOAT32, m, idx, val, k, want, cap,
                                                   &want_len));
                     CHECK_OK(dr_zero_at(idx, k, want_kept, m));
-                    if (with == 2) {
+                    if (with % 3 == 2) {
                         memcpy(kept, res, m * sizeof *kept);
                         residual = into = kept;
                     }
-                    CHECK_OK(dr_topk_residual_encode(residual, 0.9f, grad, 1.0f, m, k, into, DR_KIND_TOPK, buf,
+                    CHECK_OK(dr_topk_residual_encode(residual, 0.9f, grad, gamma, m, k, into, DR_KIND_TOPK, buf,
                                                      cap, &got_len, work));
                     CHECK(got_len == want_len && memcmp(buf, want, want_len) == 0);
                     CHECK(memcmp(into, want_kept, m * sizeof *into) == 0);
