@@ -3,6 +3,7 @@ tensor sequence repeats, every byte right whether a payload fits the guessed cap
 spills past it or is empty, and ranks that move on to different tensors after steady
 steps raise a CommunicationError on every rank instead of aborting in the engine, as do
 ranks that pass arrays of different dtypes to any collective."""
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -158,6 +159,46 @@ def check_size_refusals(messages, world):
                                 f"no rank of deepreduce sends (0 to {1 << 48}); every rank must run "
                                 "the same deepreduce in this collective"), messages[op]
     assert messages["sum"] == [world * (world + 1) / 2] * 3  # still in step
+
+
+def _short_messages(rank, world):
+    """Rank 1 hands gloo fewer bytes than it stated: half its broadcast, half its alltoall
+    message to rank 0. gloo takes a short message into a longer receive and leaves the
+    rest of the buffer as it was, so rank 0 took uninitialised memory as an unframed
+    payload's values, unsaid. Returns, per collective, this rank's outcome."""
+    import torch
+    from deepreduce.errors import CommunicationError
+    from deepreduce.transports.base import marked
+    from deepreduce.transports.torch_dist import TorchTransport
+    transport = TorchTransport()
+    if rank == 1:
+        engine = transport._alltoallv_bytes
+
+        def short_broadcast(data, nbytes, root):
+            transport._dist.broadcast(torch.from_numpy(marked(data[:nbytes // 2])), src=root)
+            return data[:nbytes]
+
+        transport._broadcast_bytes = short_broadcast
+        transport._alltoallv_bytes = lambda sends, sizes: engine(
+            [s[:s.nbytes // 2] if peer == 0 else s for peer, s in enumerate(sends)], sizes)
+    outcomes = {}
+    for op, call in (("broadcast", lambda: transport.broadcast(np.arange(200, dtype=np.float32), 1, "w")),
+                     ("alltoall", lambda: transport.alltoall([np.arange(100, dtype=np.float32)] * world, "w"))):
+        try:
+            call()
+            outcomes[op] = "no error"
+        except CommunicationError as exc:
+            outcomes[op] = str(exc)
+    return outcomes
+
+
+@pytest.mark.slow
+def test_a_peer_that_sends_fewer_bytes_than_it_stated_is_named():
+    rank0, rank1 = distributed.run(_short_messages, 2, timeout=60)
+    assert rank0 == {op: f"{op} of tensor 'w' failed on rank 0 of 2 (torch.distributed): rank 1 sent fewer bytes "
+                         f"than the {size} it stated (or other bytes at their end): every rank must run the same "
+                         "deepreduce" for op, size in (("broadcast", 800), ("alltoall", 400))}
+    assert rank1 == {"broadcast": "no error", "alltoall": "no error"}
 
 
 @pytest.mark.slow

@@ -67,6 +67,38 @@ HEADER_BYTES = 4 * HEADER.itemsize
 # The largest payload a rank may state, in bytes (256 TiB: past any machine's memory).
 LARGEST_PAYLOAD = 1 << 48
 
+# The last bytes of every message whose size a peer stated beforehand (a broadcast's, an
+# alltoall's): gloo accepts a shorter message than the receive posted and leaves the rest
+# of the buffer as it was, so a peer that sent fewer bytes than it stated handed an
+# unframed payload ('none', fp16, randomk's values) uninitialised memory, and each rank
+# other garbage. The receiver zeroes where the mark must land and checks it is there.
+END_MARK = np.frombuffer(b"DRendMRK", dtype=np.uint8)
+
+
+def marked(data):
+    """A copy of the uint8 array ``data`` with END_MARK after it: what is sent."""
+    out = np.empty(data.nbytes + END_MARK.size, dtype=np.uint8)
+    out[:data.nbytes] = data
+    out[data.nbytes:] = END_MARK
+    return out
+
+
+def awaiting_mark(nbytes):
+    """A receive buffer for a marked message of ``nbytes`` stated bytes, its mark zeroed."""
+    out = np.empty(nbytes + END_MARK.size, dtype=np.uint8)
+    out[nbytes:] = 0
+    return out
+
+
+def unmarked(buf, peer):
+    """The bytes of a received marked message (a view), or a ValueError naming the rank
+    ``peer`` where the mark did not arrive where its stated size puts it (the collective's
+    ``_guard`` makes it a CommunicationError that names the tensor)."""
+    if not np.array_equal(buf[buf.size - END_MARK.size:], END_MARK):
+        raise ValueError(f"rank {peer} sent fewer bytes than the {buf.size - END_MARK.size} it stated "
+                                 "(or other bytes at their end): every rank must run the same deepreduce")
+    return buf[:buf.size - END_MARK.size]
+
 
 class CapacityGuess:
     """How many payload bytes the next allgather should carry with its header.

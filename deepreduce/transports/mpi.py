@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from .base import Transport
+from .base import END_MARK, Transport, awaiting_mark, marked, unmarked
 
 
 def import_mpi():
@@ -61,19 +61,26 @@ class MPITransport(Transport):
         return [out[d:d + s] for d, s in zip(displs, sizes)]
 
     def _broadcast_bytes(self, data, nbytes, root):
-        buf = np.ascontiguousarray(data[:nbytes]) if self.rank == root else np.empty(nbytes, dtype=np.uint8)
+        buf = marked(data[:nbytes]) if self.rank == root else awaiting_mark(nbytes)
         self._comm.Bcast([buf, self._MPI.BYTE], root=root)
-        return buf
+        return unmarked(buf, root)
 
     def _alltoallv_bytes(self, sends, recv_sizes):
+        # Each message marked at its end (base.END_MARK), as on gloo; the empty ones not.
+        sends = [marked(s) if s.nbytes else s for s in sends]
+        recv_sizes = [size + END_MARK.size if size else 0 for size in recv_sizes]
         send_sizes = [s.nbytes for s in sends]
         send_displs = np.concatenate([[0], np.cumsum(send_sizes)[:-1]]).astype(np.int64).tolist()
         recv_displs = np.concatenate([[0], np.cumsum(recv_sizes)[:-1]]).astype(np.int64).tolist()
         sendbuf = np.concatenate(sends) if sends else np.empty(0, dtype=np.uint8)
         recvbuf = np.empty(int(sum(recv_sizes)), dtype=np.uint8)
+        for d, size in zip(recv_displs, recv_sizes):
+            if size:
+                recvbuf[d + size - END_MARK.size:d + size] = 0
         self._comm.Alltoallv([sendbuf, send_sizes, send_displs, self._MPI.BYTE],
                              [recvbuf, recv_sizes, recv_displs, self._MPI.BYTE])
-        return [recvbuf[d:d + s] for d, s in zip(recv_displs, recv_sizes)]
+        return [unmarked(recvbuf[d:d + size], peer) if size else recvbuf[d:d]
+                for peer, (d, size) in enumerate(zip(recv_displs, recv_sizes))]
 
     def _start_sendrecv_bytes(self, data, dest, source):
         return _MPISendRecv(self, data, dest, source)

@@ -8,7 +8,7 @@ Timeouts are the process group's (``init_process_group(timeout=...)``).
 import numpy as np
 
 from . import MadeAtFirstUse
-from .base import Transport
+from .base import Transport, awaiting_mark, marked, unmarked
 
 
 class TorchTransport(Transport):
@@ -59,10 +59,10 @@ class TorchTransport(Transport):
         return [self._numpy(t)[:s] for t, s in zip(out, sizes)]
 
     def _broadcast_bytes(self, data, nbytes, root):
-        buf = data[:nbytes].copy() if self.rank == root else np.empty(nbytes, dtype=np.uint8)
+        buf = marked(data[:nbytes]) if self.rank == root else awaiting_mark(nbytes)
         t = self._tensor(buf)
         self._dist.broadcast(t, src=self._global_rank(root), group=self._group)
-        return self._numpy(t)
+        return unmarked(self._numpy(t), root)
 
     def _alltoallv_bytes(self, sends, recv_sizes):
         received = [None] * self.size
@@ -72,16 +72,17 @@ class TorchTransport(Transport):
                 received[peer] = sends[peer].copy()
                 continue
             if sends[peer].nbytes:
-                requests.append(self._dist.isend(self._tensor(sends[peer].copy()), self._global_rank(peer), group=self._group))
+                requests.append(self._dist.isend(self._tensor(marked(sends[peer])), self._global_rank(peer),
+                                                 group=self._group))
             if recv_sizes[peer]:
-                buf = self._tensor(np.empty(recv_sizes[peer], dtype=np.uint8))
+                buf = self._tensor(awaiting_mark(recv_sizes[peer]))
                 requests.append(self._dist.irecv(buf, self._global_rank(peer), group=self._group))
                 received[peer] = buf
             else:
                 received[peer] = np.empty(0, dtype=np.uint8)
         for req in requests:
             req.wait()
-        return [r if isinstance(r, np.ndarray) else self._numpy(r) for r in received]
+        return [r if isinstance(r, np.ndarray) else unmarked(self._numpy(r), peer) for peer, r in enumerate(received)]
 
     def _start_sendrecv_bytes(self, data, dest, source):
         return _TorchSendRecv(self, data, self._global_rank(dest), self._global_rank(source))
