@@ -330,6 +330,13 @@ def test_corrupt_and_foreign_frames_are_refused():
         codec.open(frame, frames.PS_LEAD, 4096, "test", count=4, latent=8)
     with pytest.raises(FrameError, match="entries"):
         codec.open(frame, frames.PS_LEAD, 2048, "test", count=4, latent=4)
+    # A leader's NaN or Inf scale or latent, well sealed: accepted, it made every later
+    # step NaN on every rank through the error feedback.
+    for section, value in (("scale", np.nan), ("scale", np.inf), ("latent", -np.inf)):
+        forged = dict(lead, **{section: np.full_like(lead[section], value)})
+        bad = codec.build(frames.PS_LEAD, 4096, S, order, **forged)
+        with pytest.raises(FrameError, match=f"its {section} section holds an Inf or a NaN"):
+            codec.open(bad, frames.PS_LEAD, 4096, "test", count=4, latent=4)
 
 
 def test_state_dict_refuses_another_variant():

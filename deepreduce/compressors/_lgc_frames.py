@@ -135,5 +135,10 @@ class FrameCodec:
             length = int(f.section_len[i])
             if length % 4 or (n is not None and length != 4 * n):
                 raise FrameError(f"{what}: {name} section of {length} bytes, expected {4 * n if n else 'whole floats'}")
-            sections[name] = np.frombuffer(buf, dtype=np.float32, count=length // 4, offset=f.section_off[i]).copy()
+            values = np.frombuffer(buf, dtype=np.float32, count=length // 4, offset=f.section_off[i]).copy()
+            if not np.isfinite(values).all():
+                # A non-finite step travels as the marker: an Inf or a NaN here is no encoder's,
+                # and a NaN scale or latent poisoned every rank's error feedback for good.
+                raise FrameError(f"{what}: its {name} section holds an Inf or a NaN, which no LGC encoder sends")
+            sections[name] = values
         return Parsed(False, indices, order, sections)

@@ -52,6 +52,7 @@ from .._native import all_finite, check, f32, ffi, lib, u32
 from ..base import Compressor
 from ..checks import flag, fraction, integer, number
 from ..codecs.index import LosslessIndex
+from ..errors import FrameError
 from ..params import LGC_KEYS
 from ..transports.binding import TransportAtFirstUse
 from . import _lgc_frames as frames
@@ -340,6 +341,8 @@ class LGCCompressor(TransportAtFirstUse, Compressor):
         if route == "topk":
             return self._topk_round(x, mine, S, finite, name, leader, sent)
         scale = float(head.sections["scale"][0])
+        if not scale > 0.0:  # the leader's largest magnitude, or 1 (scale_of): never 0 or below
+            raise FrameError(f"{what}: scale {scale}, which no LGC leader sends (its largest magnitude, > 0)")
         if self.variant == "ps":
             return self._ps_round(x, mine, S, head.sections["latent"], scale, finite, name, sent)
         return self._rar_round(x, mine, S, scale, finite, name, sent)
