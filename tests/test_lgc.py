@@ -339,6 +339,23 @@ def test_corrupt_and_foreign_frames_are_refused():
             codec.open(bad, frames.PS_LEAD, 4096, "test", count=4, latent=4)
 
 
+def test_a_state_trained_on_another_world_size_is_refused_at_its_first_step():
+    """Its autoencoder has a decoder per worker of the run it was saved in: loaded into a
+    run of more ranks it failed with an IndexError inside torch, of fewer it went on."""
+    grc = _local()
+    for step in range(8):  # past the dense stage: the autoencoder is made
+        grc.step(np.random.default_rng(step).standard_normal(4096).astype(np.float32), "w")
+    c = grc.compressor
+    state = c.state_dict()
+    assert state["workers"] == 1
+    two = c.autoencoder_module.LGCAutoencoder(c.variant, 2, **c.ae_options)
+    state.update(autoencoder=two.state_dict(), workers=2)
+    fresh = _local()
+    fresh.compressor.load_state_dict(state)
+    with pytest.raises(ValueError, match="trained on 2 workers and this run has 1"):
+        fresh.step(np.ones(4096, np.float32), "w")
+
+
 def test_state_dict_refuses_another_variant():
     grc = _local()
     state = grc.compressor.state_dict()

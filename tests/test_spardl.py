@@ -2,6 +2,7 @@
 and the sparse all-reduce over real gloo processes and under mpirun: the global residual
 invariant, bit-identical results on every rank and on both engines, at most k_b entries
 per block, and bad input refused on every rank."""
+import io
 import math
 
 import numpy as np
@@ -340,15 +341,23 @@ def _tensors_other_communicators_take(rank, world_size):
         plain = torch.full((6,), -1.0 * (rank + 1))
         given = [grc.step(t, n) for n, t in (("leaf", leaf), ("inference", inference), ("plain", plain))]
         results.append([t.detach().clone() for t in given])  # once the step's last has come
+    # The residuals in their tensors' kind and shape (they were flat NumPy arrays, which
+    # torch.load's default weights_only refused), a checkpoint of them loadable.
+    saved = io.BytesIO()
+    torch.save(grc.memory.residuals, saved)
+    saved.seek(0)
+    loaded = torch.load(saved)
+    kinds = {name: (type(t).__name__, tuple(t.shape)) for name, t in loaded.items()}
     try:
         grc.step(torch.ones(3).expand(2, 3), "leaf")
     except ValueError as e:
         refused = str(e)
-    return [[r.tolist() for r in step] for step in results], refused
+    return [[r.tolist() for r in step] for step in results], refused, kinds
 
 
 def test_tensors_filled_in_place_may_require_grad_or_be_inference_tensors():
-    for steps, refused in run(_tensors_other_communicators_take, 2):
+    for steps, refused, kinds in run(_tensors_other_communicators_take, 2):
+        assert kinds == {name: ("Tensor", (6,)) for name in ("leaf", "inference", "plain")}
         assert steps[1] == [[1.5] * 6, [15.0] * 6, [-1.5] * 6]
         assert steps[0] == [[0.5] * 6, [15.0] * 6, [-1.5] * 6]
         assert refused.startswith("tensor 'leaf': spardl writes a step's results into the tensors given to step")

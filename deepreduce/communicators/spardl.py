@@ -90,6 +90,8 @@ def refuse_unwritable(tensor, name):
 def _elements_share_memory(shape, strides, unit):
     """Whether two elements of a strided view may share memory: taken by increasing
     stride, each dimension must step past all that the ones before it reach."""
+    if 0 in tuple(shape):
+        return False  # no elements
     reach = unit  # memory the dimensions so far span, from the first element's start
     for stride, size in sorted((abs(st), size) for st, size in zip(strides, shape) if size > 1):
         if stride < reach:
@@ -187,7 +189,7 @@ class SparDL(Communicator):
             return
         pending, self._pending = self._pending, {}
         names = list(pending)
-        result = self._reduce(names, [p.flat for p in pending.values()])
+        result = self._reduce(names, [p.flat for p in pending.values()], [p.restore for p in pending.values()])
         offset = 0
         for item in pending.values():
             item.fill(result[offset:offset + item.flat.size])
@@ -196,10 +198,10 @@ class SparDL(Communicator):
     def exchange(self, tensor, name):
         """One SparDL exchange of ``tensor`` alone, now; returns the averaged result."""
         flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
-        return restore(self._reduce([name], [flat]))
+        return restore(self._reduce([name], [flat], [restore]))
 
     # -- one exchange --------------------------------------------------------------------
-    def _reduce(self, names, flats):
+    def _reduce(self, names, flats, restores):
         key = "|".join(str(n) for n in names)
         transport = self.transport
         if self._engine is None or self._engine.transport is not transport:
@@ -222,9 +224,12 @@ class SparDL(Communicator):
             return np.full(n, np.nan, dtype=np.float32)
         result, residual = self._engine(accumulated, key)
         if isinstance(self.memory, ResidualMemory):
+            # Each in its tensor's kind and shape, as the residual memory keeps them (a torch
+            # caller's checkpoint of memory.residuals is then tensors, which torch.load's
+            # weights_only takes), sharing the engine's fresh buffer.
             offset = 0
-            for name, flat in zip(names, flats):
-                self.memory.residuals[name] = residual[offset:offset + flat.size]
+            for name, flat, restore in zip(names, flats, restores):
+                self.memory.residuals[name] = restore.working(residual[offset:offset + flat.size])
                 offset += flat.size
         traffic = self.last_traffic = self._engine.traffic
         self.stats.record(key, bytes_sent=traffic.bytes_sent, dense_bytes=4 * n,

@@ -280,6 +280,12 @@ class LGCCompressor(TransportAtFirstUse, Compressor):
             if self.autoencoder is None:
                 self.autoencoder = self.autoencoder_module.LGCAutoencoder(
                     self.variant, self.transport.size, **self.ae_options)
+            elif self.autoencoder.workers != self.transport.size:
+                # A state saved on another world size: its decoders are one per worker there
+                # (more ranks failed with an IndexError inside torch, fewer went on unsaid).
+                raise ValueError(f"this LGC state was trained on {self.autoencoder.workers} workers and this "
+                                 f"run has {self.transport.size}: LGC's autoencoder has a decoder per worker, so "
+                                 "load it into a run of as many, or start LGC afresh")
             ctx = self._sparse(compensated if finite else np.zeros_like(compensated), finite, name, route)
         ctx.restore = restore
         return [], ctx
