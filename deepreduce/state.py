@@ -64,6 +64,18 @@ class TensorState(dict):
                 return record[1]
         return edge.writable_view(entry)
 
+    def _read(self, name, size):
+        """``self[name]`` as a flat float32 array to read, where C cannot write through it
+        (an entry of another dtype or device, assigned by hand or from a checkpoint);
+        ValueError if it does not hold ``size`` elements. Such an entry was taken for no
+        entry: DGC's and signum's state then started afresh without a word, where the
+        residual memory refused it."""
+        flat, _ = edge.to_core(self[name], what=f"the state kept for tensor {name!r}")
+        if flat.size != size:
+            raise ValueError(f"tensor {name!r} has {size} elements but the state kept for it has {flat.size}; "
+                             "names must be stable and unique per parameter (empty the state to start afresh)")
+        return flat
+
     def write(self, name, restore, size):
         """``(new, old)``: the flat float32 NumPy buffer that now backs ``self[name]``
         (its contents undefined: the caller fills it) and the buffer of the entry it
@@ -74,6 +86,8 @@ class TensorState(dict):
             if current is not None:
                 return current, current
         old = self.view(name, size)
+        if old is None and self.get(name) is not None:
+            old = self._read(name, size)
         spare = self._spare.pop(name, None)
         new = self._flat(name, spare) if spare is not None else None
         if new is None or new.size != size:

@@ -574,6 +574,32 @@ def test_state_dicts_take_a_plain_dict_as_graces_did(compressor, memory, owner, 
     assert [as_bits(reset.step(g, "w")) for g in grads[3:]] == [as_bits(fresh.step(g, "w")) for g in grads[3:]]
 
 
+@pytest.mark.parametrize("compressor, memory, owner, attribute", [
+    ("dgc", "dgc", "memory", "residuals"),
+    ("dgc", "dgc", "memory", "gradients"),
+    ("signum", "none", "compressor", "momentums"),
+])
+def test_a_state_of_another_size_is_refused_and_of_another_dtype_resumed(compressor, memory, owner, attribute):
+    """A checkpoint's entry of another size (another model's) was taken for no entry: DGC's
+    and signum's state started afresh without a word, where the residual memory refused
+    it; one of another dtype (float64, assigned by hand) was dropped the same way."""
+    params = {"compressor": compressor, "memory": memory,
+              "communicator": "allgather", "compress_ratio": 0.05, **LOCAL}
+    torch.manual_seed(0)
+    grads = [torch.randn(1000) for _ in range(4)]
+    original = grace_from_params(params)
+    original.step(grads[0], "w")
+    saved = {k: v.clone() for k, v in getattr(getattr(original, owner), attribute).items()}
+    wider = grace_from_params(params)
+    wider.step(grads[0], "w")
+    setattr(getattr(wider, owner), attribute, {"w": torch.zeros(2000)})
+    with pytest.raises(ValueError, match="tensor 'w' has 1000 elements but the state kept for it has 2000"):
+        wider.step(grads[1], "w")
+    as_double = copy.deepcopy(original)
+    setattr(getattr(as_double, owner), attribute, {"w": saved["w"].double()})
+    assert as_bits(as_double.step(grads[1], "w")) == as_bits(original.step(grads[1], "w"))
+
+
 @pytest.mark.parametrize("compressor, held", [
     ("topk", (("memory", "residuals"),)),
     ("dgc", (("memory", "residuals"), ("memory", "gradients"))),
