@@ -356,9 +356,12 @@ class Communicator(TransportAtFirstUse, ABC):
         try:
             out = combine(payloads, ctx, self.world_size if compressor.average else 1)
         except FrameError as error:
-            if exchange is not None:
-                _refuse_differing_sizes(payloads, exchange, error)
-            raise
+            if exchange is None:
+                raise
+            _refuse_differing_sizes(payloads, exchange, error)
+            # The frames are to blame: say whose, and of which tensor (the codec's message
+            # named neither).
+            raise FrameError(f"{exchange}: {_whose_payload(compressor, payloads, ctx)}{error}") from error
         self._decode_seconds = getattr(self, "_decode_seconds", 0.0) + time.perf_counter() - start
         return out
 
@@ -478,6 +481,17 @@ def _refuse_differing_sizes(per_rank, what, error):
     if len({count for count in counts if count is not None}) > 1:
         raise CommunicationError(f"{what}: element counts differ across ranks {counts}; every rank must step "
                                  "the same tensors under each name") from error
+
+
+def _whose_payload(compressor, per_rank, ctx):
+    """"rank r's payload: " for the first rank whose payloads its own decompress refuses
+    (the error path only: each is decoded again), "" where none is refused alone."""
+    for rank, payloads in enumerate(per_rank):
+        try:
+            compressor.decompress(payloads, ctx)
+        except FrameError:
+            return f"rank {rank}'s payload: "
+    return ""
 
 
 def _payload_numel(payloads):

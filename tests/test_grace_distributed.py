@@ -139,6 +139,27 @@ def _fp16_near_its_largest(rank):
     return grc.step(torch.full((4,), 40000.0 + rank), "w").numpy()
 
 
+def _damaged_frame(rank):
+    """Rank 2's top-k frame has a byte flipped on its way: every rank's error."""
+    from deepreduce import FrameError, grace_from_params
+    grc = grace_from_params({"compressor": "topk", "memory": "none", "communicator": "allgather",
+                             "compress_ratio": 0.1})
+    compress = grc.compressor.compress
+
+    def damaging(tensor, name):
+        (frame,), ctx = compress(tensor, name)
+        if rank == 2:
+            frame = frame.clone()
+            frame[frame.numel() // 2] ^= 0x40
+        return [frame], ctx
+    grc.compressor.compress = damaging
+    try:
+        grc.step(torch.from_numpy(grads(300, 7, rank)), "w")
+    except FrameError as e:
+        return str(e)
+    return "no error"
+
+
 def _dgc_clipping(rank):
     from deepreduce import grace_from_params
     # Sending every entry isolates the memory: the result is the mean of the clipped
@@ -152,7 +173,7 @@ def _dgc_clipping(rank):
 
 
 CASES = {"signsgd": _signsgd_vote, "randomk": _randomk_allreduce_and_allgather, "powersgd": _powersgd_mean,
-         "alltoall": _alltoall, "alltoall_bytes": _alltoall_bytes, "fp16": _fp16_near_its_largest,
+         "alltoall": _alltoall, "alltoall_bytes": _alltoall_bytes, "fp16": _fp16_near_its_largest, "damaged": _damaged_frame,
          "dgc_clipping": _dgc_clipping}
 
 
@@ -229,6 +250,12 @@ def test_alltoall_counts_the_chunks_that_leave_the_rank(three_ranks):
         # reduced chunk's frame: about one qsgd frame of the tensor (a byte and 4/128 of
         # a float per element), never three halves of it
         assert 3000 * (1 + 4 / 128) < qsgd["bytes_sent"] < 3000 * (1 + 4 / 128) + 3 * 128
+
+
+def test_a_damaged_frame_is_named_by_its_tensor_and_rank(three_ranks):
+    # It read "TopKCompressor payload: checksum mismatch", naming neither.
+    for message in three_ranks("damaged"):
+        assert message.startswith("allgather of tensor 'w': rank 2's payload: TopKCompressor payload: "), message
 
 
 def test_fp16_allreduce_of_values_whose_sum_passes_65504_gives_their_mean(three_ranks):

@@ -250,12 +250,12 @@ def test_empty_and_near_float_max_tensors_through_every_compressor(params):
     huge values: they are beyond float16, see the fp16 test)."""
     c = compressor_of(params)
     empty = np.zeros((0, 3), dtype=np.float32)
-    tensors, ctx = c.compress(empty, "w")
+    tensors, ctx = c.compress(empty, "empty")
     assert c.decompress(tensors, ctx).shape == (0, 3)
     if params["compressor"] == "fp16":
         return
     huge = np.where(np.arange(600) % 2, 3e38, -3.2e38).astype(np.float32)
-    tensors, ctx = c.compress(huge, "w")
+    tensors, ctx = c.compress(huge, "huge")  # another name: signum's momentum is kept per name and size
     out = np.asarray(c.decompress(tensors, ctx))
     assert out.shape == huge.shape and np.isfinite(out).all()
 
