@@ -112,6 +112,10 @@ class BlockCodec:
         self.codec_id = INDEX_CODECS[index_codec]
         self._work = np.empty(0, dtype=np.uint8)
 
+    def __getstate__(self):
+        # A checkpoint without the scratch: a copy grows its own at its first encode.
+        return dict(self.__dict__, _work=np.empty(0, dtype=np.uint8))
+
     def encode(self, block, k, tag):
         """Frame the top-k of ``block`` (a float32 view, modified: the sent entries become
         0, leaving what is held back) and return the frame's bytes."""

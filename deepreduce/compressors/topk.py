@@ -89,9 +89,10 @@ class TopKCompressor(Sparsifier):
         return cls(params["compress_ratio"], params["kernel"])
 
     def __getstate__(self):
-        # Pickled and deep-copied without the workspace's C pointer (which cannot be
-        # pickled): the copy makes its own at its first compress.
-        return dict(self.__dict__, _work_pointer=(None, None))
+        # Pickled and deep-copied without the workspace and its C pointer (which cannot be
+        # pickled): the copy makes its own at its first compress. (The workspace, 1.25x a
+        # large tensor, went into every checkpoint.)
+        return dict(self.__dict__, _work=np.empty(0, dtype=np.uint8), _work_pointer=(None, None))
 
     def select(self, flat, name):
         """Ascending uint32 indices of the k largest magnitudes."""
