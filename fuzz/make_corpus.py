@@ -49,7 +49,7 @@ def frames():
         for params in configs:
             compressor = deepreduce_from_params(params).compressor
             for x in tensors():
-                payloads, _ = compressor.compress(x, "w")
+                payloads, _ = compressor.compress(x, f"w{x.size}")  # a name per size: state is kept per name
                 yield from (np.asarray(p).tobytes() for p in payloads if framed(p))
 
 

@@ -95,7 +95,7 @@ def fuzz_config(params, seconds, seed, report):
         x = rng.laplace(size=n).astype(np.float32)
         if n == 64:
             x[5] = np.nan  # compressors send the non-finite marker
-        tensors, ctx = compressor.compress(x, "w")
+        tensors, ctx = compressor.compress(x, f"w{n}")  # a name per size: state is kept per name
         if len(tensors) == 1:  # powersgd's payload list is empty: nothing travels
             seeds.append((tensors[0], (ctx, n)))
 
