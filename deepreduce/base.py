@@ -12,6 +12,7 @@ float32 sharing memory with the core's flat buffer (see ``deepreduce.edge``), so
 written against GRACE's classes with torch operations mix freely with ours. The result
 is turned back into the caller's tensor type, dtype, device and shape.
 """
+import threading
 import time
 from abc import ABC, abstractmethod
 from functools import partial
@@ -218,18 +219,21 @@ class Communicator(TransportAtFirstUse, ABC):
         # Arrays a step makes afresh (results, copies), per use and tensor name: reused
         # once nothing refers to them.
         self.buffers = Outputs()
+        self._stepping = threading.RLock()
 
     # -- binding ------------------------------------------------------------------
     def __getstate__(self):
         # A copy (pickled or deep-copied) binds its own transport at its first step, and
         # records into its process's GLOBAL stats where the original recorded into its.
         state = unbound_state(self)
+        state.pop("_stepping", None)  # a lock: each copy has its own
         if self.stats is _stats.GLOBAL:
             state["stats"] = None
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._stepping = threading.RLock()
         if self.stats is None:
             self.stats = _stats.GLOBAL
 
@@ -261,6 +265,15 @@ class Communicator(TransportAtFirstUse, ABC):
         return self.compressor
 
     def step(self, tensor, name):
+        """The averaged (or aggregated) ``tensor`` of every rank under ``name``. One step
+        at a time per communicator: its compressor's and memory's scratch is shared by
+        its tensors, so calls from several threads take turns (they interleaved inside
+        the C kernels, and gave wrong results). Every rank must still step the same
+        tensors in the same order."""
+        with self._stepping:
+            return self._step(tensor, name)
+
+    def _step(self, tensor, name):
         # GRACE's TensorFlow flavour crosses through NumPy (a torch tensor or a NumPy
         # array, by their exact classes, is no TensorFlow tensor: no look for one).
         if type(tensor) not in edge.NOT_TENSORFLOW and edge.is_tensorflow(tensor):

@@ -707,3 +707,46 @@ def test_auto_offs_dense_steps_sum_in_the_steps_buffers_and_hand_back_their_own_
         assert np.array_equal(values, before.numpy() if torch.is_tensor(before) else before)
         assert np.array_equal(g.numpy() if torch.is_tensor(g) else g, values), "the caller's gradient is untouched"
         assert address(values) != transport.given[0]
+
+
+@pytest.mark.parametrize("params", [
+    {"compressor": "topk", "memory": "residual", "compress_ratio": 0.01},
+    {"compressor": "dgc", "memory": "dgc", "compress_ratio": 0.01},
+    {"compressor": "sketch", "memory": "none"},
+    {"compressor": "topk", "memory": "residual", "compress_ratio": 0.01, "deepreduce": "both",
+     "index": "bloom", "value": "polyfit"},
+], ids=["topk", "dgc", "sketch", "bloom+polyfit"])
+def test_two_threads_stepping_one_communicator_get_the_sequential_results(params):
+    """A compressor's scratch is shared by its tensors, and the C kernels run without the
+    GIL: two threads stepping tensors 'a' and 'b' at once interleaved there ("invalid
+    argument", wrong top-k selections, wrong sketches, unsaid). Steps take turns now."""
+    import threading
+
+    from deepreduce import deepreduce_from_params
+    rng = np.random.default_rng(0)
+    grads = {name: [rng.standard_normal(size).astype(np.float32) for _ in range(8)]
+             for name, size in (("a", 200_000), ("b", 150_000))}
+    params = dict(params, communicator="allgather", transport="local")
+
+    def run(threaded):
+        grc = deepreduce_from_params(dict(params))
+        out = {name: [] for name in grads}
+
+        def steps(name):
+            for g in grads[name]:
+                out[name].append(np.asarray(grc.step(g, name)).copy())
+        workers = [threading.Thread(target=steps, args=(name,)) for name in grads]
+        if threaded:
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+        else:
+            for name in grads:
+                steps(name)
+        return out
+
+    sequential, threaded = run(False), run(True)
+    for name in grads:
+        assert len(threaded[name]) == 8
+        assert all(np.array_equal(x, y) for x, y in zip(sequential[name], threaded[name])), name

@@ -144,7 +144,7 @@ class SparDL(Communicator):
         raise NotImplementedError("spardl exchanges whole steps: use step(), flush() or exchange()")
 
     # -- the GRACE loop ------------------------------------------------------------------
-    def step(self, tensor, name):
+    def _step(self, tensor, name):
         if self._names is None and name in self._learning:
             self._names = list(self._learning)  # a name came back: the first step is known
             self._flush_pending()
@@ -179,10 +179,11 @@ class SparDL(Communicator):
         into them), and take the names seen so far as a step's tensors. From the first
         flush on, tensors outside the learned set are accepted too: they wait for the
         next flush."""
-        if self._names is None and self._learning:
-            self._names = list(self._learning)
-        self._manual = True
-        self._flush_pending()
+        with self._stepping:  # one exchange at a time, as step's (Communicator.step)
+            if self._names is None and self._learning:
+                self._names = list(self._learning)
+            self._manual = True
+            self._flush_pending()
 
     def _flush_pending(self):
         if not self._pending:
@@ -197,8 +198,9 @@ class SparDL(Communicator):
 
     def exchange(self, tensor, name):
         """One SparDL exchange of ``tensor`` alone, now; returns the averaged result."""
-        flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
-        return restore(self._reduce([name], [flat], [restore]))
+        with self._stepping:
+            flat, restore = edge.to_core(tensor, what=f"gradient {name!r}")
+            return restore(self._reduce([name], [flat], [restore]))
 
     # -- one exchange --------------------------------------------------------------------
     def _reduce(self, names, flats, restores):
