@@ -156,7 +156,14 @@ class _Wrapper(OneFrameCompressor):
             return flat, self.sparsifier.select(flat, name)
         tensors, ctx = self.sparsifier.compress(tensor, name)
         sent, _ = edge.to_core(self.sparsifier.decompress(tensors, ctx), what=f"decompressed {name!r}")
-        return sent, np.flatnonzero(sent).astype(np.uint32)
+        support = np.flatnonzero(sent).astype(np.uint32)
+        # A sparsifier that sends the tensor's own values (a user's torch top-k or random-k,
+        # ours): the values are gathered from the tensor, so that a Bloom filter's false
+        # positives carry their true values, as with the selecting ones (they were sent as
+        # zeros). One that changes them (adaq's means, a quantiser) keeps its own.
+        if np.array_equal(sent[support], flat[support]):
+            return flat, support
+        return sent, support
 
     def _codecs(self, numel):
         """(index codec, value codec, sends a permutation) for a tensor of numel entries:

@@ -622,3 +622,30 @@ def test_benchmarks_print_fig8_and_the_floor_table():
     sweep = run_benchmark("fig8.py", "--fpr-sweep")
     assert "conflict_sets" in sweep and " naive |" in sweep
     assert "0.100  100000   4.69   4.69 |" in run_benchmark("index_floor.py")
+
+
+def test_a_users_own_top_k_gets_bloom_false_positives_with_their_true_values():
+    """A sparsifier without select() (a GRACE-style one in torch, our randomk) had its
+    Bloom false positives sent as zeros: the values came from its own decompressed output.
+    They now come from the tensor, as for our top-k: the same decoded tensor."""
+    torch = pytest.importorskip("torch")
+    from grace_dl.dist import Compressor
+
+    class TorchTopK(Compressor):  # GRACE's TopKCompressor, in its style
+        def compress(self, tensor, name):
+            flat = tensor.flatten()
+            _, indices = torch.topk(flat.abs(), max(1, int(flat.numel() * 0.01)))
+            return [flat[indices], indices], (flat.numel(), tensor.size())
+
+        def decompress(self, tensors, ctx):
+            values, indices = tensors
+            numel, shape = ctx
+            return torch.zeros(numel).scatter_(0, indices, values).view(shape)
+
+    g = torch.from_numpy(gradient(5))
+    params = params_for("index", index="bloom", fpr=0.02, policy="p0")
+    ours = IndexCompressor(grace_from_params(params).compressor, params)
+    theirs = IndexCompressor(TorchTopK(), params)
+    got, want = (np.asarray(w.decompress(*w.compress(g, "w"))) for w in (theirs, ours))
+    assert np.count_nonzero(want) > 368  # p0 sends the false positives too
+    np.testing.assert_array_equal(got, want)
