@@ -31,6 +31,8 @@ __all__ = ["tensor_bits", "volume", "timer"]
 
 
 def tensor_bits(tensor):
+    if not (hasattr(tensor, "nbytes") or hasattr(tensor, "element_size")):
+        raise TypeError(f"tensor_bits takes a NumPy array or a torch tensor, got {type(tensor).__name__}")
     return 8 * payload_nbytes(tensor)
 
 
@@ -44,6 +46,8 @@ class timer(ContextDecorator):
     def __init__(self, name=None, kind="encode", stats=None):
         if kind not in ("encode", "decode"):
             raise ValueError(f"kind must be 'encode' or 'decode', got {kind!r}")
+        if stats is not None and not isinstance(stats, _stats.Stats):  # it failed at the block's end
+            raise TypeError(f"stats must be a deepreduce.stats.Stats (or None for stats.GLOBAL), got {stats!r}")
         self.name = name
         self.kind = kind
         self.stats = stats

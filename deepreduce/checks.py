@@ -105,7 +105,16 @@ def runs_by_label(runs, one_run=frozenset()):
     if not isinstance(runs, dict) or not runs:
         raise TypeError("runs must be a dict: {label: params dict}, or one params dict")
     dicts = sum(isinstance(run, dict) for run in runs.values())
-    if (one_run and set(runs) == set(one_run)) or not dicts:
+    if one_run and set(runs) == set(one_run):
+        return {"compressed": runs}
+    if not dicts:
+        from .params import KEYS  # (params imports this module)
+        if not any(key in KEYS for key in runs):
+            # {"a": "topk"} ran as one params dict of no key deepreduce reads: a dense run.
+            label, run = next(iter(runs.items()))
+            raise TypeError(f"runs[{label!r}] is {run!r}, not a params dict, and runs is no params dict either "
+                            "(none of its keys is a params key such as 'compressor'): runs is {label: params "
+                            "dict}, or one params dict")
         return {"compressed": runs}
     if dicts < len(runs):
         odd = next(label for label, run in runs.items() if not isinstance(run, dict))

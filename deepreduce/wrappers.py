@@ -98,6 +98,9 @@ class _Wrapper(OneFrameCompressor):
         params = {} if params is None else params
         if not isinstance(params, dict):
             raise ParameterTypeError(f"params must be a dict, got {type(params).__name__}")
+        if not all(callable(getattr(sparsifier, method, None)) for method in ("compress", "decompress")):
+            raise TypeError(f"{type(self).__name__} wraps a compressor (grc.compressor: one with compress and "
+                            f"decompress), got {sparsifier!r}")
         self.sparsifier = sparsifier
         self.params = params
         # DeepReduce's scripts also write None for "no codec on this side".

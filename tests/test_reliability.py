@@ -538,3 +538,19 @@ def test_a_dead_mpi_rank_ends_the_job_naming_the_rank(how, names_rank):
     assert result.returncode != 0 and "finished" not in result.stdout, output
     assert re.search(names_rank, output), output
     assert time.monotonic() - start < 60
+
+
+def test_public_entry_points_name_a_bad_argument():
+    """Each was an AttributeError from inside (the timer's at the block's end), or, for the
+    DDP hook's state, a dense state built from a list without a word."""
+    pytest.importorskip("torch")
+    from deepreduce.accounting import tensor_bits, timer
+    from deepreduce.torch import DeepReduceHookState
+    with pytest.raises(TypeError, match=re.escape("IndexCompressor wraps a compressor (grc.compressor")):
+        IndexCompressor(None, {})
+    with pytest.raises(TypeError, match="tensor_bits takes a NumPy array or a torch tensor, got list"):
+        tensor_bits([1, 2])
+    with pytest.raises(TypeError, match=re.escape("stats must be a deepreduce.stats.Stats")):
+        timer("x", stats="s")
+    with pytest.raises(ParameterTypeError, match="params must be a dict, got list"):
+        DeepReduceHookState([])

@@ -120,6 +120,9 @@ def test_the_python_api_refuses_before_any_worker_starts(settings, error, messag
         train.run({"compressor": "topk"}, epochs=1, **settings)
     with pytest.raises(TypeError, match=re.escape("runs['typo'] is 3, not a params dict")):
         train.run({"topk": {"compressor": "topk"}, "typo": 3})
+    # No dict among the values, and no params key either: it trained one dense run.
+    with pytest.raises(TypeError, match=re.escape("runs['a'] is 'topk', not a params dict, and runs is no params")):
+        train.run({"a": "topk"})
     with pytest.raises(ValueError, match=re.escape("transport='local' gives each of the 2 workers a world")):
         train.run({"compressor": "topk", "transport": "local"})
 

@@ -47,6 +47,7 @@ import torch
 import torch.distributed as dist
 
 from ..checks import flag, integer
+from ..errors import ParameterTypeError
 from ..transports.torch_dist import GroupOfItsOwn, TorchTransport
 from ..wrappers import deepreduce_from_params
 
@@ -61,6 +62,8 @@ class DeepReduceHookState:
         if start_iter < 1:
             raise ValueError("start_iter must be >= 1: DDP's first-iteration buckets are provisional")
         overlap = flag(overlap, "overlap")
+        if not isinstance(params, dict):  # dict([]) built a dense state, unsaid
+            raise ParameterTypeError(f"params must be a dict, got {type(params).__name__}")
         params = dict(params)
         if process_group is not None and params.get("transport") not in (None, "torch"):
             raise ValueError(f"params' transport {params['transport']!r} and process_group both say where "
