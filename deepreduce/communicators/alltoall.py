@@ -30,7 +30,7 @@ class ChunkedCtx:
 class ChunkedCodec(Compressor):
     """Applies a compressor chunk by chunk: payload = one payload list per chunk."""
 
-    def __init__(self, compressor, chunks, rank=0):
+    def __init__(self, compressor, chunks, rank):
         super().__init__(compressor.average, compressor.tensors_size_are_same)
         self.inner = compressor
         self.chunks = chunks

@@ -38,19 +38,15 @@ class ResidualMemory(HoldsTensorStates, Memory):
 
     def compensate(self, tensor, name):
         self.residuals.settle(name)
-        if name not in self.residuals:
-            if self.gamma == 1:
-                return tensor
-            # e = 0 at the first step: x = γ·g (GRACE returned g itself, so EF-SignSGD's
-            # first update was 1/lr times too large, and its first residual g − D(C(g))).
-            flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-            out = self.compensated.take(name, flat.size)
-            check(lib.dr_axpby(0.0, f32(flat), self.gamma, f32(flat), f32(out), flat.size), "compensate")
-            return restore.working(out)
+        first = name not in self.residuals
+        if first and self.gamma == 1:
+            return tensor
         flat, restore = edge.to_core(tensor, what=f"tensor {name!r}")
-        residual = self._residual(name, flat.size)
+        # e = 0 at the first step: x = 0·g + γ·g (GRACE returned g itself, so EF-SignSGD's
+        # first update was 1/lr times too large, and its first residual g − D(C(g))).
+        beta, residual = (0.0, flat) if first else (self.beta, self._residual(name, flat.size))
         out = self.compensated.take(name, flat.size)
-        check(lib.dr_axpby(self.beta, f32(residual), self.gamma, f32(flat), f32(out), flat.size), "compensate")
+        check(lib.dr_axpby(beta, f32(residual), self.gamma, f32(flat), f32(out), flat.size), "compensate")
         return restore.working(out)  # the caller's kind and shape, CPU float32
 
     def _residual(self, name, size):

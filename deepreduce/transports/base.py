@@ -96,7 +96,7 @@ def unmarked(buf, peer):
     ``_guard`` makes it a CommunicationError that names the tensor)."""
     if not np.array_equal(buf[buf.size - END_MARK.size:], END_MARK):
         raise ValueError(f"rank {peer} sent fewer bytes than the {buf.size - END_MARK.size} it stated "
-                                 "(or other bytes at their end): every rank must run the same deepreduce")
+                         "(or other bytes at their end): every rank must run the same deepreduce")
     return buf[:buf.size - END_MARK.size]
 
 

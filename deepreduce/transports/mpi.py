@@ -67,12 +67,13 @@ class MPITransport(Transport):
 
     def _alltoallv_bytes(self, sends, recv_sizes):
         # Each message marked at its end (base.END_MARK), as on gloo; the empty ones not.
-        sends = [marked(s) if s.nbytes else s for s in sends]
+        # The marks go into the one send buffer as it is joined: no copy of each message first.
+        send_sizes = [s.nbytes + END_MARK.size if s.nbytes else 0 for s in sends]
         recv_sizes = [size + END_MARK.size if size else 0 for size in recv_sizes]
-        send_sizes = [s.nbytes for s in sends]
         send_displs = np.concatenate([[0], np.cumsum(send_sizes)[:-1]]).astype(np.int64).tolist()
         recv_displs = np.concatenate([[0], np.cumsum(recv_sizes)[:-1]]).astype(np.int64).tolist()
-        sendbuf = np.concatenate(sends) if sends else np.empty(0, dtype=np.uint8)
+        parts = [part for s in sends for part in ((s, END_MARK) if s.nbytes else ())]
+        sendbuf = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint8)
         recvbuf = np.empty(int(sum(recv_sizes)), dtype=np.uint8)
         for d, size in zip(recv_displs, recv_sizes):
             if size:
