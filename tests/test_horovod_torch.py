@@ -128,6 +128,109 @@ def test_distributed_optimizer_checks_its_arguments(one_process_world):
         hvd.DistributedOptimizer(sgd)
 
 
+def test_the_optimizer_takes_horovods_options_and_refuses_what_is_no_communicator(one_process_world):
+    model, x, y = model_and_batch()
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    # GRACE's params dict where its communicator belongs: it failed at the first step()
+    with pytest.raises(TypeError, match="grace must be a communicator, grace_from_params\\(params\\).*got dict"):
+        hvd.DistributedOptimizer(sgd, {"compressor": "topk"})
+    with pytest.raises(TypeError, match="hvd.allreduce: tensor must be a torch.Tensor, got list"):
+        hvd.allreduce([1.0, 2.0])
+    for bad in (0.0, float("inf"), "x"):
+        with pytest.raises(ValueError, match="gradient_predivide_factor must be a finite number > 0"):
+            hvd.DistributedOptimizer(sgd, gradient_predivide_factor=bad)
+    with pytest.raises(ValueError, match="a GRACE communicator averages in its own way"):
+        hvd.DistributedOptimizer(sgd, grace_from_params(TOPK), gradient_predivide_factor=2.0)
+    # Horovod's own examples pass the factor (1.0 by default): the script runs as written
+    opt = hvd.DistributedOptimizer(sgd, named_parameters=model.named_parameters(), gradient_predivide_factor=4.0)
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    before = [p.grad.clone() for p in model.parameters()]
+    opt.synchronize()
+    for a, b in zip(before, model.parameters()):
+        assert torch.allclose(a, b.grad, rtol=1e-6)  # one rank: (g / 4) * (4 / 1)
+    # wrapped after it stepped: its state and its defaults (for groups added later) go along
+    sgd = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.9)
+    sgd.step()
+    opt = hvd.DistributedOptimizer(sgd)
+    assert opt.defaults["lr"] == 0.3 and all("momentum_buffer" in opt.state[p] for p in model.parameters())
+
+
+def test_parameters_added_later_and_sparse_gradients_go_through_the_communicator(one_process_world):
+    """A group added after wrapping (a new head) failed at step() with a bare KeyError; a
+    sparse gradient with a communicator said to call .to_dense(), which the optimizer,
+    not the script, would have to."""
+    torch.manual_seed(0)
+    emb, head = torch.nn.Embedding(10, 3, sparse=True), torch.nn.Linear(3, 1)
+    reference, reference_head = torch.nn.Embedding(10, 3), torch.nn.Linear(3, 1)
+    reference.load_state_dict(emb.state_dict())
+    reference_head.load_state_dict(head.state_dict())
+    grc = grace_from_params({"compressor": "none", "memory": "none", "communicator": "allreduce"})
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(emb.parameters(), lr=0.5), grc,
+                                   named_parameters=emb.named_parameters())
+    opt.add_param_group({"params": head.parameters()})
+    ref_opt = torch.optim.SGD([*reference.parameters(), *reference_head.parameters()], lr=0.5)
+    rows = torch.tensor([[1, 4], [4, 7]])
+    for model, top, optimizer in ((emb, head, opt), (reference, reference_head, ref_opt)):
+        optimizer.zero_grad()
+        top(model(rows)).sum().backward()
+        optimizer.step()
+    assert emb.weight.grad.is_sparse and torch.equal(emb.weight, reference.weight)
+    assert torch.equal(head.weight, reference_head.weight)
+    dense = hvd.DistributedOptimizer(torch.optim.SGD(emb.parameters(), lr=0.5), sparse_as_dense=True)
+    dense.zero_grad()
+    emb(rows).sum().backward()
+    dense.step()
+    assert not emb.weight.grad.is_sparse
+
+
+def test_broadcast_parameters_takes_a_list_of_tensors_and_refuses_others(one_process_world):
+    model, _, _ = model_and_batch()
+    hvd.broadcast_parameters(list(model.parameters()), root_rank=0)  # Horovod takes a plain list
+    for bad, what in ((None, "got NoneType"), (torch.ones(2), "got Tensor"), ([("a", 1)], "got \\('a', 1\\)")):
+        with pytest.raises(TypeError, match=f"broadcast_parameters: .*{what}"):
+            hvd.broadcast_parameters(bad, root_rank=0)
+
+
+def _autograd_and_state(rank, world_size):
+    """Horovod's collectives are autograd functions; its broadcast_optimizer_state sends
+    every hyperparameter (here only numbers were: Adam's betas and amsgrad stayed each
+    rank's own, and the ranks' weights parted); objects travel pickled."""
+    hvd.init()
+    try:
+        x = torch.full((3,), float(rank + 1), requires_grad=True)
+        (2 * x.sum() + hvd.allreduce(x, name="x").sum()).backward()     # d/dx: 2 + mean of ones
+        rows = torch.ones(rank + 1, 2, requires_grad=True)
+        (hvd.allgather(rows, name="rows") * torch.arange(1.0, 4.0).reshape(3, 1)).sum().backward()
+        root = torch.ones(2, requires_grad=True)
+        (hvd.broadcast(root, root_rank=1, name="root") * (rank + 1)).sum().backward()
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 2)
+        adam = torch.optim.Adam(model.parameters(), lr=1e-2)
+        if rank == 0:  # root resumed from a checkpoint of other hyperparameters
+            state = adam.state_dict()
+            state["param_groups"][0].update(lr=5e-3, betas=(0.5, 0.6), amsgrad=True)
+            adam.load_state_dict(state)
+        hvd.broadcast_optimizer_state(adam, root_rank=0)
+        group = adam.param_groups[0]
+        hyper = (group["lr"], group["betas"], group["amsgrad"])
+        objects = (hvd.broadcast_object({"epoch": 3} if rank == 0 else None, root_rank=0),
+                   hvd.allgather_object(("rank", rank)))
+        return x.grad.tolist(), rows.grad.tolist(), root.grad.tolist(), hyper, objects
+    finally:
+        world.shutdown()
+
+
+@pytest.mark.slow
+def test_collectives_are_differentiable_and_optimizer_state_travels_whole():
+    for rank, (x_grad, rows_grad, root_grad, hyper, objects) in enumerate(run(_autograd_and_state, 2)):
+        assert x_grad == [3.0] * 3
+        # rows 0 (rank 0) and 1, 2 (rank 1), each weighted 1, 2, 3, summed over both ranks' losses
+        assert rows_grad == ([[2.0, 2.0]] if rank == 0 else [[4.0, 4.0], [6.0, 6.0]])
+        assert root_grad == ([0.0, 0.0] if rank == 0 else [3.0, 3.0])
+        assert hyper == (5e-3, (0.5, 0.6), True)
+        assert objects == ({"epoch": 3}, [("rank", 0), ("rank", 1)])
+
+
 def _collectives(rank, world_size):
     hvd.init()
     try:
