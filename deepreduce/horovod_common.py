@@ -83,12 +83,22 @@ def reduce_op(op=None, average=None):
     return op
 
 
-def refuse_unoffered(compression=None, backward_passes_per_step=1):
+def refuse_unoffered(compression=None, backward_passes_per_step=1, num_groups=0, groups=None, process_set=None,
+                     gradient_predivide_factor=1.0):
     """Refuse Horovod's DistributedOptimizer options that have no meaning here, saying
-    what to do instead."""
+    what to do instead (their defaults are taken: a script that passes them as they are
+    runs)."""
     if compression is not None and compression is not Compression.none:
         raise ValueError(f"compression={compression!r}: only hvd.Compression.none (no cast) is taken; for "
                          "Horovod's fp16 cast pass grace=grace_from_params({'compressor': 'fp16', ...})")
     if backward_passes_per_step != 1:
         raise ValueError(f"backward_passes_per_step={backward_passes_per_step!r} is not offered: accumulate "
                          "gradients yourself and call step() once per exchange")
+    if num_groups or groups is not None:
+        raise ValueError("num_groups and groups (Horovod's grouped allreduce) are not offered: a step's "
+                         "gradients are exchanged one after another, in one crossing")
+    if process_set is not None:
+        raise ValueError("process_set is not offered: every rank of the world takes part")
+    if gradient_predivide_factor != 1.0:
+        raise ValueError(f"gradient_predivide_factor={gradient_predivide_factor!r} is not offered here: the "
+                         "average divides once, after the sum")

@@ -189,6 +189,75 @@ def test_keras_distributed_optimizer_averages_under_a_loss_scaler_and_through_ap
     assert steps_taken() - before == 1
 
 
+def test_a_loss_scaler_around_the_distributed_optimizer_is_refused(one_process_world):
+    """A LossScaleOptimizer around ours looks for an overflow in this rank's gradients
+    before they are averaged: a rank that overflowed skipped the exchange its peer waited
+    in (a hang), and under mixed_float16, where ours is the scaler already, the gradients
+    were unscaled twice (updates 32768 times too small). Both ways it comes about are
+    refused at the first fit: wrapped by hand, or made before the policy and wrapped by
+    compile()."""
+    x, y = np.ones((8, 4), np.float32), np.zeros((8, 1), np.float32)
+
+    def fit(make_optimizer):
+        model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(1, dtype="float32")])
+        model.compile(loss="mse", optimizer=make_optimizer(), jit_compile=False)
+        model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+
+    made_before = hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.01))
+    tf.keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        scaler = tf.keras.mixed_precision.LossScaleOptimizer
+        for make, twice in ((lambda: scaler(hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.01))), True),
+                            (lambda: made_before, False)):
+            with pytest.raises(ValueError, match="cannot be wrapped in a LossScaleOptimizer") as refused:
+                fit(make)
+            assert ("unscaled twice" in str(refused.value)) == twice
+        fit(lambda: hvd_keras.DistributedOptimizer(scaler(tf.keras.optimizers.SGD(0.01))))  # the right way round
+    finally:
+        tf.keras.mixed_precision.set_global_policy("float32")
+
+
+def test_the_distributed_optimizer_is_the_optimizer_with_all_its_state(one_process_world):
+    """It was a copy made from the optimizer's config, which lost what the config does not
+    hold: AdamW decayed the weights it was told to leave alone."""
+    def decayed(wrap):
+        layer = tf.keras.layers.Dense(2, kernel_initializer="ones", bias_initializer="ones")
+        layer.build((None, 3))
+        adamw = tf.keras.optimizers.AdamW(learning_rate=0.1, weight_decay=0.5)
+        adamw.exclude_from_weight_decay(var_list=[layer.kernel])
+        optimizer = wrap(adamw)
+        optimizer.apply([tf.zeros_like(layer.kernel), tf.zeros_like(layer.bias)], [layer.kernel, layer.bias])
+        return float(layer.kernel[0, 0]), float(layer.bias[0])
+    assert decayed(hvd_keras.DistributedOptimizer) == decayed(lambda o: o) == (1.0, np.float32(0.95))
+    once = hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))
+    with pytest.raises(ValueError, match="wrap the optimizer once"):
+        hvd_keras.DistributedOptimizer(once)
+
+
+def test_horovods_options_misspellings_and_shapes(one_process_world):
+    sgd = tf.keras.optimizers.SGD
+    with pytest.raises(TypeError, match="unexpected keyword argument 'grc'"):  # trained dense without a word
+        hvd_keras.DistributedOptimizer(sgd(0.1), grc=grace_from_params(TOPK))
+    with pytest.raises(TypeError, match="grace must be a communicator.*got dict"):
+        hvd_keras.DistributedOptimizer(sgd(0.1), grace=TOPK)
+    with pytest.raises(TypeError, match="grace must be a communicator.*got dict"):
+        hvd.DistributedGradientTape(tf.GradientTape(), grace=TOPK)
+    for option, message in (({"gradient_predivide_factor": 0.5}, "gradient_predivide_factor"),
+                            ({"num_groups": 2}, "grouped allreduce"), ({"process_set": object()}, "process_set")):
+        with pytest.raises(ValueError, match=message):
+            hvd_keras.DistributedOptimizer(sgd(0.1), **option)
+    hvd_keras.DistributedOptimizer(sgd(0.1), gradient_predivide_factor=1.0, num_groups=0,
+                                   average_aggregated_gradients=False)  # Horovod's defaults, as scripts pass them
+    v = tf.Variable(3.0)
+    with hvd.DistributedGradientTape(tf.GradientTape()) as tape:  # Horovod's tape is one
+        loss = v * v
+    assert tape.gradient(loss, [v])[0].numpy() == 6.0
+    # a tensor of unknown rank: the result's rank is unknown too (it was said to be 1)
+    gather = tf.function(lambda t: hvd.allgather(t), input_signature=[tf.TensorSpec(None, tf.float32)])
+    assert gather.get_concrete_function().structured_outputs.shape.rank is None
+    assert gather(tf.ones([2, 3])).shape == (2, 3)
+
+
 def test_tensorflow_and_torch_share_horovods_op_rules(one_process_world):
     import deepreduce.torch.horovod as torch_hvd
     assert (hvd.Average, hvd.Sum) == (hvd_keras.Average, hvd_keras.Sum) == (torch_hvd.Average, torch_hvd.Sum)
@@ -283,15 +352,30 @@ def _tf_collectives(rank, world_size):
             hvd.broadcast_variables(variables, root_rank=0)
 
         broadcast_in_a_graph()
+        # An unnamed collective in a function one rank retraces (its last batch is shorter):
+        # tagged by their count, the ranks' exchanges paired up wrongly, then hung.
+        summed = tf.function(lambda t: hvd.allreduce(tf.reduce_sum(t), op=hvd.Sum))
+        losses = [float(summed(tf.ones([2 if rank == 0 and batch == 2 else 4]))) for batch in range(3)]
+        # bfloat16 (mixed_bfloat16's gradients): NumPy cannot sum it, the dense mean failed
+        half = hvd.allreduce(tf.constant([rank + 1.0, 3.0], dtype=tf.bfloat16), name="bf16")
+        # an embedding's gradient: reduced as Horovod reduces it, an IndexedSlices again
+        rows = hvd.allreduce(tf.IndexedSlices(tf.fill([1, 2], rank + 1.0), tf.constant([rank * 3]),
+                                              tf.constant([4, 2])), name="rows")
         return (mean.numpy().tolist(), total.numpy().tolist(), gathered.numpy().tolist(), root_value.numpy().tolist(),
-                variables[0].numpy().tolist(), int(variables[1].numpy()), hvd.size())
+                variables[0].numpy().tolist(), int(variables[1].numpy()), hvd.size(), losses,
+                (half.dtype.name, half.numpy().astype(np.float32).tolist()),
+                (type(rows).__name__, rows.indices.numpy().tolist(), rows.values.numpy().tolist()))
     finally:
         world.shutdown()
 
 
 @pytest.mark.slow
 def test_tensorflow_collectives_over_gloo():
-    for mean, total, gathered, root_value, weights, step, size in run(_tf_collectives, 2, timeout=240):
+    for mean, total, gathered, root_value, weights, step, size, losses, half, rows in run(_tf_collectives, 2,
+                                                                                           timeout=240):
         assert mean == [0.5, 2.0] and total == [3] and size == 2
         assert gathered == [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
         assert root_value == [10.0] and weights == [0.0, 0.0, 0.0] and step == 0
+        assert losses == [8.0, 8.0, 6.0]
+        assert half == ("bfloat16", [1.5, 3.0])
+        assert rows == ("IndexedSlices", [0, 3], [[0.5, 0.5], [1.0, 1.0]])

@@ -21,30 +21,57 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "
 
 def allreduce(tensor, average=None, name=None, op=None, grace=None):
     """The mean (default) or sum of ``tensor`` over ranks; with ``grace`` (GRACE's patched
-    Horovod) the communicator's compressed average instead."""
+    Horovod) the communicator's compressed average instead. A ``tf.IndexedSlices`` (an
+    embedding's gradient) is reduced as Horovod reduces it: every rank's slices gathered
+    (values divided by the size for the mean), an IndexedSlices again."""
     if grace is not None:
         if name is None:  # the communicator keeps state (residuals) per name: a fresh one per call would lose it
             raise ValueError("hvd.allreduce(..., grace=grc) needs a name= that is the same at every step "
                              "(the communicator's error feedback is kept per tensor name)")
         return step_tensorflow(grace, [tensor], [name])[0]
     op = reduce_op(op, average)
+    if isinstance(tensor, tf.IndexedSlices):
+        values = allgather(tensor.values, name=None if name is None else f"{name}.values")
+        indices = allgather(tensor.indices, name=None if name is None else f"{name}.indices")
+        if op == Average:
+            values = values / tf.cast(size(), values.dtype)
+        return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
     tensor = tf.convert_to_tensor(tensor)
-    tag = collective_name(name, "allreduce")
+    tag = _tag(name, "allreduce", tensor)
 
     def reduce(array):
-        world = current()
-        summed = world.transport.allreduce(np.array(array, copy=True).reshape(-1), tag).reshape(array.shape)
-        if op == Average and world.size > 1:
-            summed = summed / world.size if np.issubdtype(summed.dtype, np.floating) else summed // world.size
-        return [summed]
+        return [_reduced(array, tag, op)]
 
     return numpy_call(reduce, [tensor], [tensor.dtype], name="deepreduce_allreduce")[0]
+
+
+def _tag(name, kind, tensor):
+    """The tag of a collective: ``name``; else, in a graph, one after the tensor's name in
+    it, the same however often a rank retraces the function (a count of the unnamed
+    collectives made would differ between a rank that retraced and one that did not, and
+    their exchanges would pair up wrongly, then hang); eagerly, by their order."""
+    if name is None and not tf.executing_eagerly():
+        return f"{kind}.{tensor.name}"
+    return collective_name(name, kind)
+
+
+def _reduced(array, tag, op):
+    """``array`` summed over the ranks (averaged for op=Average: divided, or floor-divided
+    for integers, as Horovod's PyTorch flavour). Floats NumPy cannot sum (bfloat16, from
+    ml_dtypes) are summed as float32 and come back in their own dtype."""
+    world = current()
+    native = array.dtype.kind != "V"  # ml_dtypes' floats are NumPy "void" kinds
+    work = np.array(array, dtype=None if native else np.float32, copy=True).reshape(-1)
+    summed = world.transport.allreduce(work, tag).reshape(array.shape)
+    if op == Average and world.size > 1:
+        summed = summed / world.size if np.issubdtype(summed.dtype, np.floating) else summed // world.size
+    return summed if native else summed.astype(array.dtype)
 
 
 def allgather(tensor, name=None):
     """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
     tensor = tf.convert_to_tensor(tensor)
-    tag = collective_name(name, "allgather")
+    tag = _tag(name, "allgather", tensor)
 
     def gather(array):
         transport = current().transport
@@ -53,13 +80,16 @@ def allgather(tensor, name=None):
         return [np.concatenate([p.reshape((-1,) + array.shape[1:]) for p in parts]) if array.ndim
                 else np.concatenate(parts)]
 
-    shape = tf.TensorShape([None]).concatenate(tensor.shape[1:]) if tensor.shape.rank else tf.TensorShape([None])
+    rank_known = tensor.shape.rank
+    shape = tf.TensorShape(None) if rank_known is None else \
+        tf.TensorShape([None]).concatenate(tensor.shape[1:]) if rank_known else tf.TensorShape([None])
     return numpy_call(gather, [tensor], [tensor.dtype], name="deepreduce_allgather", shapes=[shape])[0]
 
 
 def broadcast(tensor, root_rank, name=None):
     """Root's ``tensor`` on every rank."""
-    return _broadcast_all([tensor], root_rank, [collective_name(name, "broadcast")])[0]
+    tensor = tf.convert_to_tensor(tensor)
+    return _broadcast_all([tensor], root_rank, [_tag(name, "broadcast", tensor)])[0]
 
 
 def _broadcast_all(tensors, root_rank, names):
@@ -108,10 +138,7 @@ def reduce_gradients(gradients, variables, grace=None, op=Average):
         op = reduce_op(op)
 
         def mean(*arrays):
-            world = current()
-            out = [world.transport.allreduce(np.array(a, copy=True).reshape(-1), names[i]).reshape(a.shape)
-                   for a, i in zip(arrays, present)]
-            return [o / world.size for o in out] if op == Average and world.size > 1 else out
+            return [_reduced(a, names[i], op) for a, i in zip(arrays, present)]
 
         reduced = numpy_call(mean, dense, [g.dtype for g in dense], name="deepreduce_allreduce_gradients")
     out = list(gradients)
@@ -120,17 +147,35 @@ def reduce_gradients(gradients, variables, grace=None, op=Average):
     return out
 
 
+def check_grace(grace):
+    """A TypeError unless ``grace`` is None or a communicator (what grace_from_params
+    makes: it has ``step``); a params dict passed in its place trained dense before."""
+    if grace is not None and not callable(getattr(grace, "step", None)):
+        raise TypeError(f"grace must be a communicator, grace_from_params(params), or None for the dense "
+                        f"average; got {type(grace).__name__}")
+
+
 class DistributedGradientTape:
     """GRACE's ``hvd.DistributedGradientTape(tape, grace=grc)``: ``gradient()`` returns the
     gradients averaged over ranks. Everything else is the wrapped tape's."""
 
     def __init__(self, gradtape, device_dense="", device_sparse="", compression=None,
-                 sparse_as_dense=False, op=Average, grace=None):
-        refuse_unoffered(compression)
+                 sparse_as_dense=False, op=Average, grace=None, gradient_predivide_factor=1.0, num_groups=0,
+                 groups=None, process_set=None):
+        refuse_unoffered(compression, num_groups=num_groups, groups=groups, process_set=process_set,
+                         gradient_predivide_factor=gradient_predivide_factor)
+        check_grace(grace)
         self._tape = gradtape
         self._grace = grace
         self._op = reduce_op(op)
         current()  # fail now, not inside a traced function, when hvd.init() was not called
+
+    def __enter__(self):  # with hvd.DistributedGradientTape(tf.GradientTape()) as tape:
+        self._tape.__enter__()
+        return self
+
+    def __exit__(self, *exception):
+        return self._tape.__exit__(*exception)
 
     def gradient(self, target, sources, output_gradients=None, **kwargs):
         gradients = self._tape.gradient(target, sources, output_gradients=output_gradients, **kwargs)

@@ -9,10 +9,12 @@ XLA cannot run the ``tf.numpy_function`` the gradients cross through: compile wi
 ``jit_compile=False``, as GRACE's examples passed ``experimental_run_tf_function=False``
 for the same reason (the distributed optimizer must run in the step).
 """
+import sys
+
 import tensorflow as tf
 
-from .. import (Adasum, Average, Compression, Sum, allgather, allreduce, broadcast, broadcast_variables, init, is_initialized,
-                local_rank, local_size, rank, reduce_gradients, shutdown, size)
+from .. import (Adasum, Average, Compression, Sum, allgather, allreduce, broadcast, broadcast_variables, check_grace, init,
+                is_initialized, local_rank, local_size, rank, reduce_gradients, shutdown, size)
 from ....horovod_common import reduce_op, refuse_unoffered
 from ....world import current
 from . import callbacks
@@ -41,6 +43,31 @@ class _DistributedOptimizer:
         gradients = reduce_gradients(grads, variables, self._deepreduce_grace, self._deepreduce_op)
         return super().apply(gradients, trainable_variables)
 
+    def build(self, variables):
+        # A LossScaleOptimizer put around this optimizer builds it from its own build(),
+        # and that call is the one trace the wrapping leaves (the scaler sets nothing on
+        # its inner optimizer that can be seen). Refused: it would look for an overflow in
+        # this rank's gradients before they are averaged, and a rank that overflowed would
+        # skip the exchange its peers wait in (they pair up a step apart, then hang).
+        caller = sys._getframe(1)
+        for _ in range(3):
+            outer = caller.f_locals.get("self")
+            if isinstance(outer, tf.keras.mixed_precision.LossScaleOptimizer) and outer is not self:
+                raise ValueError(_WRAPPED_IN_A_SCALER + (
+                    " (under mixed_float16 it is a LossScaleOptimizer already: the gradients would also be "
+                    "unscaled twice)" if isinstance(self, tf.keras.mixed_precision.LossScaleOptimizer) else ""))
+            caller = caller.f_back
+            if caller is None:
+                break
+        return super().build(variables)
+
+
+_WRAPPED_IN_A_SCALER = (
+    "hvd.DistributedOptimizer cannot be wrapped in a LossScaleOptimizer: the scaler would check this rank's "
+    "gradients for an overflow before they are averaged, and a rank that overflowed would skip the exchange the "
+    "others wait in. Wrap the other way round, hvd.DistributedOptimizer(LossScaleOptimizer(opt)), or make it "
+    "after set_global_policy('mixed_float16') (it is then the loss scaler) and pass it to compile as it is")
+
 
 def _in_xla():
     from tensorflow.python.ops import control_flow_util
@@ -48,12 +75,20 @@ def _in_xla():
 
 
 def DistributedOptimizer(optimizer, grace=None, name=None, device_dense="", device_sparse="", compression=None,
-                         sparse_as_dense=False, op=Average, **kwargs):
-    """GRACE's ``hvd.DistributedOptimizer(opt, grace=grc)``: a new optimizer of the same
-    class and configuration whose ``apply`` (and so ``apply_gradients``) first averages
-    the gradients, through ``grace`` when given, else dense. Under a mixed_float16 policy
-    it is a LossScaleOptimizer around ``optimizer``, as compile() would make it."""
-    refuse_unoffered(compression, kwargs.get("backward_passes_per_step", 1))
+                         sparse_as_dense=False, op=Average, backward_passes_per_step=1,
+                         average_aggregated_gradients=False, gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                         process_set=None, scale_local_gradients=True):
+    """GRACE's ``hvd.DistributedOptimizer(opt, grace=grc)``: ``optimizer`` itself, made
+    an instance of a subclass of its class whose ``apply`` (and so ``apply_gradients``)
+    first averages the gradients, through ``grace`` when given, else dense (so all its
+    state stays: built slots, ``exclude_from_weight_decay``, which a copy made from its
+    config lost). Under a mixed_float16 policy it is a LossScaleOptimizer made around
+    ``optimizer``, as compile() would make it. Horovod's other options are taken at
+    their defaults and refused otherwise."""
+    refuse_unoffered(compression, backward_passes_per_step, num_groups, groups, process_set, gradient_predivide_factor)
+    check_grace(grace)
+    if isinstance(optimizer, _DistributedOptimizer):
+        raise ValueError("this optimizer is a hvd.DistributedOptimizer already: wrap the optimizer once")
     op = reduce_op(op)
     current()  # fail here when hvd.init() was not called
     if tf.keras.mixed_precision.global_policy().name == "mixed_float16" and \
@@ -64,14 +99,12 @@ def DistributedOptimizer(optimizer, grace=None, name=None, device_dense="", devi
         # the loss scaler is made here, and averages the scaled gradients before it
         # looks (one rank's overflow is every rank's, and every rank skips the step).
         optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
-    cls = type(type(optimizer).__name__, (_DistributedOptimizer, type(optimizer)), {})
-    config = optimizer.get_config()
+    optimizer.__class__ = type(type(optimizer).__name__, (_DistributedOptimizer, type(optimizer)), {})
     if name is not None:
-        config["name"] = name
-    wrapped = cls.from_config(config)
-    wrapped._deepreduce_grace = grace
-    wrapped._deepreduce_op = op
-    return wrapped
+        optimizer.name = name
+    optimizer._deepreduce_grace = grace
+    optimizer._deepreduce_op = op
+    return optimizer
 
 
 def broadcast_global_variables(root_rank, model=None):
