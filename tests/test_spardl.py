@@ -157,6 +157,28 @@ def test_gathering_loop_and_flush_in_one_process():
     assert np.count_nonzero(extra) == 3
 
 
+def test_results_and_residuals_a_caller_keeps_are_never_written_again():
+    """The exchange's buffers come from a pool (reused once nobody holds them): results
+    and residuals a caller keeps stay as they were, and the sums are those of fresh
+    buffers."""
+    import torch
+    grc = local_spardl()
+    rng = np.random.default_rng(1)
+    grads = [torch.from_numpy(rng.standard_normal(1000).astype(np.float32)) for _ in range(6)]
+    kept = [grc.exchange(g, "w") for g in grads[:3]]
+    residual = grc.memory.residuals["w"]
+    snapshots = [k.clone() for k in kept] + [residual.clone()]
+    e = residual.clone()
+    for g in grads[3:]:
+        out = grc.exchange(g, "w")                    # one rank: the top-k of g + e, the rest kept
+        x = g + e
+        assert torch.equal(out, torch.where(out != 0, x, torch.zeros(())))
+        assert torch.count_nonzero(out) == 100
+        e = torch.where(out != 0, torch.zeros(()), x)
+        assert torch.equal(grc.memory.residuals["w"], e)
+    assert all(torch.equal(a, b) for a, b in zip(kept + [residual], snapshots))
+
+
 def test_a_step_that_leaves_a_tensor_out_is_named_at_the_next_step():
     """A learned tensor left out of a step without flush() (a parameter frozen) leaves the
     step's other tensors unreduced; the next step said "given twice", not what was missing."""
@@ -429,6 +451,48 @@ def test_a_silent_peer_raises_within_the_group_timeout():
     message, seconds = run(_silent_peer, 2, pg_timeout=3)[0]
     assert "point-to-point exchange of tensor 'w' failed on rank 0" in message
     assert seconds < 7
+
+
+def _bounded_hops(rank, world_size):
+    """Rank 0 receives through start_sendrecv with a capacity of 64 bytes; rank 1 sends
+    well-formed messages of 0, 1, 63 and 64 bytes, then forged ones in the hop's own
+    form ([length int64][bytes][END_MARK], tag 7303)."""
+    import torch
+    import torch.distributed as dist
+    from deepreduce.transports import resolve
+    from deepreduce.transports.base import END_MARK
+    transport = resolve("torch")
+    lengths = (0, 1, 63, 64)
+    if rank == 1:
+        for n in lengths:
+            transport.start_sendrecv(np.arange(n, dtype=np.uint8), 0, 0, "w", capacity=64).wait()
+
+        def forged(stated, body):
+            message = np.concatenate([np.array([stated], np.int64).view(np.uint8), body]).astype(np.uint8)
+            dist.send(torch.from_numpy(message), 0, tag=7303)
+        forged(1000, np.zeros(40, np.uint8))                   # states more than can come
+        forged(32, np.zeros(10, np.uint8))                     # states 32, sends 10 and no mark
+        forged(8, np.concatenate([np.zeros(4, np.uint8), END_MARK]))  # the mark 4 bytes early
+        return None
+    received = [transport.start_sendrecv(np.full(3, 9, np.uint8), 1, 1, "w", capacity=64).wait().tolist()
+                for _ in lengths]
+    errors = []
+    for _ in range(3):
+        pending = transport.start_sendrecv(np.empty(0, np.uint8), 1, 1, "w", capacity=64)
+        try:  # (rank 1 takes none of these sends: they are left to the group's end)
+            errors.append(f"no error: {pending.wait().tolist()}")
+        except CommunicationError as e:
+            errors.append(str(e))
+    return received, errors
+
+
+def test_a_hop_of_known_capacity_is_one_message_and_refuses_forgeries():
+    received, errors = run(_bounded_hops, 2)[0]
+    assert received == [list(range(n)) for n in (0, 1, 63, 64)]
+    assert "rank 1 sent 1000 bytes where at most 64 can come" in errors[0]
+    assert "rank 1 sent fewer bytes than the 32 it stated" in errors[1]
+    assert "rank 1 sent fewer bytes than the 8 it stated" in errors[2]
+    assert all("point-to-point exchange of tensor 'w' failed on rank 0" in e for e in errors)
 
 
 def test_built_by_both_factories_and_the_grace_path():

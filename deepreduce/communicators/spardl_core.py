@@ -28,8 +28,9 @@ import math
 
 import numpy as np
 
-from .._native import check, check_frame, f32, ffi, lib, u8, u32
+from .._native import check, check_frame, f32, ffi, lib, u8, u32, zero
 from ..errors import CommunicationError
+from ..state import Outputs
 
 INDEX_CODECS = {"raw": lib.DR_INDEX_RAW, "ef": lib.DR_INDEX_EF, "rice": lib.DR_INDEX_RICE,
                 "varint": lib.DR_INDEX_VARINT}
@@ -205,6 +206,15 @@ class SparseAllreduce:
         self.position = transport.rank % self.team_size
         self._h = dict(adapted or {})  # what another engine had learnt (``adapted``)
         self.traffic = Traffic()
+        # An exchange's dense buffers (the accumulated gradient that becomes the residual,
+        # the working copy the hops select from and add into, the result), per buffer
+        # name, reused once nothing refers to them: fresh ones of 40 MB cost the kernel
+        # as much time as all the exchange's selections.
+        self._buffers = Outputs()
+
+    def __getstate__(self):
+        # Without the buffers (scratch): a copy takes its own at its first exchange.
+        return dict(self.__dict__, _buffers=Outputs())
 
     @property
     def adapted(self):
@@ -216,6 +226,12 @@ class SparseAllreduce:
         block = -(-n // self.team_size)
         return block, max(1, int(block * self.density))
 
+    def accumulator(self, name, n):
+        """A float32 buffer of n entries for the caller to write the accumulated gradient
+        of buffer ``name`` into and hand to ``__call__``: the pool's, once nothing holds
+        it (the residual views of the last exchange but one are gone by then)."""
+        return self._buffers.take((name, "accumulated"), n)
+
     def __call__(self, accumulated, name):
         """Return (result, residual) for this rank's accumulated gradient (float32, n):
         ``result`` the same on every rank, ``residual`` this rank's global residual, made
@@ -223,13 +239,13 @@ class SparseAllreduce:
         q, n = self.team_size, accumulated.size
         block, k = self.layout(n)
         self.traffic = Traffic()
-        partial = np.empty(q * block, dtype=np.float32)
+        partial = self._buffers.take((name, "partial"), q * block)
         partial[:n] = accumulated
         partial[n:] = 0.0
         blocks = partial.reshape(q, block)
         self._reduce_scatter(blocks, k, name)
         final = self._owner_selection(blocks[self.position], k, name)
-        result = np.zeros(n, dtype=np.float32)
+        result = zero(self._buffers.take((name, "result"), n))
         scale = np.float32(self.transport.size)
 
         def deliver(b, frame):
@@ -245,17 +261,24 @@ class SparseAllreduce:
             check(lib.dr_scatter(u32(idx), f32(held), idx.size, f32(accumulated[base:end]), end - base),
                   "SparDL residual")
 
-        self._team_allgather(final, name, deliver)
+        self._team_allgather(final, block, k, name, deliver)
         return result, accumulated
 
     # -- the three phases ----------------------------------------------------------------
     def _global(self, team_position, team=None):
         return (self.team if team is None else team) * self.team_size + team_position
 
-    def _hop(self, frames, dest, source, name):
+    def _hop(self, frames, dest, source, name, capacity=None):
+        """Send ``frames`` as one message to ``dest`` and start receiving ``source``'s (of
+        at most ``capacity`` bytes where every rank knows that bound)."""
         message = np.concatenate(frames) if frames else np.empty(0, dtype=np.uint8)
         self.traffic.count(message)
-        return self.transport.start_sendrecv(message, dest, source, name)
+        return self.transport.start_sendrecv(message, dest, source, name, capacity)
+
+    def _frames_bound(self, count, block, k):
+        """The most bytes ``count`` frames of at most k entries of a block of ``block``
+        can take."""
+        return count * lib.dr_spardl_frame_bound(block, min(k, block), self.codec.codec_id)
 
     def _reduce_scatter(self, blocks, k, name):
         rounds = reduce_scatter_rounds(self.team_size, self.position)
@@ -274,7 +297,8 @@ class SparseAllreduce:
 
         frame_ready(0)
         for i, (dest, source, send, recv) in enumerate(rounds):
-            pending = self._hop([framed[b] for b in send], self._global(dest), self._global(source), name)
+            pending = self._hop([framed[b] for b in send], self._global(dest), self._global(source), name,
+                                self._frames_bound(len(recv), blocks.shape[1], k))
             frame_ready(i)  # overlaps the transfer: blocks whose last data came before round i
             what = f"SparDL reduce-scatter round {i} of {name!r}"
             for b, frame in zip(recv, BlockCodec.split(pending.wait(), len(recv), what)):
@@ -309,14 +333,16 @@ class SparseAllreduce:
         check(lib.dr_scatter(u32(idx), f32(val), idx.size, f32(staged), own.size), what)
         return self.codec.encode(staged, idx.size, self.position)
 
-    def _team_allgather(self, final, name, deliver):
-        """Bruck all-gather of the final frames inside the team; ``deliver(block, frame)``
-        runs on each frame, those of one hop while the next hop is in flight."""
+    def _team_allgather(self, final, block, k, name, deliver):
+        """Bruck all-gather of the final frames (of at most k entries of a block of
+        ``block``) inside the team; ``deliver(block, frame)`` runs on each frame, those of
+        one hop while the next hop is in flight."""
         collected = [final]
         arrived = [(self.position, final)]
         what = f"SparDL intra-team all-gather of {name!r}"
         for dest, source, count in bruck_rounds(self.team_size, self.position):
-            pending = self._hop(collected[:count], self._global(dest), self._global(source), name)
+            pending = self._hop(collected[:count], self._global(dest), self._global(source), name,
+                                self._frames_bound(count, block, k))
             for b, frame in arrived:  # overlaps the hop
                 deliver(b, frame)
             received = BlockCodec.split(pending.wait(), count, what)

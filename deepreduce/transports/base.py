@@ -90,6 +90,13 @@ def awaiting_mark(nbytes):
     return out
 
 
+def longer_than(nbytes, capacity, peer):
+    """The ValueError for rank ``peer``'s message of ``nbytes`` where at most ``capacity``
+    can come (``start_sendrecv``)."""
+    return ValueError(f"rank {peer} sent {nbytes} bytes where at most {capacity} can come: every rank "
+                      "must run the same deepreduce")
+
+
 def unmarked(buf, peer):
     """The bytes of a received marked message (a view), or a ValueError naming the rank
     ``peer`` where the mark did not arrive where its stated size puts it (the collective's
@@ -337,22 +344,29 @@ class Transport(ABC):
         return data.view(dtype)
 
     # -- point to point (SparDL's hops) ---------------------------------------------------
-    def _start_sendrecv_bytes(self, data, dest, source):
-        """Start sending uint8 ``data`` to rank ``dest`` and receiving a message of any size
-        from rank ``source``; return an object whose ``wait()`` gives the received bytes
-        once both are done. Transports with point-to-point messaging override this."""
+    def _start_sendrecv_bytes(self, data, dest, source, capacity):
+        """Start sending uint8 ``data`` to rank ``dest`` and receiving a message from rank
+        ``source`` (of at most ``capacity`` bytes, None: of any size); return an object
+        whose ``wait()`` gives the received bytes once both are done. Transports with
+        point-to-point messaging override this."""
         raise NotImplementedError(f"the {self.kind} transport has no point-to-point messages")
 
-    def start_sendrecv(self, data, dest, source, name):
+    def start_sendrecv(self, data, dest, source, name, capacity=None):
         """Send ``data`` (a uint8 array) to ``dest`` while receiving whatever ``source``
         sends this rank; returns a handle whose ``wait()`` returns the received uint8
         array. Work done between the two calls overlaps the transfer. A rank exchanging
-        with itself gets its own bytes back."""
+        with itself gets its own bytes back.
+
+        ``capacity``: the most bytes ``source`` can send in this exchange, where the
+        caller knows it (every rank of the exchange must then pass one, as the ranks
+        sending to it do: the message's form depends on it). The receive is then posted
+        at once, for one message instead of its length and then its bytes (gloo); a
+        longer message is refused."""
         data = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1)
         if dest == self.rank and source == self.rank:
             return _Done(data.copy())
         with self._guard("point-to-point exchange", name):
-            pending = self._start_sendrecv_bytes(data, dest, source)
+            pending = self._start_sendrecv_bytes(data, dest, source, capacity)
         return _Guarded(self, pending, name)
 
     def barrier(self):

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from .base import END_MARK, Transport, awaiting_mark, marked, unmarked
+from .base import END_MARK, Transport, awaiting_mark, longer_than, marked, unmarked
 
 
 def import_mpi():
@@ -83,8 +83,8 @@ class MPITransport(Transport):
         return [unmarked(recvbuf[d:d + size], peer) if size else recvbuf[d:d]
                 for peer, (d, size) in enumerate(zip(recv_displs, recv_sizes))]
 
-    def _start_sendrecv_bytes(self, data, dest, source):
-        return _MPISendRecv(self, data, dest, source)
+    def _start_sendrecv_bytes(self, data, dest, source, capacity):
+        return _MPISendRecv(self, data, dest, source, capacity)
 
     def _allreduce_sum_inplace(self, array):
         if array.dtype == np.float16:
@@ -99,13 +99,14 @@ class MPITransport(Transport):
 
 class _MPISendRecv:
     """One hop on MPI: a non-blocking send; the receiver probes for the length and then
-    receives exactly that many bytes."""
+    receives exactly that many bytes (after checking them against the capacity)."""
 
     TAG = 7302
 
-    def __init__(self, transport, data, dest, source):
+    def __init__(self, transport, data, dest, source, capacity):
         self._t = transport
         self._source = source
+        self._capacity = capacity
         self._data = data  # kept alive until the send completes
         self._send = transport._comm.Isend([data, transport._MPI.BYTE], dest=dest, tag=self.TAG)
 
@@ -113,7 +114,10 @@ class _MPISendRecv:
         MPI, comm = self._t._MPI, self._t._comm
         status = MPI.Status()
         comm.Probe(source=self._source, tag=self.TAG, status=status)
-        received = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+        nbytes = status.Get_count(MPI.BYTE)
+        if self._capacity is not None and nbytes > self._capacity:
+            raise longer_than(nbytes, self._capacity, self._source)
+        received = np.empty(nbytes, dtype=np.uint8)
         comm.Recv([received, MPI.BYTE], source=self._source, tag=self.TAG)
         self._send.Wait()
         return received

@@ -8,7 +8,7 @@ Timeouts are the process group's (``init_process_group(timeout=...)``).
 import numpy as np
 
 from . import MadeAtFirstUse
-from .base import Transport, awaiting_mark, marked, unmarked
+from .base import END_MARK, Transport, awaiting_mark, longer_than, marked, unmarked
 
 
 class TorchTransport(Transport):
@@ -84,8 +84,11 @@ class TorchTransport(Transport):
             req.wait()
         return [r if isinstance(r, np.ndarray) else unmarked(self._numpy(r), peer) for peer, r in enumerate(received)]
 
-    def _start_sendrecv_bytes(self, data, dest, source):
-        return _TorchSendRecv(self, data, self._global_rank(dest), self._global_rank(source))
+    def _start_sendrecv_bytes(self, data, dest, source, capacity):
+        dest, source = self._global_rank(dest), self._global_rank(source)
+        if capacity is None:
+            return _TorchSendRecv(self, data, dest, source)
+        return _TorchSendRecvBounded(self, data, dest, source, capacity)
 
     def _allreduce_sum_inplace(self, array):
         t = self._tensor(array)
@@ -145,9 +148,10 @@ def _timeout_of(group):
 
 
 class _TorchSendRecv:
-    """One hop on torch.distributed: the length (int64) then the bytes, both sent at
-    once; the receiver learns the length before it posts the receive of the bytes
-    (gloo needs the exact size). Tags keep the two messages apart."""
+    """One hop on torch.distributed of a message of any size: the length (int64) then
+    the bytes, both sent at once; the receiver learns the length before it posts the
+    receive of the bytes (gloo needs a buffer at least as large as what comes). Tags
+    keep the two messages apart."""
 
     LENGTH_TAG, DATA_TAG = 7301, 7302
 
@@ -173,3 +177,39 @@ class _TorchSendRecv:
         for send in self._sends:
             send.wait()
         return self._t._numpy(received)
+
+
+class _TorchSendRecvBounded:
+    """One hop on torch.distributed whose receiver knows the most bytes that can come:
+    one message, [its length (int64)][its bytes][END_MARK], received into a zeroed
+    buffer of the longest such message, posted at once (gloo takes a shorter message
+    into a longer buffer and leaves the rest). Half the messages of ``_TorchSendRecv``,
+    and no wait for a length before the bytes can land. The mark, where the stated
+    length puts it in the zeroed buffer, shows the bytes all came."""
+
+    TAG = 7303
+    LENGTH = np.dtype(np.int64).itemsize
+
+    def __init__(self, transport, data, dest, source, capacity):
+        self._t = transport
+        self._source = source
+        self._capacity = capacity
+        dist, group, head = transport._dist, transport._group, self.LENGTH
+        message = np.empty(head + data.nbytes + END_MARK.size, dtype=np.uint8)
+        message[:head] = np.array([data.nbytes], dtype=np.int64).view(np.uint8)
+        message[head:head + data.nbytes] = data
+        message[head + data.nbytes:] = END_MARK
+        self._message = transport._tensor(message)  # kept alive until the send completes
+        self._send = dist.isend(self._message, dest, group=group, tag=self.TAG)
+        self._incoming = transport._tensor(np.zeros(head + capacity + END_MARK.size, dtype=np.uint8))
+        self._recv = dist.irecv(self._incoming, source, group=group, tag=self.TAG)
+
+    def wait(self):
+        self._recv.wait()
+        buf, head = self._t._numpy(self._incoming), self.LENGTH
+        nbytes = int(buf[:head].view(np.int64)[0])
+        if not 0 <= nbytes <= self._capacity:
+            raise longer_than(nbytes, self._capacity, self._source)
+        received = unmarked(buf[head:head + nbytes + END_MARK.size], self._source)
+        self._send.wait()
+        return received
