@@ -231,6 +231,62 @@ def test_collectives_are_differentiable_and_optimizer_state_travels_whole():
         assert objects == ({"epoch": 3}, [("rank", 0), ("rank", 1)])
 
 
+def _state_of_every_kind(rank, world_size):
+    """What broadcast_optimizer_state could not send as JSON was dropped (LBFGS's history
+    lists, deleted on every rank; LBFGS then failed) or left as each rank had it (a NumPy
+    lr); optimizers of other groups left the ranks out of step; an object root cannot
+    pickle left the others waiting; a sparse gradient came back sparse in its values,
+    so SparseAdam skipped the zeros of the rows it should update."""
+    import numpy as np
+    hvd.init()
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1)
+        lbfgs = torch.optim.LBFGS(model.parameters(), history_size=3)
+        x = torch.randn(8, 3, generator=torch.Generator().manual_seed(rank))
+
+        def closure():
+            lbfgs.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            return loss
+        lbfgs.step(closure)
+        hvd.broadcast_optimizer_state(lbfgs, root_rank=0)
+        history = [d.tolist() for d in lbfgs.state[model.weight]["old_dirs"]]
+        lbfgs.step(closure)                                          # failed: the lists were gone
+        sgd = torch.optim.SGD(model.parameters(), lr=np.float32(0.1 * (rank + 1)))
+        hvd.broadcast_optimizer_state(sgd, root_rank=0)
+        uneven = torch.optim.SGD([{"params": [model.weight]}, {"params": [model.bias]}] if rank == 0
+                                 else model.parameters(), lr=0.1)
+        with pytest.raises(ValueError, match="differ in their parameter groups .* \\[\\[1, 1\\], \\[2\\]\\]"):
+            hvd.broadcast_optimizer_state(uneven, root_rank=0)
+        with pytest.raises(TypeError, match="rank 0's object cannot be pickled"):
+            hvd.broadcast_object(lambda: rank if rank == 0 else None, root_rank=0)
+        emb = torch.nn.Embedding(4, 2, sparse=True)
+        opt = hvd.DistributedOptimizer(torch.optim.SparseAdam(emb.parameters()), named_parameters=emb.named_parameters())
+        (emb(torch.tensor([1])) * torch.tensor([1.0, 0.0])).sum().backward()   # row 1 touched, one entry 0
+        opt.synchronize()
+        touched = (emb.weight.grad.sparse_dim(), emb.weight.grad.coalesce().indices().tolist())
+        complex_mean = hvd.allreduce(torch.tensor([1j * (rank + 1)]), name="c")
+        rows = torch.ones(rank + 1, 2, requires_grad=True)
+        first, = torch.autograd.grad(hvd.allgather(rows, name="g").pow(2).sum(), rows, create_graph=True)
+        second, = torch.autograd.grad(first.sum(), rows)                  # twice through the allgather
+        return history, sgd.param_groups[0]["lr"], touched, complex_mean.tolist(), second.tolist()
+    finally:
+        world.shutdown()
+
+
+@pytest.mark.slow
+def test_optimizer_state_of_every_kind_travels_and_sparse_gradients_keep_their_rows():
+    ranks = run(_state_of_every_kind, 2)
+    assert ranks[0][0] == ranks[1][0] and ranks[0][0]              # root's LBFGS history on both
+    for history, lr, touched, complex_mean, second in ranks:
+        assert lr == np.float32(0.1)
+        assert touched == (1, [[1]])                                # the row, not its nonzero entry
+        assert complex_mean == [1.5j]
+    assert ranks[0][4] == [[4.0, 4.0]] and ranks[1][4] == [[4.0, 4.0], [4.0, 4.0]]
+
+
 def _collectives(rank, world_size):
     hvd.init()
     try:

@@ -8,7 +8,6 @@ before the wrapped optimizer steps; without ``grc`` it averages dense gradients,
 Horovod does. What differs from real Horovod, and why, is in docs/tensorflow.md.
 """
 import contextlib
-import json
 import pickle
 
 import numpy as np
@@ -58,18 +57,32 @@ def broadcast_(tensor, root_rank, name=None):
 
 
 def broadcast_object(obj, root_rank=0, name=None):
-    """Root's picklable ``obj`` on every rank (pickled: the ranks must trust each other)."""
+    """Root's picklable ``obj`` on every rank (pickled: the ranks must trust each other).
+    If root cannot pickle it, every rank raises."""
     name = collective_name(name, "broadcast_object")
-    data = pickle.dumps(obj) if rank() == root_rank else b""
+    data = _pickled(obj) if rank() == root_rank else b""
     return pickle.loads(_broadcast_bytes(data, root_rank, name))
 
 
 def allgather_object(obj, name=None):
     """Every rank's picklable ``obj``, in rank order (pickled: the ranks must trust each
-    other)."""
+    other). If a rank cannot pickle its object, every rank raises."""
     name = collective_name(name, "allgather_object")
-    parts = current().transport.allgather(np.frombuffer(pickle.dumps(obj), dtype=np.uint8), name)
+    data = _pickled(obj)
+    parts = current().transport.allgather(np.frombuffer(data or b"", dtype=np.uint8), name)
+    unpicklable = [r for r, part in enumerate(parts) if part.size == 0]  # a pickle is never empty
+    if unpicklable:
+        raise TypeError(f"hvd.allgather_object: the objects of ranks {unpicklable} cannot be pickled")
     return [pickle.loads(part.tobytes()) for part in parts]
+
+
+def _pickled(obj):
+    """``obj`` pickled, or None where it cannot be (the collective then tells every rank,
+    rather than this one raising alone while the others wait)."""
+    try:
+        return pickle.dumps(obj)
+    except Exception:  # noqa: BLE001 - pickle raises many kinds; every rank is told below
+        return None
 
 
 def _tensor(tensor, what):
@@ -83,7 +96,10 @@ def _allreduce(tensor, name, op):
     # One private CPU copy (the transport sums into it), divided in place.
     summed = world.transport.allreduce(tensor.detach().to("cpu", copy=True).contiguous(), name)
     if op == Average and world.size > 1:
-        summed = summed.div_(world.size) if summed.is_floating_point() else summed.floor_divide_(world.size)
+        if summed.dtype == torch.bool:
+            raise TypeError(f"hvd.allreduce of {name!r}: a bool tensor has no average; pass op=hvd.Sum")
+        exact = summed.is_floating_point() or summed.is_complex()
+        summed = summed.div_(world.size) if exact else summed.floor_divide_(world.size)
     return summed.to(tensor.device)
 
 
@@ -119,7 +135,7 @@ class _Allgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        summed = _allreduce(grad, collective_name(None, "allreduce"), Sum)
+        summed = _Allreduce.apply(grad, collective_name(None, "allreduce"), Sum)  # differentiable again
         rows = ctx.shape[0] if len(ctx.shape) else 1
         every = _allgather(torch.tensor([rows]), collective_name(None, "allgather"))
         start = int(every[:rank()].sum())
@@ -134,13 +150,17 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        summed = _allreduce(grad, collective_name(None, "allreduce"), Sum)
-        return (summed if rank() == ctx.root_rank else torch.zeros_like(summed)), None, None
+        summed = _Allreduce.apply(grad, collective_name(None, "allreduce"), Sum)  # differentiable again
+        return (summed if rank() == ctx.root_rank else summed * 0), None, None
 
 
 def _broadcast_bytes(data, root_rank, name):
-    """Root's ``data`` (bytes) on every rank: its length, then its bytes."""
-    length = int(_broadcast(torch.tensor([len(data)], dtype=torch.int64), root_rank, f"{name}.length").item())
+    """Root's ``data`` (bytes) on every rank: its length, then its bytes. Root's ``data``
+    None (an object it could not pickle) makes every rank raise."""
+    stated = -1 if data is None else len(data)
+    length = int(_broadcast(torch.tensor([stated], dtype=torch.int64), root_rank, f"{name}.length").item())
+    if length < 0:
+        raise TypeError(f"{name}: rank {root_rank}'s object cannot be pickled")
     if not length:
         return b""
     buf = bytearray(data) if rank() == root_rank else bytearray(length)
@@ -167,16 +187,24 @@ def broadcast_parameters(params, root_rank):
 
 
 def broadcast_optimizer_state(optimizer, root_rank):
-    """Root's hyperparameters (numbers, flags, tuples such as Adam's betas, tensors) and
-    per-parameter state (momentum buffers, Adam's moments, step counts), in place. What
-    root holds, and its values that are not tensors, travel first in one message, and
-    every rank takes it: a rank resumed from no checkpoint (empty state) gets root's, so
-    no rank waits on a broadcast the others skip."""
+    """Root's hyperparameters and per-parameter state (momentum buffers, Adam's moments,
+    step counts, LBFGS's history), in place. Every rank first checks that the ranks'
+    optimizers have the same parameter groups. Then root's layout travels, pickled, with
+    every value that is not a tensor (numbers, flags, Adam's betas, lists: the ranks must
+    trust each other), and every rank takes it: a rank resumed from no checkpoint (empty
+    state) gets root's, so no rank waits on a broadcast the others skip. Tensors follow,
+    one broadcast each, into each rank's own tensors where they fit."""
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"broadcast_optimizer_state: optimizer must be a torch.optim.Optimizer, got "
                         f"{type(optimizer).__name__}")
+    counts = [len(group["params"]) for group in optimizer.param_groups]
+    every = allgather_object(counts, name="optimizer.groups")
+    if any(theirs != counts for theirs in every):
+        raise ValueError(f"broadcast_optimizer_state: the ranks' optimizers differ in their parameter groups "
+                         f"(parameters per group, by rank: {every}); build the same optimizer on every rank")
     layout = _optimizer_layout(optimizer) if rank() == root_rank else None
-    layout = json.loads(_broadcast_bytes(json.dumps(layout).encode(), root_rank, "optimizer.layout"))
+    layout = pickle.loads(_broadcast_bytes(_pickled(layout), root_rank,
+                                           "optimizer.layout"))
     kept = {(g, i, key) for g, i, key, _ in layout["state"]}
     for g, group in enumerate(optimizer.param_groups):  # state root does not have goes
         for i, p in enumerate(group["params"]):
@@ -190,42 +218,45 @@ def broadcast_optimizer_state(optimizer, root_rank):
 
 
 def _optimizer_layout(optimizer):
-    """{"groups": [(group, key, code)], "state": [(group, param, key, code)]} of what this
-    rank holds (``_code``; what has none stays as each rank has it)."""
+    """{"groups": [(group, key, code)], "state": [(group, param, key, code)]} of every
+    hyperparameter and state entry this rank holds (``_code``)."""
     groups, state = [], []
     for g, group in enumerate(optimizer.param_groups):
-        groups += [(g, key, _code(value)) for key, value in sorted(group.items())
-                   if key != "params" and _code(value) is not None]
+        groups += [(g, key, _code(value)) for key, value in sorted(group.items()) if key != "params"]
         for i, p in enumerate(group["params"]):
-            state += [(g, i, key, _code(value)) for key, value in sorted(optimizer.state.get(p, {}).items())
-                      if _code(value) is not None]
+            state += [(g, i, key, _code(value)) for key, value in sorted(optimizer.state.get(p, {}).items())]
     return {"groups": groups, "state": state}
 
 
 def _code(value):
-    """How ``value`` travels: ["tensor", shape, dtype] (broadcast after the layout),
-    ["value", value, is a tuple] for what JSON carries exactly (numbers, flags, None,
-    strings, and tuples and lists of them), None for anything else."""
+    """How ``value`` travels: ("tensor", shape, dtype), broadcast after the layout, or
+    ("value", value), in the layout itself."""
     if isinstance(value, torch.Tensor):
-        return ["tensor", list(value.shape), str(value.dtype)]
-    try:
-        if json.loads(json.dumps(value)) == (list(value) if isinstance(value, tuple) else value):
-            return ["value", value, isinstance(value, tuple)]
-    except (TypeError, ValueError):
-        pass
-    return None
+        return ("tensor", tuple(value.shape), value.dtype)
+    return ("value", value)
 
 
 def _take(holder, key, code, root_rank, name, device):
-    """Set ``holder[key]`` to root's value, as ``_code`` sent it."""
+    """Set ``holder[key]`` to root's value, as ``_code`` sent it (tensors in a value, such
+    as LBFGS's lists, moved to ``device``, the parameter's)."""
     if code[0] == "value":
-        holder[key] = tuple(code[1]) if code[2] else code[1]
+        holder[key] = _moved(code[1], device)
         return
-    shape, dtype = code[1], getattr(torch, code[2].split(".")[-1])
+    shape, dtype = code[1], code[2]
     mine = holder.get(key)
-    if not isinstance(mine, torch.Tensor) or list(mine.shape) != shape or mine.dtype != dtype:
+    if not isinstance(mine, torch.Tensor) or tuple(mine.shape) != shape or mine.dtype != dtype:
         holder[key] = mine = torch.zeros(shape, dtype=dtype, device=device)
     broadcast_(mine, root_rank, name=name)
+
+
+def _moved(value, device):
+    if device is None:
+        return value
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_moved(v, device) for v in value)
+    return value
 
 
 class _DistributedOptimizer:
@@ -269,9 +300,9 @@ class _DistributedOptimizer:
                     p.grad = p.grad.to_dense()
                 name = self._names[p]
                 if p.grad.is_sparse:
-                    # An Embedding(sparse=True)'s: reduced dense and handed back sparse, with
-                    # the rows any rank touched (Horovod gathers the rows instead: the same sum).
-                    p.grad = self._average(p.grad.to_dense(), name).to_sparse()
+                    # An Embedding(sparse=True)'s: reduced dense and handed back sparse
+                    # (Horovod gathers the rows instead: the same sum).
+                    p.grad = _touched_only(self._average(p.grad.to_dense(), name), p.grad, name)
                     continue
                 averaged = self._average(p.grad, name)
                 with torch.no_grad():
@@ -299,6 +330,18 @@ class _DistributedOptimizer:
         if self._should_synchronize:
             self.synchronize()
         return super().step(closure)
+
+
+def _touched_only(dense, grad, name):
+    """``dense`` (the average of the ranks' sparse ``grad``) as a sparse tensor of
+    ``grad``'s sparse dimensions, holding the rows (slices) any rank's gradient touched,
+    zeros in them included: SparseAdam updates exactly those rows, and a gradient made
+    sparse by its values (``to_sparse``) dropped the zeros inside them."""
+    dims = grad.sparse_dim()
+    touched = torch.zeros(grad.shape[:dims], dtype=torch.int32)
+    touched[tuple(grad.coalesce().indices().cpu())] = 1
+    index = _allreduce(touched, f"{name}.rows", Sum).nonzero().t().to(dense.device)
+    return torch.sparse_coo_tensor(index, dense[tuple(index)], dense.shape, is_coalesced=True, check_invariants=True)
 
 
 def _parameter_names(param_groups, named_parameters):
