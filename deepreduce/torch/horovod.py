@@ -127,6 +127,11 @@ class _Allreduce(torch.autograd.Function):
         return _Allreduce.apply(grad, collective_name(None, "allreduce"), ctx.op), None, None
 
 
+def _summed_gradient(grad):
+    """The ranks' ``grad`` summed, through the autograd function: differentiable again."""
+    return _Allreduce.apply(grad, collective_name(None, "allreduce"), Sum)
+
+
 class _Allgather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name):
@@ -135,11 +140,10 @@ class _Allgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        summed = _Allreduce.apply(grad, collective_name(None, "allreduce"), Sum)  # differentiable again
         rows = ctx.shape[0] if len(ctx.shape) else 1
         every = _allgather(torch.tensor([rows]), collective_name(None, "allgather"))
         start = int(every[:rank()].sum())
-        return summed.narrow(0, start, rows).reshape(ctx.shape), None
+        return _summed_gradient(grad).narrow(0, start, rows).reshape(ctx.shape), None
 
 
 class _Broadcast(torch.autograd.Function):
@@ -150,7 +154,7 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        summed = _Allreduce.apply(grad, collective_name(None, "allreduce"), Sum)  # differentiable again
+        summed = _summed_gradient(grad)
         return (summed if rank() == ctx.root_rank else summed * 0), None, None
 
 
