@@ -353,6 +353,30 @@ class Outputs:
             buffers.append(buffer)
             self._pointers[name].append(None)
 
+    def trim(self):
+        """Forget buffers nothing else refers to, of the names first used earliest first,
+        until they hold no more bytes than the buffers in use: a caller whose names come
+        and go (SparDL's steps over changing sets of tensors) is left with no more spare
+        memory than it uses, where a name's spares would otherwise stay for good."""
+        free, held = [], 0
+        for name, buffers in self._buffers.items():
+            for i in range(len(buffers)):
+                if sys.getrefcount(buffers[i]) == _ONLY_THE_POOL:  # ``_take``'s test
+                    free.append((name, i, buffers[i].nbytes))
+                else:
+                    held += buffers[i].nbytes
+        excess = sum(nbytes for _, _, nbytes in free) - held
+        forget = []
+        for name, i, nbytes in free:
+            if excess <= 0:
+                break
+            forget.append((name, i))
+            excess -= nbytes
+        for name, i in reversed(forget):  # a name's later slots first: the earlier keep their places
+            del self._buffers[name][i], self._pointers[name][i]
+            if not self._buffers[name]:
+                del self._buffers[name], self._pointers[name]
+
     def zeros(self, name, size):
         """``take``, zeroed (for ``name`` None, fresh zero pages); a float32 pool's."""
         if name is None:

@@ -112,10 +112,21 @@ class BlockCodec:
     def __init__(self, index_codec):
         self.codec_id = INDEX_CODECS[index_codec]
         self._work = np.empty(0, dtype=np.uint8)
+        self._bounds = {}  # (B, k) -> frame bound: rice's takes ~0.3 ms to find
 
     def __getstate__(self):
         # A checkpoint without the scratch: a copy grows its own at its first encode.
         return dict(self.__dict__, _work=np.empty(0, dtype=np.uint8))
+
+    def bound(self, block, k):
+        """The most bytes a frame of at most k entries of a block of ``block`` takes."""
+        k = min(k, block)
+        bound = self._bounds.get((block, k))
+        if bound is None:
+            if len(self._bounds) >= 64:  # layouts of a density schedule: a few at a time
+                self._bounds.clear()
+            bound = self._bounds[(block, k)] = lib.dr_spardl_frame_bound(block, k, self.codec_id)
+        return bound
 
     def encode(self, block, k, tag):
         """Frame the top-k of ``block`` (a float32 view, modified: the sent entries become
@@ -124,7 +135,7 @@ class BlockCodec:
         need = lib.dr_spardl_workspace_size(block.size, k)
         if self._work.nbytes < need:
             self._work = np.empty(need, dtype=np.uint8)
-        out = np.empty(lib.dr_spardl_frame_bound(block.size, k, self.codec_id), dtype=np.uint8)
+        out = np.empty(self.bound(block.size, k), dtype=np.uint8)
         written = ffi.new("size_t *")
         check(lib.dr_spardl_select_encode(f32(block), block.size, k, self.codec_id, tag, u8(out),
                                           out.nbytes, written, ffi.from_buffer(self._work)),
@@ -206,15 +217,19 @@ class SparseAllreduce:
         self.position = transport.rank % self.team_size
         self._h = dict(adapted or {})  # what another engine had learnt (``adapted``)
         self.traffic = Traffic()
-        # An exchange's dense buffers (the accumulated gradient that becomes the residual,
-        # the working copy the hops select from and add into, the result), per buffer
-        # name, reused once nothing refers to them: fresh ones of 40 MB cost the kernel
-        # as much time as all the exchange's selections.
-        self._buffers = Outputs()
+        # An exchange's dense buffers, reused once nothing refers to them (fresh ones of
+        # 40 MB cost the kernel as much time as all the exchange's selections): the
+        # accumulated gradient that becomes the residual, per buffer name (the residual
+        # of a name's last exchange holds one, the next takes the other), trimmed so that
+        # spares of buffer names gone (a step over another set of tensors) do not stay;
+        # the working copy the hops select from and add into, and the result, one each
+        # (grown to the largest buffer).
+        self._accumulated = Outputs()
+        self._buffers = Outputs(grow=True)
 
     def __getstate__(self):
         # Without the buffers (scratch): a copy takes its own at its first exchange.
-        return dict(self.__dict__, _buffers=Outputs())
+        return dict(self.__dict__, _accumulated=Outputs(), _buffers=Outputs(grow=True))
 
     @property
     def adapted(self):
@@ -230,7 +245,7 @@ class SparseAllreduce:
         """A float32 buffer of n entries for the caller to write the accumulated gradient
         of buffer ``name`` into and hand to ``__call__``: the pool's, once nothing holds
         it (the residual views of the last exchange but one are gone by then)."""
-        return self._buffers.take((name, "accumulated"), n)
+        return self._accumulated.take(name, n)
 
     def __call__(self, accumulated, name):
         """Return (result, residual) for this rank's accumulated gradient (float32, n):
@@ -239,13 +254,13 @@ class SparseAllreduce:
         q, n = self.team_size, accumulated.size
         block, k = self.layout(n)
         self.traffic = Traffic()
-        partial = self._buffers.take((name, "partial"), q * block)
+        partial = self._buffers.take("partial", q * block)
         partial[:n] = accumulated
         partial[n:] = 0.0
         blocks = partial.reshape(q, block)
         self._reduce_scatter(blocks, k, name)
         final = self._owner_selection(blocks[self.position], k, name)
-        result = zero(self._buffers.take((name, "result"), n))
+        result = zero(self._buffers.take("result", n))
         scale = np.float32(self.transport.size)
 
         def deliver(b, frame):
@@ -262,6 +277,7 @@ class SparseAllreduce:
                   "SparDL residual")
 
         self._team_allgather(final, block, k, name, deliver)
+        self._accumulated.trim()
         return result, accumulated
 
     # -- the three phases ----------------------------------------------------------------
@@ -278,7 +294,7 @@ class SparseAllreduce:
     def _frames_bound(self, count, block, k):
         """The most bytes ``count`` frames of at most k entries of a block of ``block``
         can take."""
-        return count * lib.dr_spardl_frame_bound(block, min(k, block), self.codec.codec_id)
+        return count * self.codec.bound(block, k)
 
     def _reduce_scatter(self, blocks, k, name):
         rounds = reduce_scatter_rounds(self.team_size, self.position)

@@ -109,11 +109,50 @@ static void test_merge_and_keep(void)
     CHECK(n == 3);
 }
 
+/* Index sections' bounds for at most r indices against the largest per-r bound, found
+ * by brute force: rice's, varint's and ef's bounds fall in places as r grows (a frame of
+ * fewer entries than k could outgrow a buffer sized by the bound at k). Then the block
+ * where that happened: 146 nonzeros at a block's end, k = 147 (rice's bound at 146 is
+ * larger than at 147), encoded into dr_spardl_frame_bound(B, k). */
+static void test_bounds_for_at_most_r(void)
+{
+    static const size_t sizes[] = {1, 2, 100, 384, 1000, 4096, 12345, 65536};
+    struct bound_pair {
+        size_t (*bound)(size_t, size_t);
+        size_t (*upto)(size_t, size_t);
+    };
+    const struct bound_pair pairs[3] = {{dr_index_rice_bound, dr_index_rice_bound_upto},
+                                        {dr_index_ef_bound, dr_index_ef_bound_upto},
+                                        {dr_index_varint_bound, dr_index_varint_bound_upto}};
+    const size_t B = 384, k = 147;
+    float block[384];
+    size_t c, i, r, written = 0;
+    void *work = malloc(dr_spardl_workspace_size(B, k));
+    uint8_t *buf = malloc(dr_spardl_frame_bound(B, k, DR_INDEX_RICE));
+    for (c = 0; c < 3; c++)
+        for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            size_t largest = 0;
+            for (r = 0; r <= sizes[i]; r++) {
+                size_t b = pairs[c].bound(sizes[i], r);
+                largest = b > largest ? b : largest;
+                CHECK(pairs[c].upto(sizes[i], r) == largest);
+            }
+        }
+    CHECK(dr_index_rice_bound(B, 146) > dr_index_rice_bound(B, 147));
+    for (i = 0; i < B; i++)
+        block[i] = i >= 238 ? 1.0f : 0.0f;
+    CHECK_OK(dr_spardl_select_encode(block, B, k, DR_INDEX_RICE, 0, buf,
+                                     dr_spardl_frame_bound(B, k, DR_INDEX_RICE), &written, work));
+    free(buf);
+    free(work);
+}
+
 int main(void)
 {
     test_round_trip();
     test_zeros_and_small_caps();
     test_corrupt_section();
     test_merge_and_keep();
+    test_bounds_for_at_most_r();
     return check_summary("spardl");
 }

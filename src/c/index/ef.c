@@ -101,6 +101,22 @@ size_t dr_index_ef_bound(size_t d, size_t r)
     return dr_sat_size(ef_size(r, l, r == 0 ? 0 : ((uint64_t)d - 1u) >> l));
 }
 
+/* The bound grows with r while l stays; l only falls as r grows, and the run of each
+ * larger l ends at d >> l (the largest r' with r' << l <= d). */
+size_t dr_index_ef_bound_upto(size_t d, size_t r)
+{
+    size_t best = dr_index_ef_bound(d, r), end;
+    unsigned l;
+    if (r > d || r == 0)
+        return best;
+    for (l = ef_low_bits(d, r) + 1u; l <= 32u && (end = (size_t)((uint64_t)d >> l)) > 0; l++) {
+        size_t run_end = dr_index_ef_bound(d, end);
+        if (run_end > best)
+            best = run_end;
+    }
+    return best;
+}
+
 int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                        size_t *written)
 {

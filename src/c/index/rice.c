@@ -47,6 +47,35 @@ size_t dr_index_rice_bound(size_t d, size_t r)
     return dr_sat_size(1u + (uint64_t)dr_bitpack_size(r, k) + unary_bytes(r, ((uint64_t)d - r) >> k));
 }
 
+/* The bound grows with r while the parameter stays; the parameter only falls as r
+ * grows (the expected-cost comparison of k and k + 1 turns once, as the gaps shrink). So
+ * the largest bound up to r is at r or at the last r' of a run of a larger parameter:
+ * each run's first r' found by bisection, at most 32 runs. */
+size_t dr_index_rice_bound_upto(size_t d, size_t r)
+{
+    size_t best = dr_index_rice_bound(d, r), end = r;
+    if (r > d || r == 0)
+        return best;
+    while (end > 1) {
+        unsigned k = rice_param(d, end);
+        size_t lo = 1, hi = end, run_end;
+        while (lo < hi) { /* the first r' in [1, end] whose parameter is no more than k */
+            size_t mid = lo + (hi - lo) / 2u;
+            if (rice_param(d, mid) <= k)
+                hi = mid;
+            else
+                lo = mid + 1u;
+        }
+        if (lo <= 1)
+            break;
+        end = lo - 1u; /* the last r' of the run before */
+        run_end = dr_index_rice_bound(d, end);
+        if (run_end > best)
+            best = run_end;
+    }
+    return best;
+}
+
 /* One sweep over the set for the encoder's checks and its size: *descending nonzero
  * where some idx[j] <= idx[j - 1], and the sum of the gaps' quotients, (idx[0] >> k) +
  * the (idx[j] - idx[j - 1] - 1) >> k (meaningless where the set does not ascend). Gap

@@ -21,6 +21,27 @@ size_t dr_index_varint_bound(size_t d, size_t r)
     return dr_sat_size((uint64_t)r * leb_len((uint64_t)(d - r)));
 }
 
+/* The bound grows with r while the LEB128 length of d - r stays; that length only falls
+ * as r grows, and the run of length L + 1 ends at r' = d - 128^L. */
+size_t dr_index_varint_bound_upto(size_t d, size_t r)
+{
+    size_t best = dr_index_varint_bound(d, r);
+    uint64_t power;
+    if (r > d || r == 0)
+        return best;
+    for (power = 128u; power < (uint64_t)d; power <<= 7) {
+        uint64_t end = (uint64_t)d - power;
+        if (end < r) {
+            size_t run_end = dr_index_varint_bound(d, (size_t)end);
+            if (run_end > best)
+                best = run_end;
+        }
+        if (power > (UINT64_MAX >> 7))
+            break;
+    }
+    return best;
+}
+
 int dr_index_varint_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                            size_t *written)
 {

@@ -49,7 +49,7 @@ static int raw_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32_
 }
 
 typedef struct codec_ops {
-    bound_fn bound;
+    bound_fn bound_upto; /* the section's bound for at most r indices */
     encode_fn encode;
     decode_fn decode;
 } codec_ops;
@@ -57,10 +57,10 @@ typedef struct codec_ops {
 /* The codec table for a frame's index_codec field; NULL for one SparDL does not use. */
 static const codec_ops *codec_for(int id)
 {
-    static const codec_ops raw = {raw_bound, raw_encode, raw_decode};
-    static const codec_ops ef = {dr_index_ef_bound, dr_index_ef_encode, dr_index_ef_decode};
-    static const codec_ops rice = {dr_index_rice_bound, dr_index_rice_encode, dr_index_rice_decode};
-    static const codec_ops varint = {dr_index_varint_bound, dr_index_varint_encode,
+    static const codec_ops raw = {raw_bound, raw_encode, raw_decode}; /* raw_bound grows with r */
+    static const codec_ops ef = {dr_index_ef_bound_upto, dr_index_ef_encode, dr_index_ef_decode};
+    static const codec_ops rice = {dr_index_rice_bound_upto, dr_index_rice_encode, dr_index_rice_decode};
+    static const codec_ops varint = {dr_index_varint_bound_upto, dr_index_varint_encode,
                                        dr_index_varint_decode};
     switch (id) {
     case DR_INDEX_RAW: return &raw;
@@ -76,7 +76,7 @@ size_t dr_spardl_frame_bound(size_t block, size_t k, int index_codec)
     const codec_ops *codec = codec_for(index_codec);
     if (codec == NULL || k > block)
         return 0;
-    return dr_size_add(dr_size_add(dr_frame_header_size(NSECTIONS) + DR_FRAME_TRAILER, codec->bound(block, k)),
+    return dr_size_add(dr_size_add(dr_frame_header_size(NSECTIONS) + DR_FRAME_TRAILER, codec->bound_upto(block, k)),
                        dr_size_mul(4u, k));
 }
 

@@ -112,6 +112,10 @@ int dr_index_huffman_decode(const uint8_t *in, size_t len, size_t d, size_t r,
 
 size_t dr_index_ef_bound(size_t d, size_t r);
 
+/* The largest dr_index_ef_bound(d, r') over r' <= r: what a section of at most r indices
+ * needs. The bound itself is not monotone in r (by a byte where l falls). */
+size_t dr_index_ef_bound_upto(size_t d, size_t r);
+
 int dr_index_ef_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                        size_t *written);
 
@@ -133,6 +137,11 @@ int dr_index_ef_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint32
 
 size_t dr_index_rice_bound(size_t d, size_t r);
 
+/* The largest dr_index_rice_bound(d, r') over r' <= r: what a section of at most r
+ * indices needs. The bound itself is not monotone in r: fewer indices take a larger
+ * parameter, and up to hundreds of bytes more. Costs up to 32 bisections of rice_param. */
+size_t dr_index_rice_bound_upto(size_t d, size_t r);
+
 int dr_index_rice_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                          size_t *written);
 
@@ -144,6 +153,10 @@ int dr_index_rice_decode(const uint8_t *in, size_t len, size_t d, size_t r, uint
  * refuses values over 32 bits and overlong forms (a final byte of 0 after others). */
 
 size_t dr_index_varint_bound(size_t d, size_t r);
+
+/* The largest dr_index_varint_bound(d, r') over r' <= r: what a section of at most r
+ * indices needs (fewer indices may have longer gaps: the bound is not monotone in r). */
+size_t dr_index_varint_bound_upto(size_t d, size_t r);
 
 int dr_index_varint_encode(const uint32_t *idx, size_t r, size_t d, uint8_t *out, size_t cap,
                            size_t *written);
