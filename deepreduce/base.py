@@ -12,6 +12,7 @@ float32 sharing memory with the core's flat buffer (see ``deepreduce.edge``), so
 written against GRACE's classes with torch operations mix freely with ours. The result
 is turned back into the caller's tensor type, dtype, device and shape.
 """
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -189,6 +190,29 @@ class Memory(ABC):
         return cls()
 
 
+# The methods a training loop calls: GRACE's step, the Horovod flavour's pair, SparDL's
+# flush and exchange (the DDP hook's).
+ENTRY_POINTS = ("step", "send_step", "receive_step", "exchange", "flush")
+
+
+def keep_out_of_torch_compile(cls):
+    """torch.compile traces into what a compiled function calls, and so into a step: NumPy,
+    CFFI and the C core, where it failed ("cannot create weak reference to
+    '_cffi_backend.Lib' object"). ``torch.compiler.disable`` keeps a function out of the
+    graph (it runs as Python, at a graph break; about 1 µs a call) and needs torch, which
+    deepreduce does not import: so the entry points of ``cls`` and its bases are wrapped
+    when a communicator of it is made in a process that has imported torch (a script
+    that compiles has, before it builds its communicator)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    for klass in cls.__mro__:
+        for name in ENTRY_POINTS:
+            method = klass.__dict__.get(name)
+            if method is not None and not getattr(method, "_torchdynamo_disable", False):
+                setattr(klass, name, torch.compiler.disable(method))
+
+
 class Communicator(TransportAtFirstUse, ABC):
     """Sends compressed tensors between ranks through a transport.
 
@@ -220,6 +244,7 @@ class Communicator(TransportAtFirstUse, ABC):
         # once nothing refers to them.
         self.buffers = Outputs()
         self._stepping = threading.RLock()
+        keep_out_of_torch_compile(type(self))
 
     # -- binding ------------------------------------------------------------------
     def __getstate__(self):

@@ -154,7 +154,9 @@ def train_ddp_hook_watching_shapes(rank, world_size, params, steps=20, batch=32)
     model.register_comm_hook(state, watching)
     ddp_steps(rank, world_size, model, optimizer, 0, steps, batch)
     flat = torch.cat([p.detach().reshape(-1) for p in model.module.parameters()])
-    return flat.numpy(), accuracy(model.module), seen["tiled"], seen["rank"]
+    matrices = sum(p.dim() >= 2 for p in model.module.parameters())
+    return flat.numpy(), accuracy(model.module), seen["tiled"], seen["rank"], sorted(state.grc.stats.per_name), \
+        matrices
 
 
 def train_ddp_hook_failing(rank, world_size, overlap, steps=6, batch=32):

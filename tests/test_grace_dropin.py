@@ -231,3 +231,31 @@ def test_a_communicator_bound_to_the_process_group_copies_and_pickles():
         for label, (same, recorded) in rank_out.items():
             assert all(all(step) for step in same), (label, same)
             assert recorded == [True, True], label
+
+
+@pytest.mark.parametrize("params", [
+    {"compressor": "topk", "memory": "residual", "communicator": "allgather", "compress_ratio": 0.3},
+    {"compressor": "powersgd", "memory": "powersgd", "communicator": "allreduce"},
+])
+def test_a_compiled_gradient_sync_steps_as_the_eager_one(params):
+    """torch.compile of a function that calls grc.step traced into NumPy and CFFI and
+    failed ("cannot create weak reference to '_cffi_backend.Lib' object"); the steps are
+    now kept out of the graph and run as they do eagerly."""
+    import torch
+    from deepreduce import grace_from_params
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    model(torch.randn(4, 8)).sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    results = []
+    for compile_it in (False, True):
+        grc = grace_from_params(dict(params, transport="local"))
+
+        def sync():
+            for name, p in model.named_parameters():
+                p.grad.copy_(grc.step(p.grad, name))
+        for p, g in zip(model.parameters(), grads):
+            p.grad.copy_(g)
+        (torch.compile(sync, backend="eager") if compile_it else sync)()
+        results.append([p.grad.clone() for p in model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*results))

@@ -11,7 +11,8 @@ State and hook:
   are kept per bucket). A compressor that works on shapes (PowerSGD factors each
   matrix; ``needs_shapes``) would see one long vector, which it sends dense: its
   buckets are exchanged a parameter's gradient at a time, each with its own shape and
-  name (``ddp.bucket3.1``: the bucket's second), as torch's ``powerSGD_hook`` takes them.
+  name (``ddp.bucket3.1``: the bucket's second), as torch's ``powerSGD_hook`` takes them,
+  but for the bucket's vectors, sent together as one (``ddp.bucket3.vectors``).
 - DDP builds provisional buckets for the first iteration and rebuilds them, in gradient
   ready order, at the start of the second. Per-bucket state (residuals, momenta) made in
   iteration 0 would then belong to buckets of another size. So iteration 0 is a plain
@@ -105,6 +106,11 @@ class DeepReduceHookState:
         if bucket.is_last():
             self.iteration += 1
 
+    @staticmethod
+    def vectors_name(bucket):
+        """The name a bucket's vectors are sent under together (``_in_shapes``)."""
+        return f"ddp.bucket{bucket.index()}.vectors"
+
     def bucket_names(self, bucket, shaped):
         """The names the bucket's state is kept under: its own, or with ``shaped`` (the
         gradients, for a compressor that needs shapes) one per gradient. A bucket whose
@@ -118,7 +124,7 @@ class DeepReduceHookState:
         layout = tuple(tuple(p.shape) for p in bucket.parameters())
         before = self.layouts.get(bucket.index())
         if before is not None and before != layout:
-            for stale in names(len(before)):
+            for stale in names(len(before)) + ([self.vectors_name(bucket)] if shaped is not None else []):
                 self.grc.memory.forget(stale)
         self.layouts[bucket.index()] = layout
         return names(len(layout))
@@ -155,7 +161,7 @@ def ddp_hook(state, bucket):
     def average():
         if shaped is None:
             return send(buffer, names[0])
-        return torch.cat([send(gradient, name).reshape(-1) for name, gradient in zip(names, shaped)])
+        return _in_shapes(send, shaped, names, state.vectors_name(bucket))
 
     def exchange():
         try:
@@ -168,6 +174,24 @@ def ddp_hook(state, bucket):
     else:
         state.worker.submit(exchange)
     return future.then(_averaged)
+
+
+def _in_shapes(send, shaped, names, vectors_name):
+    """The bucket's gradients sent in their shapes (for a compressor that needs them:
+    powersgd), back as one flat tensor in the buffer's order. Its vectors go together,
+    as one, under ``vectors_name``: such a compressor sends them dense, and one exchange
+    per bias vector was a collective each (1,000 of them took 30 times torch's
+    powerSGD_hook)."""
+    vectors = [i for i, gradient in enumerate(shaped) if gradient.dim() <= 1]
+    out = [None] * len(shaped)
+    if vectors:
+        joined = send(torch.cat([shaped[i].reshape(-1) for i in vectors]), vectors_name).reshape(-1)
+        for i, part in zip(vectors, joined.split([shaped[i].numel() for i in vectors])):
+            out[i] = part
+    for i, (name, gradient) in enumerate(zip(names, shaped)):
+        if out[i] is None:
+            out[i] = send(gradient, name).reshape(-1)
+    return torch.cat(out)
 
 
 def _averaged(future):
