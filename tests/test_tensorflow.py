@@ -234,6 +234,33 @@ def test_the_distributed_optimizer_is_the_optimizer_with_all_its_state(one_proce
         hvd_keras.DistributedOptimizer(once)
 
 
+@pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")  # Keras pickling its weights
+def test_a_model_saved_with_the_distributed_optimizer_loads_and_clones(one_process_world, tmp_path):
+    """Its class, made in our module, was recorded there: load_model, clone_model and
+    unpickling the model failed ("Could not locate class 'SGD'"), and a copy of the
+    optimizer from its config did not average. Saved as the plain optimizer now, as
+    Horovod's; hvd.load_model (GRACE's takes grace) makes it distributed again."""
+    import pickle
+    grc = grace_from_params(TOPK)
+    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2)])
+    model.compile(loss="mse", optimizer=hvd_keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1), grace=grc),
+                  jit_compile=False)
+    model.fit(np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32), verbose=0)
+    model.save(tmp_path / "m.keras")
+    assert type(tf.keras.models.load_model(tmp_path / "m.keras").optimizer) is tf.keras.optimizers.SGD
+    tf.keras.models.clone_model(model)
+    pickle.loads(pickle.dumps(model))
+    copy = type(model.optimizer).from_config(model.optimizer.get_config())
+    steps = sum(s.calls for s in grc.stats.per_name.values())
+    copy.apply([tf.ones([2])], [tf.Variable([1.0, 2.0])])
+    assert sum(s.calls for s in grc.stats.per_name.values()) == steps + 1  # the copy averages
+    loaded = hvd_keras.load_model(tmp_path / "m.keras", grace=grc)
+    assert isinstance(loaded.optimizer, hvd_keras._DistributedOptimizer) and loaded.optimizer.learning_rate == 0.1
+    # TensorFlow's module takes GRACE's order: name second, and TensorFlow 1's use_locking
+    named = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.1), "mine", use_locking=False)
+    assert named.name == "mine"
+
+
 def test_horovods_options_misspellings_and_shapes(one_process_world):
     sgd = tf.keras.optimizers.SGD
     with pytest.raises(TypeError, match="unexpected keyword argument 'grc'"):  # trained dense without a word
@@ -361,6 +388,13 @@ def _tf_collectives(rank, world_size):
         # an embedding's gradient: reduced as Horovod reduces it, an IndexedSlices again
         rows = hvd.allreduce(tf.IndexedSlices(tf.fill([1, 2], rank + 1.0), tf.constant([rank * 3]),
                                               tf.constant([4, 2])), name="rows")
+        # ... and where the reduced tensor has the batch's shape, the retraced rank's call
+        # shares the others' tag with fewer elements: refused on both (rank 0 got a cut
+        # result, rank 1 hung)
+        per_example = tf.function(lambda t: hvd.allreduce(t * 2.0, op=hvd.Sum))
+        per_example(tf.ones([4]))
+        with pytest.raises(Exception, match="element counts differ across ranks"):
+            per_example(tf.ones([2 if rank == 0 else 4]))
         return (mean.numpy().tolist(), total.numpy().tolist(), gathered.numpy().tolist(), root_value.numpy().tolist(),
                 variables[0].numpy().tolist(), int(variables[1].numpy()), hvd.size(), losses,
                 (half.dtype.name, half.numpy().astype(np.float32).tolist()),

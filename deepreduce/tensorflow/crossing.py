@@ -16,11 +16,18 @@ import weakref
 import numpy as np
 import tensorflow as tf
 
+# What a tf.function calls of ours runs as the Python it is: it builds its ops itself (one
+# numpy_function per crossing), so AutoGraph has nothing to convert there, and its
+# conversion of these functions and methods, each time one is traced, was seen to go wrong
+# now and then in a long test run ("'DistributedGradientTape' object is not iterable").
+not_converted = tf.autograph.experimental.do_not_convert
+
 # The last crossing's outputs in each graph being built, for the next one to wait on.
 _LAST_IN_GRAPH = weakref.WeakKeyDictionary()
 _EXCHANGE_LOCK = threading.RLock()  # re-entrant: a crossing run eagerly inside another may take it again
 
 
+@not_converted
 def numpy_call(fn, tensors, dtypes, name="deepreduce", shapes=None):
     """Run ``fn(*arrays) -> list of arrays`` on the tensors' values as one op; return TF
     tensors of ``dtypes`` with static ``shapes`` (default: the inputs' shapes). Ordered
@@ -46,6 +53,7 @@ def numpy_call(fn, tensors, dtypes, name="deepreduce", shapes=None):
     return list(outputs)
 
 
+@not_converted
 def step_tensorflow(communicator, tensors, names):
     """``communicator.step`` on each TF tensor, in order, as one op: GRACE's TensorFlow
     ``grc.step(tensor, name)`` for eager and symbolic tensors alike. Float dtypes other

@@ -246,13 +246,14 @@ class Transport(ABC):
         self._check_dtypes(rows[:, 1], op, name)
         return rows[:, 2:]
 
-    def allreduce(self, array, name):
+    def allreduce(self, array, name, agree=False):
         """Sum ``array`` over ranks in place and return it. The first time a name is seen
-        its element count and dtype are checked to match on every rank."""
+        its element count and dtype are checked to match on every rank; with ``agree``, at
+        every call (a name whose tensors may change size: one small exchange more)."""
         template = array
         array = np.ascontiguousarray(edge.as_numpy(array))
         with self._guard("allreduce", name):
-            if name not in self._agreed:
+            if agree or name not in self._agreed:
                 counts = self._agree(name, "allreduce", dtype_code(array.dtype), array.size)[:, 0]
                 if np.any(counts != array.size):
                     raise CommunicationError(

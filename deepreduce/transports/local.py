@@ -10,7 +10,7 @@ class LocalTransport(Transport):
         super().__init__(rank=0, size=1)
 
     # The collectives themselves: the payload as it came, in its own kind.
-    def allreduce(self, array, name):
+    def allreduce(self, array, name, agree=False):
         return array
 
     def allgather(self, array, name):

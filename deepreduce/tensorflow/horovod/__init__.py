@@ -13,12 +13,13 @@ import tensorflow as tf
 
 from ...horovod_common import Adasum, Average, Compression, Sum, check_allgather_layout, collective_name, reduce_op, refuse_unoffered
 from ...world import current, init, is_initialized, local_rank, local_size, rank, shutdown, size
-from ..crossing import numpy_call, step_tensorflow
+from ..crossing import not_converted, numpy_call, step_tensorflow
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size",
            "Average", "Sum", "Adasum", "Compression", "allreduce", "allgather", "broadcast", "broadcast_variables",
            "DistributedGradientTape", "DistributedOptimizer", "reduce_gradients", "variable_names"]
 
+@not_converted
 def allreduce(tensor, average=None, name=None, op=None, grace=None):
     """The mean (default) or sum of ``tensor`` over ranks; with ``grace`` (GRACE's patched
     Horovod) the communicator's compressed average instead. A ``tf.IndexedSlices`` (an
@@ -38,9 +39,13 @@ def allreduce(tensor, average=None, name=None, op=None, grace=None):
         return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
     tensor = tf.convert_to_tensor(tensor)
     tag = _tag(name, "allreduce", tensor)
+    # Tagged after a tensor of a graph, every trace of the function shares the tag, and a
+    # rank that retraced for a shorter batch would send fewer elements under it: checked
+    # at every call, as the first call of a name is.
+    agree = name is None and not tf.executing_eagerly()
 
     def reduce(array):
-        return [_reduced(array, tag, op)]
+        return [_reduced(array, tag, op, agree)]
 
     return numpy_call(reduce, [tensor], [tensor.dtype], name="deepreduce_allreduce")[0]
 
@@ -55,19 +60,21 @@ def _tag(name, kind, tensor):
     return collective_name(name, kind)
 
 
-def _reduced(array, tag, op):
+def _reduced(array, tag, op, agree=False):
     """``array`` summed over the ranks (averaged for op=Average: divided, or floor-divided
     for integers, as Horovod's PyTorch flavour). Floats NumPy cannot sum (bfloat16, from
-    ml_dtypes) are summed as float32 and come back in their own dtype."""
+    ml_dtypes) are summed as float32 and come back in their own dtype. ``agree``: the
+    transport's allreduce's."""
     world = current()
     native = array.dtype.kind != "V"  # ml_dtypes' floats are NumPy "void" kinds
     work = np.array(array, dtype=None if native else np.float32, copy=True).reshape(-1)
-    summed = world.transport.allreduce(work, tag).reshape(array.shape)
+    summed = world.transport.allreduce(work, tag, agree=agree).reshape(array.shape)
     if op == Average and world.size > 1:
         summed = summed / world.size if np.issubdtype(summed.dtype, np.floating) else summed // world.size
     return summed if native else summed.astype(array.dtype)
 
 
+@not_converted
 def allgather(tensor, name=None):
     """Every rank's ``tensor`` concatenated along the first dimension, in rank order."""
     tensor = tf.convert_to_tensor(tensor)
@@ -86,6 +93,7 @@ def allgather(tensor, name=None):
     return numpy_call(gather, [tensor], [tensor.dtype], name="deepreduce_allgather", shapes=[shape])[0]
 
 
+@not_converted
 def broadcast(tensor, root_rank, name=None):
     """Root's ``tensor`` on every rank."""
     tensor = tf.convert_to_tensor(tensor)
@@ -103,6 +111,7 @@ def _broadcast_all(tensors, root_rank, names):
     return numpy_call(send, tensors, [t.dtype for t in tensors], name="deepreduce_broadcast")
 
 
+@not_converted
 def broadcast_variables(variables, root_rank):
     """Assign root's values to ``variables`` on every rank (one crossing for all); in a
     graph, the op that does it."""
@@ -125,6 +134,7 @@ def variable_names(variables):
     return unique
 
 
+@not_converted
 def reduce_gradients(gradients, variables, grace=None, op=Average):
     """The averaged gradients (``None`` stays ``None``): through ``grace`` when given, else
     a dense mean; all of a step's gradients in one crossing, in the variables' order."""
@@ -159,6 +169,7 @@ class DistributedGradientTape:
     """GRACE's ``hvd.DistributedGradientTape(tape, grace=grc)``: ``gradient()`` returns the
     gradients averaged over ranks. Everything else is the wrapped tape's."""
 
+    @not_converted
     def __init__(self, gradtape, device_dense="", device_sparse="", compression=None,
                  sparse_as_dense=False, op=Average, grace=None, gradient_predivide_factor=1.0, num_groups=0,
                  groups=None, process_set=None):
@@ -170,13 +181,16 @@ class DistributedGradientTape:
         self._op = reduce_op(op)
         current()  # fail now, not inside a traced function, when hvd.init() was not called
 
+    @not_converted
     def __enter__(self):  # with hvd.DistributedGradientTape(tf.GradientTape()) as tape:
         self._tape.__enter__()
         return self
 
+    @not_converted
     def __exit__(self, *exception):
         return self._tape.__exit__(*exception)
 
+    @not_converted
     def gradient(self, target, sources, output_gradients=None, **kwargs):
         gradients = self._tape.gradient(target, sources, output_gradients=output_gradients, **kwargs)
         if isinstance(sources, dict) or not isinstance(gradients, (list, tuple)):
@@ -188,8 +202,14 @@ class DistributedGradientTape:
         return getattr(self._tape, attribute)
 
 
-def DistributedOptimizer(optimizer, grace=None, name=None, **kwargs):
-    """Horovod's TensorFlow DistributedOptimizer for a Keras optimizer: the same as
+def DistributedOptimizer(optimizer, name=None, use_locking=False, device_dense="", device_sparse="", grace=None,
+                         **kwargs):
+    """Horovod's TensorFlow DistributedOptimizer for a Keras optimizer, in its order of
+    arguments (GRACE's patch: ``name`` second, ``use_locking``, which TensorFlow 1's
+    optimizers took and Keras's do not, and ``grace``): the same as
     ``hvd.keras.DistributedOptimizer``."""
+    if not isinstance(use_locking, bool):
+        raise TypeError(f"use_locking must be a bool, got {type(use_locking).__name__}")
     from .keras import DistributedOptimizer as keras_optimizer
-    return keras_optimizer(optimizer, grace=grace, name=name, **kwargs)
+    return keras_optimizer(optimizer, grace=grace, name=name, device_dense=device_dense, device_sparse=device_sparse,
+                           **kwargs)

@@ -16,13 +16,14 @@ import tensorflow as tf
 from .. import (Adasum, Average, Compression, Sum, allgather, allreduce, broadcast, broadcast_variables, check_grace, init,
                 is_initialized, local_rank, local_size, rank, reduce_gradients, shutdown, size)
 from ....horovod_common import reduce_op, refuse_unoffered
+from ...crossing import not_converted
 from ....world import current
 from . import callbacks
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_rank", "local_size", "Average", "Sum",
            "Adasum", "Compression",
            "allreduce", "allgather", "broadcast", "broadcast_variables", "broadcast_global_variables",
-           "DistributedOptimizer", "callbacks"]
+           "DistributedOptimizer", "load_model", "callbacks"]
 
 
 class _DistributedOptimizer:
@@ -32,6 +33,7 @@ class _DistributedOptimizer:
     ``apply_gradients`` alone was passed by both (under mixed_float16 each rank applied
     its own gradients and the replicas drifted apart)."""
 
+    @not_converted
     def apply(self, grads, trainable_variables=None):
         if _in_xla():
             raise RuntimeError("hvd.DistributedOptimizer cannot run inside an XLA-compiled step: its gradients "
@@ -99,12 +101,30 @@ def DistributedOptimizer(optimizer, grace=None, name=None, device_dense="", devi
         # the loss scaler is made here, and averages the scaled gradients before it
         # looks (one rank's overflow is every rank's, and every rank skips the step).
         optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer)
-    optimizer.__class__ = type(type(optimizer).__name__, (_DistributedOptimizer, type(optimizer)), {})
+    # Named and placed as its class, as Horovod's: a model saved with it loads (and
+    # clones) as one of the plain optimizer, where Keras found no class of that name in
+    # our module; and the exchange's settings on the class, so that a copy Keras makes
+    # from its config averages too.
+    base = type(optimizer)
+    optimizer.__class__ = type(base.__name__, (_DistributedOptimizer, base),
+                               {"__module__": base.__module__, "_deepreduce_grace": grace, "_deepreduce_op": op})
     if name is not None:
         optimizer.name = name
-    optimizer._deepreduce_grace = grace
-    optimizer._deepreduce_op = op
     return optimizer
+
+
+def load_model(filepath, grace=None, custom_optimizers=None, custom_objects=None, compression=None):
+    """Horovod's ``hvd.load_model`` (GRACE's takes ``grace``): a model saved with a
+    distributed optimizer (saved as the plain one), loaded, its optimizer made a
+    DistributedOptimizer again. ``custom_optimizers``: optimizer classes of the user's
+    that the file names, as Horovod takes them."""
+    refuse_unoffered(compression)
+    objects = dict(custom_objects or {})
+    objects.update({cls.__name__: cls for cls in custom_optimizers or ()})
+    model = tf.keras.models.load_model(filepath, custom_objects=objects)
+    if getattr(model, "optimizer", None) is not None:
+        model.optimizer = DistributedOptimizer(model.optimizer, grace=grace)  # itself, or a scaler made around it
+    return model
 
 
 def broadcast_global_variables(root_rank, model=None):
