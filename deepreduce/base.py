@@ -12,6 +12,7 @@ float32 sharing memory with the core's flat buffer (see ``deepreduce.edge``), so
 written against GRACE's classes with torch operations mix freely with ours. The result
 is turned back into the caller's tensor type, dtype, device and shape.
 """
+import inspect
 import sys
 import threading
 import time
@@ -209,7 +210,8 @@ def keep_out_of_torch_compile(cls):
     for klass in cls.__mro__:
         for name in ENTRY_POINTS:
             method = klass.__dict__.get(name)
-            if method is not None and not getattr(method, "_torchdynamo_disable", False):
+            # plain functions only: a staticmethod or classmethod wrapped so would lose its binding
+            if inspect.isfunction(method) and not getattr(method, "_torchdynamo_disable", False):
                 setattr(klass, name, torch.compiler.disable(method))
 
 

@@ -259,3 +259,19 @@ def test_a_compiled_gradient_sync_steps_as_the_eager_one(params):
         (torch.compile(sync, backend="eager") if compile_it else sync)()
         results.append([p.grad.clone() for p in model.parameters()])
     assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
+def test_entry_points_kept_out_of_torch_compile_keep_their_binding():
+    """Only plain functions are wrapped: a subclass's staticmethod step lost its binding
+    ('takes 2 positional arguments but 3 were given')."""
+    import torch  # noqa: F401 - the wrapping needs torch imported
+    from deepreduce.communicators.allgather import Allgather
+    from deepreduce.compressors.none import NoneCompressor
+    from deepreduce.memories.none import NoneMemory
+
+    class Echo(Allgather):
+        step = staticmethod(lambda tensor, name: tensor)
+
+    grc = Echo(NoneCompressor(), NoneMemory(), 1, transport="local")
+    assert grc.step(3, "w") == 3
+    assert getattr(Allgather.step, "_torchdynamo_disable", False)  # the plain one is kept out

@@ -241,7 +241,7 @@ class SparDL(Communicator):
         """``(accumulated, finite)``: the gradients plus their residuals, as one flat
         float32 buffer of the engine's (which turns it into the residual in place), and
         whether every entry is finite, learnt in the same pass."""
-        out = self._engine.accumulator(key, sum(flat.size for flat in flats))
+        out = self._engine.accumulator(key, sum(flat.size for flat in flats), isinstance(self.memory, ResidualMemory))
         finite, offset = True, 0
         for name, flat in zip(names, flats):
             part = out[offset:offset + flat.size]

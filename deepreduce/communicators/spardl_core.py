@@ -241,11 +241,13 @@ class SparseAllreduce:
         block = -(-n // self.team_size)
         return block, max(1, int(block * self.density))
 
-    def accumulator(self, name, n):
+    def accumulator(self, name, n, kept):
         """A float32 buffer of n entries for the caller to write the accumulated gradient
         of buffer ``name`` into and hand to ``__call__``: the pool's, once nothing holds
-        it (the residual views of the last exchange but one are gone by then)."""
-        return self._accumulated.take(name, n)
+        it (the residual views of the last exchange but one are gone by then). ``kept``:
+        whether the caller keeps the residual it becomes; if not, it is scratch, one for
+        every name."""
+        return self._accumulated.take(name, n) if kept else self._buffers.take("accumulated", n)
 
     def __call__(self, accumulated, name):
         """Return (result, residual) for this rank's accumulated gradient (float32, n):

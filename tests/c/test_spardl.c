@@ -137,6 +137,7 @@ static void test_bounds_for_at_most_r(void)
                 largest = b > largest ? b : largest;
                 CHECK(pairs[c].upto(sizes[i], r) == largest);
             }
+            CHECK(pairs[c].upto(sizes[i], sizes[i] + 5) == largest); /* at most d indices fit */
         }
     CHECK(dr_index_rice_bound(B, 146) > dr_index_rice_bound(B, 147));
     for (i = 0; i < B; i++)

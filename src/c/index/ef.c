@@ -105,9 +105,12 @@ size_t dr_index_ef_bound(size_t d, size_t r)
  * larger l ends at d >> l (the largest r' with r' << l <= d). */
 size_t dr_index_ef_bound_upto(size_t d, size_t r)
 {
-    size_t best = dr_index_ef_bound(d, r), end;
+    size_t best, end;
     unsigned l;
-    if (r > d || r == 0)
+    if (r > d) /* a section holds at most d indices */
+        r = d;
+    best = dr_index_ef_bound(d, r);
+    if (r == 0)
         return best;
     for (l = ef_low_bits(d, r) + 1u; l <= 32u && (end = (size_t)((uint64_t)d >> l)) > 0; l++) {
         size_t run_end = dr_index_ef_bound(d, end);

@@ -20,6 +20,8 @@ static unsigned rice_param(size_t d, size_t r)
     if (r == 0 || r >= d)
         return 0;
     q = 1.0 - (double)r / (double)d;
+    if (q >= 1.0) /* r/d below 2^-53 (d past 2^53): gaps longer than any parameter covers */
+        return 31u;
     for (k = 0; k < 32u; k++) {
         double qm = pow(q, ldexp(1.0, (int)k));
         double cost = (double)k + 1.0 + qm / (1.0 - qm);
@@ -35,7 +37,11 @@ static unsigned rice_param(size_t d, size_t r)
  * up to the last one. */
 static uint64_t unary_bytes(uint64_t r, uint64_t q_sum)
 {
-    return r == 0 ? 0 : (q_sum + r + 7u) / 8u;
+    if (r == 0)
+        return 0;
+    if (q_sum > UINT64_MAX - 7u - r) /* d near 2^64: saturated, as the sizes are */
+        return UINT64_MAX / 8u;
+    return (q_sum + r + 7u) / 8u;
 }
 
 size_t dr_index_rice_bound(size_t d, size_t r)
@@ -53,8 +59,12 @@ size_t dr_index_rice_bound(size_t d, size_t r)
  * each run's first r' found by bisection, at most 32 runs. */
 size_t dr_index_rice_bound_upto(size_t d, size_t r)
 {
-    size_t best = dr_index_rice_bound(d, r), end = r;
-    if (r > d || r == 0)
+    size_t best, end;
+    if (r > d) /* a section holds at most d indices */
+        r = d;
+    best = dr_index_rice_bound(d, r);
+    end = r;
+    if (r == 0)
         return best;
     while (end > 1) {
         unsigned k = rice_param(d, end);

@@ -25,9 +25,12 @@ size_t dr_index_varint_bound(size_t d, size_t r)
  * as r grows, and the run of length L + 1 ends at r' = d - 128^L. */
 size_t dr_index_varint_bound_upto(size_t d, size_t r)
 {
-    size_t best = dr_index_varint_bound(d, r);
+    size_t best;
     uint64_t power;
-    if (r > d || r == 0)
+    if (r > d) /* a section holds at most d indices */
+        r = d;
+    best = dr_index_varint_bound(d, r);
+    if (r == 0)
         return best;
     for (power = 128u; power < (uint64_t)d; power <<= 7) {
         uint64_t end = (uint64_t)d - power;
