@@ -135,7 +135,10 @@ static void test_bounds_for_at_most_r(void)
             for (r = 0; r <= sizes[i]; r++) {
                 size_t b = pairs[c].bound(sizes[i], r);
                 largest = b > largest ? b : largest;
-                CHECK(pairs[c].upto(sizes[i], r) == largest);
+                /* every r up to 4096 entries; past that every 53rd (rice's bisections cost
+                 * ~1k rice_param calls each, too many for every r under ASan and QEMU) */
+                if (sizes[i] <= 4096 || r % 53 == 0 || r == sizes[i])
+                    CHECK(pairs[c].upto(sizes[i], r) == largest);
             }
             CHECK(pairs[c].upto(sizes[i], sizes[i] + 5) == largest); /* at most d indices fit */
         }
