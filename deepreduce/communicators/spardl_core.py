@@ -224,12 +224,9 @@ class SparseAllreduce:
         # spares of buffer names gone (a step over another set of tensors) do not stay;
         # the working copy the hops select from and add into, and the result, one each
         # (grown to the largest buffer).
+        # (A pickled or copied Outputs comes back empty: a copy takes its own buffers.)
         self._accumulated = Outputs()
         self._buffers = Outputs(grow=True)
-
-    def __getstate__(self):
-        # Without the buffers (scratch): a copy takes its own at its first exchange.
-        return dict(self.__dict__, _accumulated=Outputs(), _buffers=Outputs(grow=True))
 
     @property
     def adapted(self):
